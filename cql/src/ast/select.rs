@@ -1,0 +1,99 @@
+//! The `SELECT` statement.
+
+use std::fmt;
+
+use super::{Comma, Expr, Ident, Order, QualifiedName, Relation};
+
+/// One item of a `SELECT` clause: an expression and its optional `AS` alias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selector {
+    /// What is selected.
+    pub expr: Expr,
+    /// `AS alias`.
+    pub alias: Option<String>,
+}
+
+/// `SELECT [JSON] [DISTINCT] selectors FROM table [WHERE ...] [GROUP BY ...] [ORDER BY ...]
+/// [PER PARTITION LIMIT n] [LIMIT n] [ALLOW FILTERING]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    /// `DISTINCT`.
+    pub distinct: bool,
+    /// `JSON`.
+    pub json: bool,
+    /// The selected items; empty for `*`.
+    pub selectors: Vec<Selector>,
+    /// The table.
+    pub table: QualifiedName,
+    /// `WHERE` relations, joined by `AND`.
+    pub where_clause: Vec<Relation>,
+    /// `GROUP BY` columns.
+    pub group_by: Vec<String>,
+    /// `ORDER BY` columns.
+    pub order_by: Vec<(String, Order)>,
+    /// `PER PARTITION LIMIT` (an integer literal or a bind marker).
+    pub per_partition_limit: Option<Expr>,
+    /// `LIMIT` (an integer literal or a bind marker).
+    pub limit: Option<Expr>,
+    /// `ALLOW FILTERING`.
+    pub allow_filtering: bool,
+}
+
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.expr.fmt(f)?;
+        if let Some(alias) = &self.alias {
+            write!(f, " AS {}", Ident(alias))?;
+        }
+        Ok(())
+    }
+}
+
+/// Prints `WHERE` relations joined by `AND` (shared by all statements with a `WHERE`).
+pub(crate) struct WhereClause<'a>(pub(crate) &'a [Relation]);
+
+impl fmt::Display for WhereClause<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.0.iter().enumerate() {
+            f.write_str(if i == 0 { " WHERE " } else { " AND " })?;
+            r.fmt(f)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Select {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SELECT ")?;
+        if self.json {
+            f.write_str("JSON ")?;
+        }
+        if self.distinct {
+            f.write_str("DISTINCT ")?;
+        }
+        if self.selectors.is_empty() {
+            f.write_str("*")?;
+        } else {
+            Comma(&self.selectors).fmt(f)?;
+        }
+        write!(f, " FROM {}{}", self.table, WhereClause(&self.where_clause))?;
+        if !self.group_by.is_empty() {
+            let cols: Vec<_> = self.group_by.iter().map(|c| Ident(c)).collect();
+            write!(f, " GROUP BY {}", Comma(&cols))?;
+        }
+        for (i, (col, order)) in self.order_by.iter().enumerate() {
+            f.write_str(if i == 0 { " ORDER BY " } else { ", " })?;
+            write!(f, "{} {order}", Ident(col))?;
+        }
+        if let Some(n) = &self.per_partition_limit {
+            write!(f, " PER PARTITION LIMIT {n}")?;
+        }
+        if let Some(n) = &self.limit {
+            write!(f, " LIMIT {n}")?;
+        }
+        if self.allow_filtering {
+            f.write_str(" ALLOW FILTERING")?;
+        }
+        Ok(())
+    }
+}

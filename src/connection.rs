@@ -1,0 +1,241 @@
+//! One client connection: frames in, requests dispatched concurrently per stream id, responses
+//! coalesced by a single writer task, events pushed to registered connections.
+
+use crate::node::Node;
+use crate::session::Session;
+use bytes::{Bytes, BytesMut};
+use cql::frame::{self, Frame, FrameError, Opcode};
+use cql::compression::Compression;
+use cql::request::Request;
+use cql::response::{ErrorBody, Event, Response};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+/// Bytes of encoded responses the writer gathers before one socket write.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+/// What the writer task is asked to do.
+pub(crate) enum Outgoing {
+    /// An encoded frame to write.
+    Frame(BytesMut),
+    /// Flush what was written and close the connection.
+    Close,
+}
+
+/// Serves one TCP connection until the client leaves, a fatal protocol error, or shutdown.
+pub async fn run(socket: TcpStream, peer: SocketAddr, node: Arc<Node>, shutdown: CancellationToken) {
+    let _ = socket.set_nodelay(true);
+    let (mut reader, writer) = socket.into_split();
+    let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
+    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let session = Arc::new(Session::new(peer, tx.clone()));
+    let in_flight = Arc::new(Semaphore::new(node.config().max_requests_per_connection));
+    let max_body = node.config().max_frame_bytes;
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    debug!(%peer, "connection opened");
+
+    'conn: loop {
+        // Decode every whole frame already buffered.
+        loop {
+            match frame::decode(&mut buf, max_body) {
+                Ok(Some(frame)) => {
+                    let permit = tokio::select! {
+                        p = in_flight.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break 'conn },
+                        _ = shutdown.cancelled() => break 'conn,
+                    };
+                    if !dispatch(frame, &session, &node, permit) {
+                        break 'conn;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    fatal_frame_error(&session, e);
+                    break 'conn;
+                }
+            }
+        }
+        let read = tokio::select! {
+            r = reader.read_buf(&mut buf) => r,
+            _ = shutdown.cancelled() => break 'conn,
+        };
+        match read {
+            Ok(0) => {
+                if !buf.is_empty() {
+                    debug!(%peer, pending = buf.len(), "client closed mid-frame");
+                }
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                debug!(%peer, error = %e, "read failed");
+                break;
+            }
+        }
+    }
+    // Let in-flight requests finish (bounded by the server's shutdown grace), then close.
+    let _ = in_flight
+        .acquire_many(node.config().max_requests_per_connection as u32)
+        .await;
+    let _ = tx.send(Outgoing::Close);
+    drop(tx);
+    session.close();
+    let _ = writer_task.await;
+    debug!(%peer, "connection closed");
+}
+
+/// Answers a frame that cannot be parsed, as Cassandra does, and asks the writer to close.
+fn fatal_frame_error(session: &Session, e: FrameError) {
+    let (version, stream, message) = match &e {
+        FrameError::UnsupportedVersion { version, stream } => (
+            4,
+            *stream,
+            format!(
+                "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4)"
+            ),
+        ),
+        FrameError::BodyTooLarge { stream, .. } | FrameError::NotARequest { stream } => {
+            (session.version_or(4), *stream, e.to_string())
+        }
+        other => (session.version_or(4), 0, other.to_string()),
+    };
+    debug!(error = %e, "fatal frame error");
+    session.send_uncompressed(
+        version,
+        stream,
+        &Response::Error(ErrorBody::ProtocolError(message)),
+    );
+    session.close_after_flush();
+}
+
+/// Routes one request frame. Returns false when the connection must close.
+fn dispatch(
+    frame: Frame,
+    session: &Arc<Session>,
+    node: &Arc<Node>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> bool {
+    let header = frame.header;
+    let version = header.version;
+    let stream = header.stream;
+    let body: Bytes = if header.flags & frame::flags::COMPRESSION != 0 {
+        match session.decompress(&frame.body, node.config().max_frame_bytes as usize) {
+            Ok(b) => b,
+            Err(message) => {
+                session.send(version, stream, &Response::Error(ErrorBody::ProtocolError(message)));
+                return true;
+            }
+        }
+    } else {
+        frame.body
+    };
+    let request = match Request::decode(header.opcode, version, &body) {
+        Ok(r) => r,
+        Err(e) => {
+            session.send(
+                version,
+                stream,
+                &Response::Error(ErrorBody::ProtocolError(e.to_string())),
+            );
+            return true;
+        }
+    };
+    if matches!(
+        request,
+        Request::Startup(_) | Request::Options | Request::Register(_) | Request::AuthResponse(_)
+    ) {
+        // Connection-state requests are answered in order, on the reader.
+        session.handle_control(request, version, stream, node);
+        drop(permit);
+        return !session.is_closing();
+    }
+    if !session.is_ready() {
+        let name = Opcode::from_u8(header.opcode)
+            .map(|o| format!("{o:?}").to_uppercase())
+            .unwrap_or_else(|| format!("0x{:02x}", header.opcode));
+        session.send(
+            version,
+            stream,
+            &Response::Error(ErrorBody::ProtocolError(format!(
+                "Unexpected message {name}, expecting STARTUP or OPTIONS"
+            ))),
+        );
+        return true;
+    }
+    let session = session.clone();
+    let node = node.clone();
+    tokio::spawn(async move {
+        let ctx = session.context();
+        let work = tokio::task::spawn_blocking(move || node.execute(&ctx, request, version));
+        let response = match work.await {
+            Ok(r) => r,
+            Err(e) => {
+                warn!(error = %e, "request task failed");
+                Response::Error(ErrorBody::ServerError(
+                    "Internal error while processing the request; see the server log".into(),
+                ))
+            }
+        };
+        session.apply_effects(&response);
+        session.send(version, stream, &response);
+        drop(permit);
+    });
+    true
+}
+
+/// Writes queued frames, gathering whatever is already queued into one write.
+async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    let mut out = BytesMut::with_capacity(COALESCE_BYTES);
+    let mut closing = false;
+    while let Some(first) = rx.recv().await {
+        match first {
+            Outgoing::Frame(f) => out.extend_from_slice(&f),
+            Outgoing::Close => closing = true,
+        }
+        while !closing && out.len() < COALESCE_BYTES {
+            match rx.try_recv() {
+                Ok(Outgoing::Frame(f)) => out.extend_from_slice(&f),
+                Ok(Outgoing::Close) => closing = true,
+                Err(_) => break,
+            }
+        }
+        if !out.is_empty() {
+            if writer.write_all(&out).await.is_err() {
+                break;
+            }
+            out.clear();
+        }
+        if closing {
+            break;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// Encodes an EVENT frame for stream -1.
+pub(crate) fn encode_event(
+    version: u8,
+    event: &Event,
+    compression: Option<&Compression>,
+) -> BytesMut {
+    let mut body = BytesMut::new();
+    Response::Event(event.clone()).encode_body(version, &mut body);
+    let mut out = BytesMut::with_capacity(body.len() + frame::HEADER_LEN);
+    match compression {
+        Some(c) => frame::encode_frame(
+            version,
+            frame::flags::COMPRESSION,
+            -1,
+            Opcode::Event,
+            &c.compress(&body),
+            &mut out,
+        ),
+        None => frame::encode_frame(version, 0, -1, Opcode::Event, &body, &mut out),
+    }
+    out
+}

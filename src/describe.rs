@@ -1,0 +1,395 @@
+//! Server-side DESCRIBE (Cassandra 4 semantics, as cqlsh 6 expects): listings and CQL
+//! `create_statement`s that recreate each object.
+
+use crate::error::QueryError;
+use crate::executor::virtual_select::page;
+use crate::schema::{is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, Keyspace, Table, TypeDef};
+use crate::system::{is_virtual_keyspace, NodeInfo, PARTITIONER};
+use bytes::Bytes;
+use cql::ast::{Describe, DescribeTarget, QualifiedName};
+use cql::response::{ColumnSpec, ResultMetadata, Rows};
+use cql::types::{write_identifier, DataType, NativeType};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+fn ident(name: &str) -> String {
+    let mut s = String::new();
+    let _ = write_identifier(&mut s, name);
+    s
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn text_map(m: &BTreeMap<String, String>) -> String {
+    let items: Vec<String> = m.iter().map(|(k, v)| format!("{}: {}", quote(k), quote(v))).collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+fn spec(name: &str, ty: DataType) -> ColumnSpec {
+    ColumnSpec {
+        keyspace: "system".into(),
+        table: "describe".into(),
+        name: name.into(),
+        data_type: ty,
+    }
+}
+
+fn text_cell(s: &str) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// `CREATE KEYSPACE` for a keyspace.
+pub fn keyspace_statement(ks: &Keyspace) -> String {
+    format!(
+        "CREATE KEYSPACE {} WITH replication = {}  AND durable_writes = {};",
+        ident(&ks.name),
+        text_map(&ks.params.replication),
+        ks.params.durable_writes
+    )
+}
+
+/// `CREATE TYPE` for a user type.
+pub fn type_statement(t: &TypeDef) -> String {
+    let mut s = format!("CREATE TYPE {}.{} (\n", ident(&t.keyspace), ident(&t.name));
+    let fields: Vec<String> = t
+        .field_names
+        .iter()
+        .zip(&t.field_types)
+        .map(|(n, ty)| format!("    {} {}", ident(n), ty))
+        .collect();
+    s.push_str(&fields.join(",\n"));
+    s.push_str("\n);");
+    s
+}
+
+/// `CREATE TABLE` for a table, options included.
+pub fn table_statement(t: &Table, virtual_table: bool) -> String {
+    let mut s = String::new();
+    if virtual_table {
+        s.push_str("/*\nWarning: Table ");
+        let _ = write!(s, "{}.{} is a virtual table and cannot be recreated with CQL.\nStructure, for reference:\n", ident(&t.keyspace), ident(&t.name));
+        s.push_str("VIRTUAL ");
+    }
+    let _ = writeln!(s, "CREATE TABLE {}.{} (", ident(&t.keyspace), ident(&t.name));
+    let pk: Vec<_> = t.partition_key().collect();
+    let ck: Vec<_> = t.clustering().collect();
+    let single_pk = pk.len() == 1 && ck.is_empty();
+    for c in t.select_star_order() {
+        let _ = write!(s, "    {} {}", ident(&c.name), c.data_type);
+        if c.kind == ColumnKind::Static {
+            s.push_str(" static");
+        }
+        if single_pk && c.kind == ColumnKind::PartitionKey {
+            s.push_str(" PRIMARY KEY");
+        }
+        s.push_str(",\n");
+    }
+    if single_pk {
+        s.truncate(s.len() - 2);
+        s.push('\n');
+    } else {
+        let pk_names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
+        let pk_text = if pk.len() == 1 {
+            pk_names[0].clone()
+        } else {
+            format!("({})", pk_names.join(", "))
+        };
+        let mut key = vec![pk_text];
+        key.extend(ck.iter().map(|c| ident(&c.name)));
+        let _ = writeln!(s, "    PRIMARY KEY ({})", key.join(", "));
+    }
+    s.push(')');
+    if virtual_table {
+        s.push_str(";\n*/");
+        return s;
+    }
+    let p = &t.params;
+    let mut opts: Vec<String> = Vec::new();
+    if !ck.is_empty() {
+        let order: Vec<String> = ck
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    ident(&c.name),
+                    if c.order == ClusteringOrder::Desc { "DESC" } else { "ASC" }
+                )
+            })
+            .collect();
+        opts.push(format!("CLUSTERING ORDER BY ({})", order.join(", ")));
+    }
+    opts.push(format!("additional_write_policy = {}", quote(&p.additional_write_policy)));
+    opts.push(format!("bloom_filter_fp_chance = {}", float(p.bloom_filter_fp_chance)));
+    opts.push(format!("caching = {}", text_map(&p.caching)));
+    opts.push(format!("cdc = {}", p.cdc));
+    opts.push(format!("comment = {}", quote(&p.comment)));
+    opts.push(format!("compaction = {}", text_map(&p.compaction)));
+    opts.push(format!("compression = {}", text_map(&p.compression)));
+    opts.push(format!("crc_check_chance = {}", float(p.crc_check_chance)));
+    opts.push(format!("default_time_to_live = {}", p.default_time_to_live));
+    opts.push("extensions = {}".to_string());
+    opts.push(format!("gc_grace_seconds = {}", p.gc_grace_seconds));
+    opts.push(format!("max_index_interval = {}", p.max_index_interval));
+    opts.push(format!("memtable_flush_period_in_ms = {}", p.memtable_flush_period_in_ms));
+    opts.push(format!("min_index_interval = {}", p.min_index_interval));
+    opts.push(format!("read_repair = {}", quote(&p.read_repair)));
+    opts.push(format!("speculative_retry = {}", quote(&p.speculative_retry)));
+    s.push_str(" WITH ");
+    s.push_str(&opts.join("\n    AND "));
+    s.push(';');
+    s
+}
+
+fn float(v: f64) -> String {
+    if v.fract() == 0.0 && v.is_finite() {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// One element row: (keyspace, type, name, create statement).
+type Element = (String, &'static str, String, String);
+
+fn keyspace_elements(ks: &Keyspace, only: bool) -> Vec<Element> {
+    let virt = is_virtual_keyspace(&ks.name);
+    let mut out = Vec::new();
+    let ks_stmt = if virt {
+        format!("/*\nWarning: Keyspace {} is a virtual keyspace and cannot be recreated with CQL.\nStructure, for reference:\nVIRTUAL KEYSPACE {};\n*/", ident(&ks.name), ident(&ks.name))
+    } else {
+        keyspace_statement(ks)
+    };
+    out.push((ks.name.clone(), "keyspace", ks.name.clone(), ks_stmt));
+    if only {
+        return out;
+    }
+    for t in types_in_dependency_order(ks) {
+        out.push((ks.name.clone(), "type", t.name.clone(), type_statement(t)));
+    }
+    for t in ks.tables.values() {
+        out.push((ks.name.clone(), "table", t.name.clone(), table_statement(t, virt)));
+    }
+    out
+}
+
+/// Types ordered so that each comes after the types it uses.
+fn types_in_dependency_order(ks: &Keyspace) -> Vec<&TypeDef> {
+    let mut out: Vec<&TypeDef> = Vec::new();
+    let mut remaining: Vec<&TypeDef> = ks.types.values().map(|t| t.as_ref()).collect();
+    while !remaining.is_empty() {
+        let before = remaining.len();
+        remaining.retain(|t| {
+            let ready = t.field_types.iter().all(|ft| {
+                udt_names(ft)
+                    .iter()
+                    .all(|n| n == &t.name || out.iter().any(|o| &o.name == n) || !ks.types.contains_key(n))
+            });
+            if ready {
+                out.push(t);
+            }
+            !ready
+        });
+        if remaining.len() == before {
+            out.append(&mut remaining);
+        }
+    }
+    out
+}
+
+fn udt_names(t: &DataType) -> Vec<String> {
+    match t {
+        DataType::Udt(u) => vec![u.name.clone()],
+        DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => udt_names(e),
+        DataType::Map(k, v) => {
+            let mut n = udt_names(k);
+            n.extend(udt_names(v));
+            n
+        }
+        DataType::Tuple(ts) => ts.iter().flat_map(udt_names).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn element_rows(elements: Vec<Element>, page_size: Option<i32>, state: Option<&Bytes>) -> Result<Rows, QueryError> {
+    let text = || DataType::Native(NativeType::Text);
+    let (elements, next) = page(elements, page_size, state)?;
+    Ok(Rows {
+        metadata: ResultMetadata {
+            columns: vec![
+                spec("keyspace_name", text()),
+                spec("type", text()),
+                spec("name", text()),
+                spec("create_statement", text()),
+            ],
+            paging_state: next,
+            no_metadata: false,
+        },
+        rows: elements
+            .into_iter()
+            .map(|(k, t, n, c)| vec![text_cell(&k), text_cell(t), text_cell(&n), text_cell(&c)])
+            .collect(),
+    })
+}
+
+fn listing_rows(items: Vec<(String, &'static str, String)>, page_size: Option<i32>, state: Option<&Bytes>) -> Result<Rows, QueryError> {
+    let text = || DataType::Native(NativeType::Text);
+    let (items, next) = page(items, page_size, state)?;
+    Ok(Rows {
+        metadata: ResultMetadata {
+            columns: vec![spec("keyspace_name", text()), spec("type", text()), spec("name", text())],
+            paging_state: next,
+            no_metadata: false,
+        },
+        rows: items
+            .into_iter()
+            .map(|(k, t, n)| vec![text_cell(&k), text_cell(t), text_cell(&n)])
+            .collect(),
+    })
+}
+
+/// Keyspaces in DESCRIBE order: user keyspaces first would differ from Cassandra, which sorts
+/// all names; we sort by name.
+fn keyspaces_in_scope<'a>(catalog: &'a Catalog, current: Option<&str>) -> Vec<&'a Keyspace> {
+    catalog
+        .keyspaces
+        .values()
+        .filter(|k| current.is_none_or(|c| c == k.name))
+        .collect()
+}
+
+fn keyspace<'a>(catalog: &'a Catalog, name: &str) -> Result<&'a Keyspace, QueryError> {
+    catalog
+        .keyspaces
+        .get(name)
+        .ok_or_else(|| QueryError::invalid(format!("'{name}' not found in keyspaces")))
+}
+
+fn ks_of(name: &QualifiedName, current: Option<&str>) -> Result<String, QueryError> {
+    name.keyspace
+        .clone()
+        .or_else(|| current.map(str::to_string))
+        .ok_or_else(|| QueryError::invalid("No keyspace specified and no current keyspace"))
+}
+
+/// Answers a DESCRIBE statement.
+///
+/// # Errors
+/// InvalidRequest when the object does not exist.
+pub fn describe(
+    catalog: &Catalog,
+    info: &NodeInfo,
+    current: Option<&str>,
+    d: &Describe,
+    page_size: Option<i32>,
+    state: Option<&Bytes>,
+) -> Result<Rows, QueryError> {
+    match &d.target {
+        DescribeTarget::Keyspaces => {
+            let items = catalog
+                .keyspaces
+                .values()
+                .map(|k| (k.name.clone(), "keyspace", k.name.clone()))
+                .collect();
+            listing_rows(items, page_size, state)
+        }
+        DescribeTarget::Tables => {
+            let mut items = Vec::new();
+            for ks in keyspaces_in_scope(catalog, current) {
+                for t in ks.tables.values() {
+                    items.push((ks.name.clone(), "table", t.name.clone()));
+                }
+            }
+            listing_rows(items, page_size, state)
+        }
+        DescribeTarget::Types => {
+            let mut items = Vec::new();
+            for ks in keyspaces_in_scope(catalog, current) {
+                for t in ks.types.values() {
+                    items.push((ks.name.clone(), "type", t.name.clone()));
+                }
+            }
+            listing_rows(items, page_size, state)
+        }
+        DescribeTarget::Functions | DescribeTarget::Aggregates => listing_rows(Vec::new(), page_size, state),
+        DescribeTarget::Keyspace { name, only } => {
+            let name = match name {
+                Some(n) => n.clone(),
+                None => current
+                    .map(str::to_string)
+                    .ok_or_else(|| QueryError::invalid("No keyspace specified and no current keyspace"))?,
+            };
+            element_rows(keyspace_elements(keyspace(catalog, &name)?, *only), page_size, state)
+        }
+        DescribeTarget::Table(name) => {
+            let ks = ks_of(name, current)?;
+            let k = keyspace(catalog, &ks)?;
+            let t = k
+                .tables
+                .get(&name.name)
+                .ok_or_else(|| QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))?;
+            element_rows(
+                vec![(ks.clone(), "table", t.name.clone(), table_statement(t, is_virtual_keyspace(&ks)))],
+                page_size,
+                state,
+            )
+        }
+        DescribeTarget::Type(name) => {
+            let ks = ks_of(name, current)?;
+            let k = keyspace(catalog, &ks)?;
+            let t = k
+                .types
+                .get(&name.name)
+                .ok_or_else(|| QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))?;
+            element_rows(vec![(ks.clone(), "type", t.name.clone(), type_statement(t))], page_size, state)
+        }
+        DescribeTarget::Schema { full } => {
+            let mut elements = Vec::new();
+            for ks in catalog.keyspaces.values() {
+                if !full && is_system_keyspace(&ks.name) {
+                    continue;
+                }
+                elements.extend(keyspace_elements(ks, false));
+            }
+            element_rows(elements, page_size, state)
+        }
+        DescribeTarget::Cluster => {
+            let text = || DataType::Native(NativeType::Text);
+            let cells = vec![
+                text_cell(&info.cluster_name),
+                text_cell(PARTITIONER),
+                text_cell("org.apache.cassandra.locator.SimpleSnitch"),
+            ];
+            Ok(Rows {
+                metadata: ResultMetadata {
+                    columns: vec![spec("cluster", text()), spec("partitioner", text()), spec("snitch", text())],
+                    paging_state: None,
+                    no_metadata: false,
+                },
+                rows: vec![cells],
+            })
+        }
+        DescribeTarget::Generic(name) => {
+            if name.keyspace.is_none() {
+                if let Some(k) = catalog.keyspaces.get(&name.name) {
+                    return element_rows(keyspace_elements(k, false), page_size, state);
+                }
+            }
+            let ks = ks_of(name, current)?;
+            let k = keyspace(catalog, &ks)?;
+            if let Some(t) = k.tables.get(&name.name) {
+                return element_rows(
+                    vec![(ks.clone(), "table", t.name.clone(), table_statement(t, is_virtual_keyspace(&ks)))],
+                    page_size,
+                    state,
+                );
+            }
+            if let Some(t) = k.types.get(&name.name) {
+                return element_rows(vec![(ks.clone(), "type", t.name.clone(), type_statement(t))], page_size, state);
+            }
+            Err(QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))
+        }
+        other => Err(QueryError::invalid(format!("DESCRIBE {other:?}: no such object in ringdb"))),
+    }
+}

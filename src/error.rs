@@ -1,0 +1,118 @@
+//! `QueryError`: every failure a request can meet, and its single mapping to a CQL ERROR body.
+
+use bytes::Bytes;
+use cql::request::Consistency;
+use cql::response::ErrorBody;
+
+/// A request that failed. Each variant is one native-protocol error code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// 0x2000: the statement does not parse.
+    #[error("{0}")]
+    Syntax(String),
+    /// 0x2200: the statement is well formed but invalid (unknown table, wrong type, ...).
+    #[error("{0}")]
+    Invalid(String),
+    /// 0x2300: a configuration problem (e.g. a bad replication map).
+    #[error("{0}")]
+    Config(String),
+    /// 0x2400: CREATE of something that exists; `table` is empty for a keyspace.
+    #[error("{message}")]
+    AlreadyExists {
+        /// Human message.
+        message: String,
+        /// Keyspace of the existing object.
+        keyspace: String,
+        /// Table (or type) name; empty for a keyspace.
+        table: String,
+    },
+    /// 0x2500: EXECUTE of an id this node does not know.
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
+    Unprepared(Bytes),
+    /// 0x000A: a broken request.
+    #[error("{0}")]
+    Protocol(String),
+    /// 0x1000: the consistency level cannot be met by one replica.
+    #[error("Cannot achieve consistency level {}", .consistency.name())]
+    Unavailable {
+        /// Requested consistency.
+        consistency: Consistency,
+        /// Replicas required.
+        required: i32,
+        /// Replicas alive.
+        alive: i32,
+    },
+    /// 0x1001: too much load.
+    #[error("{0}")]
+    Overloaded(String),
+    /// 0x2100: not allowed.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 0x0100: authentication failed.
+    #[error("{0}")]
+    BadCredentials(String),
+    /// 0x0000: an internal failure (details are logged, not sent).
+    #[error("{0}")]
+    Server(String),
+}
+
+fn hex(bytes: &Bytes) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl QueryError {
+    /// Shorthand for [`QueryError::Invalid`].
+    pub fn invalid(message: impl Into<String>) -> Self {
+        QueryError::Invalid(message.into())
+    }
+
+    /// The wire ERROR body for this error: the one place error variants meet protocol codes.
+    pub fn to_error_body(&self) -> ErrorBody {
+        let message = self.to_string();
+        match self {
+            QueryError::Syntax(_) => ErrorBody::SyntaxError(message),
+            QueryError::Invalid(_) => ErrorBody::Invalid(message),
+            QueryError::Config(_) => ErrorBody::ConfigError(message),
+            QueryError::AlreadyExists {
+                keyspace, table, ..
+            } => ErrorBody::AlreadyExists {
+                message,
+                keyspace: keyspace.clone(),
+                table: table.clone(),
+            },
+            QueryError::Unprepared(id) => ErrorBody::Unprepared {
+                message,
+                id: id.clone(),
+            },
+            QueryError::Protocol(_) => ErrorBody::ProtocolError(message),
+            QueryError::Unavailable {
+                consistency,
+                required,
+                alive,
+            } => ErrorBody::Unavailable {
+                message,
+                consistency: *consistency,
+                required: *required,
+                alive: *alive,
+            },
+            QueryError::Overloaded(_) => ErrorBody::Overloaded(message),
+            QueryError::Unauthorized(_) => ErrorBody::Unauthorized(message),
+            QueryError::BadCredentials(_) => ErrorBody::BadCredentials(message),
+            QueryError::Server(_) => ErrorBody::ServerError(message),
+        }
+    }
+}
+
+impl From<storage::StorageError> for QueryError {
+    fn from(e: storage::StorageError) -> Self {
+        tracing::error!(error = %e, "storage failure");
+        QueryError::Server("Internal storage error; see the server log".to_string())
+    }
+}
+
+impl From<cql::ParseError> for QueryError {
+    fn from(e: cql::ParseError) -> Self {
+        QueryError::Syntax(e.to_string())
+    }
+}

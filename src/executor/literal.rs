@@ -1,0 +1,219 @@
+//! CQL literals (constants, collection literals, type hints) turned into typed values for a
+//! receiving column type, with Cassandra's compatibility rules and messages.
+
+use crate::error::QueryError;
+use cql::ast::{Expr, Literal};
+use cql::types::{DataType, NativeType, Value};
+use std::net::IpAddr;
+
+/// Converts a constant expression to a value of type `ty` (None for `null`).
+/// Bind markers are handled by the caller; here they are an error.
+///
+/// # Errors
+/// InvalidRequest when the literal does not fit the type, naming `receiver`.
+pub fn literal_value(expr: &Expr, ty: &DataType, receiver: &str) -> Result<Option<Value>, QueryError> {
+    let invalid = || {
+        QueryError::invalid(format!(
+            "Invalid {} constant ({expr}) for \"{receiver}\" of type {ty}",
+            kind_name(expr)
+        ))
+    };
+    let ty_un = ty.unfrozen();
+    Ok(Some(match (expr, ty_un) {
+        (Expr::Literal(Literal::Null), _) => return Ok(None),
+        (Expr::TypeHint { ty: hint, expr }, _) => return literal_value(expr, hint, receiver),
+        (Expr::Negate(inner), DataType::Native(_)) => match inner.as_ref() {
+            Expr::Literal(Literal::Integer(s)) => integer(&format!("-{s}"), ty_un, receiver)?,
+            Expr::Literal(Literal::Float(s)) => float(&format!("-{s}"), ty_un, receiver)?,
+            Expr::Literal(Literal::Infinity { negative }) => {
+                return literal_value(
+                    &Expr::Literal(Literal::Infinity { negative: !negative }),
+                    ty,
+                    receiver,
+                )
+            }
+            _ => return Err(invalid()),
+        },
+        (Expr::Literal(lit), DataType::Native(n)) => native(lit, *n, receiver).ok_or_else(invalid)??,
+        (Expr::List(items), DataType::List(elem)) => Value::List(elements(items, elem, receiver)?),
+        (Expr::List(items), DataType::Set(elem)) | (Expr::Set(items), DataType::Set(elem)) => {
+            let mut v = elements(items, elem, receiver)?;
+            sort_dedup(&mut v, elem);
+            Value::Set(v)
+        }
+        (Expr::Set(items), DataType::Map(_, _)) if items.is_empty() => Value::Map(Vec::new()),
+        (Expr::Map(entries), DataType::Map(kt, vt)) => {
+            let mut out = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                let k = literal_value(k, kt, receiver)?.ok_or_else(|| {
+                    QueryError::invalid(format!("null is not supported inside collections"))
+                })?;
+                let v = literal_value(v, vt, receiver)?.ok_or_else(|| {
+                    QueryError::invalid(format!("null is not supported inside collections"))
+                })?;
+                out.push((k, v));
+            }
+            out.sort_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt));
+            out.dedup_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt).is_eq());
+            Value::Map(out)
+        }
+        (Expr::Tuple(items), DataType::Tuple(types)) => {
+            if items.len() > types.len() {
+                return Err(QueryError::invalid(format!(
+                    "Invalid tuple literal for {receiver}: too many elements. Type {ty} expects {} but got {}",
+                    types.len(),
+                    items.len()
+                )));
+            }
+            let mut out = Vec::with_capacity(items.len());
+            for (item, t) in items.iter().zip(types) {
+                out.push(literal_value(item, t, receiver)?);
+            }
+            Value::Tuple(out)
+        }
+        (Expr::UdtLiteral(fields), DataType::Udt(u)) => {
+            for (name, _) in fields {
+                if !u.fields.iter().any(|(f, _)| f == name) {
+                    return Err(QueryError::invalid(format!(
+                        "Unknown field '{name}' in value of user defined type {}",
+                        u.name
+                    )));
+                }
+            }
+            let mut out = Vec::with_capacity(u.fields.len());
+            for (fname, ftype) in &u.fields {
+                let v = match fields.iter().find(|(n, _)| n == fname) {
+                    Some((_, e)) => literal_value(e, ftype, receiver)?,
+                    None => None,
+                };
+                out.push((fname.clone(), v));
+            }
+            Value::Udt(out)
+        }
+        _ => return Err(invalid()),
+    }))
+}
+
+fn kind_name(expr: &Expr) -> &'static str {
+    match expr {
+        Expr::Literal(Literal::String(_)) => "STRING",
+        Expr::Literal(Literal::Integer(_)) => "INTEGER",
+        Expr::Literal(Literal::Float(_)) | Expr::Literal(Literal::NaN) | Expr::Literal(Literal::Infinity { .. }) => "FLOAT",
+        Expr::Literal(Literal::Boolean(_)) => "BOOLEAN",
+        Expr::Literal(Literal::Uuid(_)) => "UUID",
+        Expr::Literal(Literal::Blob(_)) => "HEX",
+        Expr::Literal(Literal::Duration { .. }) => "DURATION",
+        _ => "literal",
+    }
+}
+
+fn elements(items: &[Expr], elem: &DataType, receiver: &str) -> Result<Vec<Value>, QueryError> {
+    items
+        .iter()
+        .map(|e| {
+            literal_value(e, elem, receiver)?
+                .ok_or_else(|| QueryError::invalid("null is not supported inside collections"))
+        })
+        .collect()
+}
+
+fn sort_dedup(v: &mut Vec<Value>, elem: &DataType) {
+    v.sort_by(|a, b| crate::executor::order::compare_values(a, b, elem));
+    v.dedup_by(|a, b| crate::executor::order::compare_values(a, b, elem).is_eq());
+}
+
+/// A scalar literal for a native type; `None` when the literal kind does not fit the type.
+fn native(lit: &Literal, n: NativeType, receiver: &str) -> Option<Result<Value, QueryError>> {
+    use NativeType as N;
+    let ty = DataType::Native(n);
+    Some(match (lit, n) {
+        (Literal::String(s), N::Text) => Ok(Value::Text(s.clone())),
+        (Literal::String(s), N::Ascii) => {
+            if s.is_ascii() {
+                Ok(Value::Ascii(s.clone()))
+            } else {
+                Err(QueryError::invalid(format!("Invalid ASCII character in string literal for {receiver}")))
+            }
+        }
+        (Literal::String(s), N::Inet) => s
+            .parse::<IpAddr>()
+            .map(Value::Inet)
+            .map_err(|_| QueryError::invalid(format!("Unable to make inet address from '{s}'"))),
+        (Literal::String(s), N::Timestamp) => crate::executor::time::parse_timestamp(s).map(Value::Timestamp),
+        (Literal::String(s), N::Date) => crate::executor::time::parse_date(s).map(Value::Date),
+        (Literal::String(s), N::Time) => crate::executor::time::parse_time(s).map(Value::Time),
+        (Literal::Integer(s), _) => integer(s, &ty, receiver),
+        (Literal::Float(s), _) => float(s, &ty, receiver),
+        (Literal::NaN, N::Double) => Ok(Value::Double(f64::NAN)),
+        (Literal::NaN, N::Float) => Ok(Value::Float(f32::NAN)),
+        (Literal::Infinity { negative }, N::Double) => {
+            Ok(Value::Double(if *negative { f64::NEG_INFINITY } else { f64::INFINITY }))
+        }
+        (Literal::Infinity { negative }, N::Float) => {
+            Ok(Value::Float(if *negative { f32::NEG_INFINITY } else { f32::INFINITY }))
+        }
+        (Literal::Boolean(b), N::Boolean) => Ok(Value::Boolean(*b)),
+        (Literal::Uuid(u), N::Uuid) => Ok(Value::Uuid(*u)),
+        (Literal::Uuid(u), N::Timeuuid) => {
+            if u.get_version_num() == 1 {
+                Ok(Value::Timeuuid(*u))
+            } else {
+                Err(QueryError::invalid(format!("Unsupported UUID for timeuuid {receiver}: {u} is not a version 1 UUID")))
+            }
+        }
+        (Literal::Blob(b), N::Blob) => Ok(Value::Blob(b.clone())),
+        (Literal::Duration { months, days, nanos }, N::Duration) => Ok(Value::Duration {
+            months: *months,
+            days: *days,
+            nanos: *nanos,
+        }),
+        _ => return None,
+    })
+}
+
+fn out_of_range(s: &str, ty: &DataType, receiver: &str) -> QueryError {
+    QueryError::invalid(format!("Invalid INTEGER constant ({s}) for \"{receiver}\" of type {ty}"))
+}
+
+fn integer(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> {
+    use NativeType as N;
+    let DataType::Native(n) = ty else {
+        return Err(out_of_range(s, ty, receiver));
+    };
+    let bad = || out_of_range(s, ty, receiver);
+    Ok(match n {
+        N::Tinyint => Value::Tinyint(s.parse().map_err(|_| bad())?),
+        N::Smallint => Value::Smallint(s.parse().map_err(|_| bad())?),
+        N::Int => Value::Int(s.parse().map_err(|_| bad())?),
+        N::Bigint => Value::Bigint(s.parse().map_err(|_| bad())?),
+        N::Counter => Value::Counter(s.parse().map_err(|_| bad())?),
+        N::Timestamp => Value::Timestamp(s.parse().map_err(|_| bad())?),
+        N::Time => {
+            let v: i64 = s.parse().map_err(|_| bad())?;
+            if !(0..86_400_000_000_000).contains(&v) {
+                return Err(bad());
+            }
+            Value::Time(v)
+        }
+        N::Date => {
+            let v: i64 = s.parse().map_err(|_| bad())?;
+            Value::Date(u32::try_from(v).map_err(|_| bad())?)
+        }
+        N::Varint => Value::Varint(crate::executor::numeric::varint_from_decimal_str(s).ok_or_else(bad)?),
+        N::Decimal => crate::executor::numeric::decimal_from_str(s).ok_or_else(bad)?,
+        N::Double => Value::Double(s.parse().map_err(|_| bad())?),
+        N::Float => Value::Float(s.parse().map_err(|_| bad())?),
+        _ => return Err(bad()),
+    })
+}
+
+fn float(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> {
+    use NativeType as N;
+    let bad = || QueryError::invalid(format!("Invalid FLOAT constant ({s}) for \"{receiver}\" of type {ty}"));
+    Ok(match ty {
+        DataType::Native(N::Double) => Value::Double(s.parse().map_err(|_| bad())?),
+        DataType::Native(N::Float) => Value::Float(s.parse().map_err(|_| bad())?),
+        DataType::Native(N::Decimal) => crate::executor::numeric::decimal_from_str(s).ok_or_else(bad)?,
+        _ => return Err(bad()),
+    })
+}

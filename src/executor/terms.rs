@@ -1,0 +1,189 @@
+//! Terms of a planned statement: constants folded at plan time, bind markers numbered in
+//! statement order (the order of PREPARE's bind metadata), and binding them to request values.
+
+use crate::error::QueryError;
+use crate::executor::literal::literal_value;
+use bytes::Bytes;
+use cql::ast::Expr;
+use cql::request::RawValue;
+use cql::response::ColumnSpec;
+use cql::types::{DataType, NativeType, Value};
+
+/// A planned term: a constant or the n-th bind marker.
+#[derive(Debug, Clone)]
+pub enum Term {
+    /// A constant (None = null).
+    Const(Option<Value>),
+    /// Bind marker number `index` (0-based, statement order).
+    Marker {
+        /// Position among the statement's markers.
+        index: usize,
+        /// Expected type.
+        data_type: DataType,
+        /// Column name for messages.
+        receiver: String,
+    },
+}
+
+/// A term bound to a request's values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bound {
+    /// null.
+    Null,
+    /// An unset marker (v4): leave the target untouched.
+    Unset,
+    /// A value.
+    Value(Value),
+}
+
+/// Collects bind-marker specs while a statement is planned.
+#[derive(Debug, Default)]
+pub struct Markers {
+    /// One spec per marker, in statement order.
+    pub specs: Vec<ColumnSpec>,
+}
+
+impl Markers {
+    /// Plans `expr` as a term of type `ty`, for column `receiver` of `ks.table`.
+    ///
+    /// # Errors
+    /// InvalidRequest when a constant does not fit the type.
+    pub fn term(
+        &mut self,
+        expr: &Expr,
+        ty: &DataType,
+        ks: &str,
+        table: &str,
+        receiver: &str,
+    ) -> Result<Term, QueryError> {
+        self.term_named(expr, ty, ks, table, receiver, receiver)
+    }
+
+    /// Like [`Markers::term`], with the marker's spec named `marker_name` (e.g. `[limit]`).
+    ///
+    /// # Errors
+    /// InvalidRequest when a constant does not fit the type.
+    pub fn term_named(
+        &mut self,
+        expr: &Expr,
+        ty: &DataType,
+        ks: &str,
+        table: &str,
+        receiver: &str,
+        marker_name: &str,
+    ) -> Result<Term, QueryError> {
+        match expr {
+            Expr::BindMarker(name) => {
+                let index = self.specs.len();
+                self.specs.push(ColumnSpec {
+                    keyspace: ks.to_string(),
+                    table: table.to_string(),
+                    name: name.clone().unwrap_or_else(|| marker_name.to_string()),
+                    data_type: ty.clone(),
+                });
+                Ok(Term::Marker {
+                    index,
+                    data_type: ty.clone(),
+                    receiver: receiver.to_string(),
+                })
+            }
+            other => Ok(Term::Const(literal_value(other, ty, receiver)?)),
+        }
+    }
+}
+
+/// The values of one request, positional or by name.
+pub struct Values<'a> {
+    values: &'a [RawValue],
+    /// Positions of each marker's value in `values` (identity when unnamed).
+    order: Vec<Option<usize>>,
+}
+
+impl<'a> Values<'a> {
+    /// Matches request values to the statement's markers (by name when `names` is given).
+    ///
+    /// # Errors
+    /// InvalidRequest when the count differs or a name is unknown.
+    pub fn new(
+        values: &'a [RawValue],
+        names: Option<&[String]>,
+        markers: &[ColumnSpec],
+    ) -> Result<Values<'a>, QueryError> {
+        let order = match names {
+            Some(names) => {
+                let mut order = Vec::with_capacity(markers.len());
+                for spec in markers {
+                    let pos = names
+                        .iter()
+                        .position(|n| n.eq_ignore_ascii_case(&spec.name))
+                        .ok_or_else(|| {
+                            QueryError::invalid(format!("No value for named bind variable {}", spec.name))
+                        })?;
+                    order.push(Some(pos));
+                }
+                order
+            }
+            None => {
+                if values.len() != markers.len() {
+                    return Err(QueryError::invalid(format!(
+                        "There were {} markers(?) in CQL but {} bound variables",
+                        markers.len(),
+                        values.len()
+                    )));
+                }
+                (0..markers.len()).map(Some).collect()
+            }
+        };
+        Ok(Values { values, order })
+    }
+
+    /// No values (a statement without markers).
+    pub fn empty() -> Values<'static> {
+        Values {
+            values: &[],
+            order: Vec::new(),
+        }
+    }
+
+    /// Binds a planned term.
+    ///
+    /// # Errors
+    /// InvalidRequest when the bytes are not a valid value of the marker's type.
+    pub fn bind(&self, term: &Term) -> Result<Bound, QueryError> {
+        match term {
+            Term::Const(None) => Ok(Bound::Null),
+            Term::Const(Some(v)) => Ok(Bound::Value(v.clone())),
+            Term::Marker {
+                index,
+                data_type,
+                receiver,
+            } => {
+                let raw = self
+                    .order
+                    .get(*index)
+                    .copied()
+                    .flatten()
+                    .and_then(|i| self.values.get(i))
+                    .ok_or_else(|| QueryError::invalid("Missing value for bind marker"))?;
+                match raw {
+                    RawValue::Null => Ok(Bound::Null),
+                    RawValue::Unset => Ok(Bound::Unset),
+                    RawValue::Bytes(b) => decode_bound(b, data_type, receiver).map(Bound::Value),
+                }
+            }
+        }
+    }
+}
+
+/// Validates request bytes for a receiver's type.
+///
+/// # Errors
+/// InvalidRequest naming the receiver.
+pub fn decode_bound(b: &Bytes, ty: &DataType, receiver: &str) -> Result<Value, QueryError> {
+    if b.is_empty() && !matches!(ty, DataType::Native(NativeType::Text | NativeType::Ascii | NativeType::Blob)) {
+        return Ok(Value::Empty);
+    }
+    Value::decode(ty, b).map_err(|e| {
+        QueryError::invalid(format!("Invalid value for column {receiver}: {e}"))
+    })
+}

@@ -1,0 +1,19 @@
+//! ringdb: a Cassandra-compatible (CQL native protocol v3/v4) database server.
+//!
+//! Module map: [`config`] settings; [`server`] the accept loop and shutdown; [`connection`]
+//! frames in and out of one socket; [`session`] per-connection state; [`node`] shared state;
+//! [`executor`] statement execution; [`schema`] the catalog; [`system`] system tables;
+//! [`describe`] server-side DESCRIBE; [`prepared`] the prepared-statement cache;
+//! [`error`] `QueryError` and its mapping to protocol errors.
+
+pub mod config;
+pub mod connection;
+pub mod describe;
+pub mod error;
+pub mod executor;
+pub mod node;
+pub mod prepared;
+pub mod schema;
+pub mod server;
+pub mod session;
+pub mod system;

@@ -1,0 +1,73 @@
+//! The `ringdb` command line: serve CQL (the default) or run an admin subcommand.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use ringdb::config::Config;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A Cassandra-compatible database server.
+#[derive(Debug, Parser)]
+#[command(name = "ringdb", version, about)]
+struct Cli {
+    /// Address to listen on (default 127.0.0.1:9042).
+    #[arg(long, global = true)]
+    listen: Option<SocketAddr>,
+    /// Data directory (default ./data).
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// TOML file with settings (every setting a top-level key).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Log level or filter (error, warn, info, debug, trace).
+    #[arg(long, global = true)]
+    log_level: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve CQL (what ringdb does with no subcommand).
+    Serve,
+    /// Print the effective configuration.
+    ShowConfig,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let mut config = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(listen) = cli.listen {
+        config.listen = listen;
+    }
+    if let Some(dir) = cli.data_dir {
+        config.data_dir = dir;
+    }
+    if let Some(level) = cli.log_level {
+        config.log_level = level;
+    }
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
+        .with_context(|| format!("invalid --log-level {:?}", config.log_level))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::ShowConfig => {
+            println!("{config:#?}");
+            Ok(())
+        }
+        Command::Serve => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            runtime.block_on(ringdb::server::serve(config))?;
+            Ok(())
+        }
+    }
+}

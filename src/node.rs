@@ -1,0 +1,253 @@
+//! `Node`: everything one ringdb process shares across connections (configuration, catalog,
+//! storage, prepared statements, the schema-event channel) and its startup and shutdown.
+
+use crate::config::{CommitlogSync, Config};
+use crate::prepared::PreparedCache;
+use crate::schema::{self, Catalog, Table};
+use crate::system::{self, NodeInfo};
+use cql::response::Event;
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use storage::{Storage, StorageOptions, SyncPolicy, TableId, TableLayout};
+use tokio::sync::broadcast;
+use tracing::info;
+use uuid::Uuid;
+
+/// Why the node could not start or stop.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// The data directory or a node file could not be used.
+    #[error("data directory {path}: {source}")]
+    DataDir {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The storage engine failed.
+    #[error("storage: {0}")]
+    Storage(#[from] storage::StorageError),
+    /// Anything else during startup.
+    #[error("{0}")]
+    Startup(String),
+}
+
+/// Shared state of the node.
+pub struct Node {
+    config: Config,
+    info: NodeInfo,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Serialises DDL so catalog updates and their persistence happen in order.
+    ddl_lock: Mutex<()>,
+    storage: Storage,
+    events: broadcast::Sender<Event>,
+    prepared: PreparedCache,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Reads the node's host id from `dir/host_id`, creating it on first start.
+fn host_id(dir: &Path) -> std::io::Result<Uuid> {
+    let path = dir.join("host_id");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Uuid::parse_str(text.trim())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = Uuid::new_v4();
+            let tmp = dir.join("host_id.tmp");
+            std::fs::write(&tmp, id.to_string())?;
+            std::fs::File::open(&tmp)?.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(id)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The storage layout of a catalog table.
+pub fn layout_of(table: &Table) -> TableLayout {
+    TableLayout {
+        partition_key: table.partition_key().map(|c| c.data_type.clone()).collect(),
+        clustering: table
+            .clustering()
+            .map(|c| {
+                let order = match c.order {
+                    schema::ClusteringOrder::Asc => storage::Order::Asc,
+                    schema::ClusteringOrder::Desc => storage::Order::Desc,
+                };
+                (c.data_type.clone(), order)
+            })
+            .collect(),
+        columns: table
+            .columns
+            .iter()
+            .filter(|c| matches!(c.kind, schema::ColumnKind::Regular | schema::ColumnKind::Static))
+            .map(|c| (c.id, c.data_type.clone()))
+            .collect(),
+    }
+}
+
+/// The storage id of a catalog table.
+pub fn table_id(table: &Table) -> TableId {
+    TableId(table.id.as_u128())
+}
+
+impl Node {
+    /// Opens (or creates) the data directory: host id, catalog, storage.
+    ///
+    /// # Errors
+    /// When the directory cannot be created or read, or storage fails to open.
+    pub fn open(config: Config) -> Result<Node, NodeError> {
+        let dir = config.data_dir.clone();
+        let io = |source| NodeError::DataDir {
+            path: dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let host_id = host_id(&dir).map_err(io)?;
+        let mut catalog = schema::load_catalog(&dir).map_err(io)?;
+        system::install(&mut catalog).map_err(NodeError::Startup)?;
+        let sync = match config.commitlog_sync {
+            CommitlogSync::Periodic => SyncPolicy::Periodic(Duration::from_secs(10)),
+            CommitlogSync::Batch => SyncPolicy::Batch,
+        };
+        let storage = Storage::open(
+            dir.join("storage"),
+            StorageOptions {
+                sync,
+                ..StorageOptions::default()
+            },
+        )?;
+        for ks in catalog.keyspaces.values() {
+            if schema::is_system_keyspace(&ks.name) {
+                continue;
+            }
+            for t in ks.tables.values() {
+                storage.create_table(table_id(t), layout_of(t))?;
+            }
+        }
+        let token = i64::from_be_bytes(
+            host_id.as_bytes()[..8]
+                .try_into()
+                .map_err(|_| NodeError::Startup("host id too short".into()))?,
+        );
+        let token = if token == i64::MIN { 0 } else { token };
+        let rpc_address = if config.listen.ip().is_unspecified() {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            config.listen.ip()
+        };
+        let info = NodeInfo {
+            host_id,
+            rpc_address,
+            rpc_port: config.listen.port(),
+            cluster_name: config.cluster_name.clone(),
+            token,
+            gossip_generation: (now_ms() / 1000) as i32,
+        };
+        let tables: usize = catalog
+            .keyspaces
+            .values()
+            .filter(|k| !schema::is_system_keyspace(&k.name))
+            .map(|k| k.tables.len())
+            .sum();
+        info!(%host_id, data_dir = %dir.display(), tables, "node opened");
+        let (events, _) = broadcast::channel(1024);
+        Ok(Node {
+            config,
+            info,
+            catalog: RwLock::new(Arc::new(catalog)),
+            ddl_lock: Mutex::new(()),
+            storage,
+            events,
+            prepared: PreparedCache::new(10_000),
+        })
+    }
+
+    /// The node's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Facts about this node for the system tables.
+    pub fn info(&self) -> &NodeInfo {
+        &self.info
+    }
+
+    /// The storage engine.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// The prepared-statement cache.
+    pub fn prepared(&self) -> &PreparedCache {
+        &self.prepared
+    }
+
+    /// A consistent snapshot of the catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        match self.catalog.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Receives schema events from now on.
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Publishes an event to registered connections.
+    pub fn publish(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    /// Runs `change` on a copy of the catalog under the DDL lock; when it succeeds the copy is
+    /// persisted and becomes current, with a new schema version.
+    ///
+    /// # Errors
+    /// Whatever `change` returns, or a ServerError when persisting fails.
+    pub fn update_catalog<T>(
+        &self,
+        change: impl FnOnce(&mut Catalog) -> Result<(T, bool), crate::error::QueryError>,
+    ) -> Result<T, crate::error::QueryError> {
+        let _guard = self.ddl_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = (*self.catalog()).clone();
+        let (out, changed) = change(&mut next)?;
+        if changed {
+            next.version = Uuid::new_v4();
+            let mut persisted = next.clone();
+            persisted
+                .keyspaces
+                .retain(|name, _| !schema::is_system_keyspace(name));
+            schema::save_catalog(&self.config.data_dir, &persisted).map_err(|e| {
+                tracing::error!(error = %e, "saving the schema failed");
+                crate::error::QueryError::Server("Could not persist the schema change".into())
+            })?;
+            let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+            *current = Arc::new(next);
+        }
+        Ok(out)
+    }
+
+    /// Current time in milliseconds since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        now_ms()
+    }
+
+    /// Flushes storage for shutdown.
+    ///
+    /// # Errors
+    /// When storage cannot persist.
+    pub fn shutdown(&self) -> Result<(), NodeError> {
+        self.storage.persist()?;
+        Ok(())
+    }
+}

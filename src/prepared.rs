@@ -1,0 +1,96 @@
+//! The prepared-statement cache: ids are the MD5 of keyspace + query text, as Cassandra derives
+//! them, so a driver re-preparing after an eviction or restart gets the same id back.
+
+use cql::ast::Statement;
+use cql::response::ColumnSpec;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+/// A prepared statement.
+#[derive(Debug)]
+pub struct PreparedStatement {
+    /// The id handed to the client.
+    pub id: [u8; 16],
+    /// The query text.
+    pub query: String,
+    /// The session keyspace at PREPARE time.
+    pub keyspace: Option<String>,
+    /// The parsed statement.
+    pub statement: Statement,
+    /// Bind-marker specs, in marker order.
+    pub markers: Vec<ColumnSpec>,
+    /// Result columns (empty for non-SELECT statements).
+    pub result_columns: Vec<ColumnSpec>,
+    /// Marker index of each partition-key component, when every one is a plain marker.
+    pub pk_indexes: Vec<u16>,
+}
+
+/// Cassandra's statement id: MD5 of the keyspace (when set) followed by the query text.
+pub fn statement_id(keyspace: Option<&str>, query: &str) -> [u8; 16] {
+    let mut ctx = md5::Context::new();
+    if let Some(ks) = keyspace {
+        ctx.consume(ks.as_bytes());
+    }
+    ctx.consume(query.as_bytes());
+    ctx.compute().0
+}
+
+/// A bounded map from id to prepared statement; the oldest entry is evicted first.
+pub struct PreparedCache {
+    capacity: usize,
+    inner: Mutex<(HashMap<[u8; 16], Arc<PreparedStatement>>, VecDeque<[u8; 16]>)>,
+}
+
+impl PreparedCache {
+    /// A cache holding at most `capacity` statements.
+    pub fn new(capacity: usize) -> PreparedCache {
+        PreparedCache {
+            capacity: capacity.max(1),
+            inner: Mutex::new((HashMap::new(), VecDeque::new())),
+        }
+    }
+
+    /// Looks an id up.
+    pub fn get(&self, id: &[u8]) -> Option<Arc<PreparedStatement>> {
+        let key: [u8; 16] = id.try_into().ok()?;
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.0.get(&key).cloned()
+    }
+
+    /// Stores a statement, evicting the oldest when full.
+    pub fn insert(&self, stmt: Arc<PreparedStatement>) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (map, order) = &mut *inner;
+        if map.insert(stmt.id, stmt.clone()).is_none() {
+            order.push_back(stmt.id);
+            while map.len() > self.capacity {
+                match order.pop_front() {
+                    Some(old) => {
+                        map.remove(&old);
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Drops every statement (after schema changes that alter result shapes).
+    pub fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.0.clear();
+        inner.1.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_deterministic_and_keyspace_scoped() {
+        let a = statement_id(Some("ks"), "SELECT * FROM t");
+        assert_eq!(a, statement_id(Some("ks"), "SELECT * FROM t"));
+        assert_ne!(a, statement_id(Some("ks2"), "SELECT * FROM t"));
+        assert_ne!(a, statement_id(None, "SELECT * FROM t"));
+    }
+}

@@ -1,0 +1,353 @@
+//! The schema catalog: keyspaces, tables, columns and user types, with their persisted form.
+
+mod ddl;
+mod options;
+mod persist;
+
+pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
+pub use options::{KeyspaceParams, TableParams};
+pub use persist::{load_catalog, save_catalog};
+
+use cql::types::{DataType, UserType};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// Keyspaces that belong to the node itself; user DDL may not touch them.
+pub const SYSTEM_KEYSPACES: &[&str] = &[
+    "system",
+    "system_schema",
+    "system_auth",
+    "system_distributed",
+    "system_traces",
+    "system_views",
+    "system_virtual_schema",
+];
+
+/// True for a keyspace the node owns.
+pub fn is_system_keyspace(name: &str) -> bool {
+    SYSTEM_KEYSPACES.contains(&name)
+}
+
+/// The role a column plays in its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnKind {
+    /// Part of the partition key.
+    PartitionKey,
+    /// Part of the clustering key.
+    Clustering,
+    /// A static column (one value per partition).
+    Static,
+    /// A regular column.
+    Regular,
+}
+
+impl ColumnKind {
+    /// The spelling of `system_schema.columns.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColumnKind::PartitionKey => "partition_key",
+            ColumnKind::Clustering => "clustering",
+            ColumnKind::Static => "static",
+            ColumnKind::Regular => "regular",
+        }
+    }
+}
+
+/// Clustering order of a clustering column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClusteringOrder {
+    /// Ascending (the default).
+    #[default]
+    Asc,
+    /// Descending.
+    Desc,
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Column {
+    /// Column name, exactly as stored (case-sensitive).
+    pub name: String,
+    /// Storage id of the column, stable across renames.
+    pub id: u32,
+    /// Its type (UDTs resolved).
+    #[serde(with = "type_text")]
+    pub data_type: DataType,
+    /// Partition key, clustering, static or regular.
+    pub kind: ColumnKind,
+    /// 0-based position among key columns of its kind; -1 otherwise.
+    pub position: i32,
+    /// Clustering order (meaningful for clustering columns only).
+    #[serde(default)]
+    pub order: ClusteringOrder,
+}
+
+impl Column {
+    /// `system_schema.columns.clustering_order`: `asc`/`desc` for clustering columns, else `none`.
+    pub fn clustering_order_text(&self) -> &'static str {
+        match (self.kind, self.order) {
+            (ColumnKind::Clustering, ClusteringOrder::Asc) => "asc",
+            (ColumnKind::Clustering, ClusteringOrder::Desc) => "desc",
+            _ => "none",
+        }
+    }
+}
+
+/// A column dropped from a table (kept for `system_schema.dropped_columns`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DroppedColumn {
+    /// Name it had.
+    pub name: String,
+    /// Type it had, as CQL text.
+    pub type_text: String,
+    /// Regular or static.
+    pub kind: ColumnKind,
+    /// When it was dropped (ms since the epoch).
+    pub dropped_time_ms: i64,
+}
+
+/// A table's definition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Table {
+    /// Owning keyspace.
+    pub keyspace: String,
+    /// Table name.
+    pub name: String,
+    /// Table id (also names its storage).
+    pub id: Uuid,
+    /// All columns: partition key, clustering, then static and regular in creation order.
+    pub columns: Vec<Column>,
+    /// Table options.
+    pub params: TableParams,
+    /// Next unused column storage id.
+    pub next_column_id: u32,
+    /// Dropped columns.
+    #[serde(default)]
+    pub dropped: Vec<DroppedColumn>,
+}
+
+impl Table {
+    /// Partition-key columns by position.
+    pub fn partition_key(&self) -> impl Iterator<Item = &Column> {
+        let mut cols: Vec<&Column> = self
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::PartitionKey)
+            .collect();
+        cols.sort_by_key(|c| c.position);
+        cols.into_iter()
+    }
+
+    /// Clustering columns by position.
+    pub fn clustering(&self) -> impl Iterator<Item = &Column> {
+        let mut cols: Vec<&Column> = self
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Clustering)
+            .collect();
+        cols.sort_by_key(|c| c.position);
+        cols.into_iter()
+    }
+
+    /// Looks a column up by exact name.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// True when the table holds counters.
+    pub fn is_counter(&self) -> bool {
+        self.columns.iter().any(|c| c.data_type.is_counter())
+    }
+
+    /// Columns in `SELECT *` order: partition key, clustering, then static and regular
+    /// columns together in name order (Cassandra's `Columns.selectOrderIterator`).
+    pub fn select_star_order(&self) -> Vec<&Column> {
+        let mut out: Vec<&Column> = self.partition_key().collect();
+        out.extend(self.clustering());
+        let mut statics: Vec<&Column> = self
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Static)
+            .collect();
+        statics.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        let mut regular: Vec<&Column> = self
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Regular)
+            .collect();
+        regular.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        out.extend(statics);
+        out.extend(regular);
+        out
+    }
+}
+
+/// A user-defined type's definition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TypeDef {
+    /// Owning keyspace.
+    pub keyspace: String,
+    /// Type name.
+    pub name: String,
+    /// Field names, in order.
+    pub field_names: Vec<String>,
+    /// Field types, in order (as parsed; UDT references resolved on use).
+    #[serde(with = "type_list_text")]
+    pub field_types: Vec<DataType>,
+}
+
+/// A keyspace and what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Keyspace {
+    /// Keyspace name.
+    pub name: String,
+    /// Replication and durable_writes.
+    pub params: KeyspaceParams,
+    /// Tables by name.
+    pub tables: BTreeMap<String, Arc<Table>>,
+    /// User types by name.
+    pub types: BTreeMap<String, Arc<TypeDef>>,
+}
+
+/// Every keyspace the node knows, plus the schema version.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Catalog {
+    /// User keyspaces (system keyspaces are generated, not stored).
+    pub keyspaces: BTreeMap<String, Keyspace>,
+    /// Changes with every DDL statement.
+    pub version: Uuid,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog {
+            keyspaces: BTreeMap::new(),
+            version: Uuid::new_v4(),
+        }
+    }
+}
+
+impl Catalog {
+    /// Looks a table up.
+    pub fn table(&self, keyspace: &str, name: &str) -> Option<&Arc<Table>> {
+        self.keyspaces.get(keyspace)?.tables.get(name)
+    }
+
+    /// Resolves a parsed type in `keyspace`: fills in UDT fields (recursively) and checks that
+    /// every referenced type exists.
+    ///
+    /// # Errors
+    /// `Unknown type ks.name` when a referenced UDT does not exist.
+    pub fn resolve_type(&self, keyspace: &str, ty: &DataType) -> Result<DataType, String> {
+        self.resolve_type_depth(keyspace, ty, 0)
+    }
+
+    fn resolve_type_depth(
+        &self,
+        keyspace: &str,
+        ty: &DataType,
+        depth: usize,
+    ) -> Result<DataType, String> {
+        if depth > 32 {
+            return Err("Type nesting is too deep".into());
+        }
+        let r = |t: &DataType| self.resolve_type_depth(keyspace, t, depth + 1);
+        Ok(match ty {
+            DataType::Native(_) | DataType::Custom(_) => ty.clone(),
+            DataType::List(t) => DataType::List(Box::new(r(t)?)),
+            DataType::Set(t) => DataType::Set(Box::new(r(t)?)),
+            DataType::Map(k, v) => DataType::Map(Box::new(r(k)?), Box::new(r(v)?)),
+            DataType::Tuple(ts) => DataType::Tuple(ts.iter().map(r).collect::<Result<_, _>>()?),
+            DataType::Frozen(t) => DataType::Frozen(Box::new(r(t)?)),
+            DataType::Udt(u) => {
+                let ks = u.keyspace.as_deref().unwrap_or(keyspace);
+                let def = self
+                    .keyspaces
+                    .get(ks)
+                    .and_then(|k| k.types.get(&u.name))
+                    .ok_or_else(|| format!("Unknown type {ks}.{}", u.name))?;
+                let mut fields = Vec::with_capacity(def.field_names.len());
+                for (n, t) in def.field_names.iter().zip(&def.field_types) {
+                    fields.push((n.clone(), r(t)?));
+                }
+                DataType::Udt(Box::new(UserType {
+                    keyspace: Some(ks.to_string()),
+                    name: u.name.clone(),
+                    fields,
+                }))
+            }
+        })
+    }
+
+    /// Re-resolves every column type of every table in `keyspace` (after a type changed).
+    pub fn refresh_types(&mut self, keyspace: &str) {
+        let Some(ks) = self.keyspaces.get(keyspace) else {
+            return;
+        };
+        let mut updated = Vec::new();
+        for (name, table) in &ks.tables {
+            let mut t = (**table).clone();
+            let mut changed = false;
+            for c in &mut t.columns {
+                if let Ok(resolved) = self.resolve_type(keyspace, &c.data_type) {
+                    if resolved != c.data_type {
+                        c.data_type = resolved;
+                        changed = true;
+                    }
+                }
+            }
+            if changed {
+                updated.push((name.clone(), Arc::new(t)));
+            }
+        }
+        if let Some(ks) = self.keyspaces.get_mut(keyspace) {
+            for (name, t) in updated {
+                ks.tables.insert(name, t);
+            }
+        }
+    }
+}
+
+/// Serde for a `DataType` as its CQL text.
+mod type_text {
+    use cql::types::DataType;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(t: &DataType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::type_to_text(t))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DataType, D::Error> {
+        let text = String::deserialize(d)?;
+        cql::parse_data_type(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde for a list of `DataType`s as CQL text.
+mod type_list_text {
+    use cql::types::DataType;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(t: &[DataType], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<String> = t.iter().map(super::type_to_text).collect();
+        texts.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<DataType>, D::Error> {
+        let texts = Vec::<String>::deserialize(d)?;
+        texts
+            .iter()
+            .map(|t| cql::parse_data_type(t).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+/// CQL text of a type for persistence: like `Display`, but UDTs keyspace-qualified so they
+/// resolve again on load.
+pub fn type_to_text(t: &DataType) -> String {
+    t.to_string()
+}

@@ -1,0 +1,359 @@
+//! Keyspace replication and table options: validation, Cassandra's defaults and normalisation.
+
+use crate::error::QueryError;
+use cql::ast::OptionValue;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+const STRATEGY_PREFIX: &str = "org.apache.cassandra.locator.";
+const COMPACTION_PREFIX: &str = "org.apache.cassandra.db.compaction.";
+const COMPRESSION_PREFIX: &str = "org.apache.cassandra.io.compress.";
+
+/// The text of a scalar option value (string, number, boolean or identifier).
+pub(crate) fn option_text(v: &OptionValue) -> Option<String> {
+    match v {
+        OptionValue::String(s) | OptionValue::Constant(s) | OptionValue::Identifier(s) => {
+            Some(s.clone())
+        }
+        OptionValue::Map(_) => None,
+    }
+}
+
+/// A map option as text keys and values.
+fn option_map(name: &str, v: &OptionValue) -> Result<BTreeMap<String, String>, QueryError> {
+    let OptionValue::Map(entries) = v else {
+        return Err(QueryError::Syntax(format!(
+            "Invalid value for property '{name}'. It should be a map."
+        )));
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in entries {
+        let (Some(k), Some(v)) = (option_text(k), option_text(v)) else {
+            return Err(QueryError::Syntax(format!(
+                "Invalid value for property '{name}': nested maps are not allowed"
+            )));
+        };
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
+/// Replication and durability of a keyspace, as stored in `system_schema.keyspaces`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyspaceParams {
+    /// Replication map with the fully-qualified strategy class under `class`.
+    pub replication: BTreeMap<String, String>,
+    /// `durable_writes`.
+    pub durable_writes: bool,
+}
+
+impl KeyspaceParams {
+    /// Builds params from `WITH` options; `previous` supplies unchanged values on ALTER.
+    ///
+    /// # Errors
+    /// SyntaxException for unknown properties, ConfigurationException for a bad replication.
+    pub fn from_options(
+        options: &[(String, OptionValue)],
+        previous: Option<&KeyspaceParams>,
+    ) -> Result<KeyspaceParams, QueryError> {
+        let mut replication = previous.map(|p| p.replication.clone());
+        let mut durable_writes = previous.map(|p| p.durable_writes).unwrap_or(true);
+        for (name, value) in options {
+            match name.to_ascii_lowercase().as_str() {
+                "replication" => replication = Some(normalize_replication(option_map(name, value)?)?),
+                "durable_writes" => {
+                    durable_writes = parse_bool(name, value)?;
+                }
+                other => {
+                    return Err(QueryError::Syntax(format!("Unknown property '{other}'")));
+                }
+            }
+        }
+        let replication = replication.ok_or_else(|| {
+            QueryError::Config("Missing mandatory option 'replication'".to_string())
+        })?;
+        Ok(KeyspaceParams {
+            replication,
+            durable_writes,
+        })
+    }
+
+    /// Params of a node-local system keyspace.
+    pub fn local() -> KeyspaceParams {
+        KeyspaceParams {
+            replication: BTreeMap::from([(
+                "class".to_string(),
+                format!("{STRATEGY_PREFIX}LocalStrategy"),
+            )]),
+            durable_writes: true,
+        }
+    }
+
+    /// Params of a SimpleStrategy keyspace with factor `rf`.
+    pub fn simple(rf: u32) -> KeyspaceParams {
+        KeyspaceParams {
+            replication: BTreeMap::from([
+                ("class".to_string(), format!("{STRATEGY_PREFIX}SimpleStrategy")),
+                ("replication_factor".to_string(), rf.to_string()),
+            ]),
+            durable_writes: true,
+        }
+    }
+}
+
+fn parse_bool(name: &str, v: &OptionValue) -> Result<bool, QueryError> {
+    match option_text(v).map(|s| s.to_ascii_lowercase()).as_deref() {
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        _ => Err(QueryError::Syntax(format!(
+            "Invalid boolean value for property '{name}'"
+        ))),
+    }
+}
+
+fn normalize_replication(
+    mut map: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, QueryError> {
+    let class = map.remove("class").ok_or_else(|| {
+        QueryError::Config("Missing replication strategy class".to_string())
+    })?;
+    let short = class.strip_prefix(STRATEGY_PREFIX).unwrap_or(&class);
+    match short {
+        "SimpleStrategy" => {
+            let rf = map.get("replication_factor").ok_or_else(|| {
+                QueryError::Config(
+                    "SimpleStrategy requires a replication_factor strategy option.".to_string(),
+                )
+            })?;
+            check_replication_factor(rf)?;
+            if let Some(other) = map.keys().find(|k| *k != "replication_factor") {
+                return Err(QueryError::Config(format!(
+                    "Unrecognized strategy option {{{other}}} passed to SimpleStrategy for keyspace"
+                )));
+            }
+        }
+        "NetworkTopologyStrategy" => {
+            for (dc, rf) in &map {
+                if dc == "replication_factor" {
+                    continue;
+                }
+                check_replication_factor(rf)?;
+            }
+            if let Some(rf) = map.remove("replication_factor") {
+                // Cassandra expands a default replication_factor to every known datacenter.
+                check_replication_factor(&rf)?;
+                map.entry(crate::system::DATA_CENTER.to_string()).or_insert(rf);
+            }
+        }
+        "LocalStrategy" | "EverywhereStrategy" => {
+            return Err(QueryError::Config(format!(
+                "Unable to use given strategy class: {class} is reserved for internal use."
+            )))
+        }
+        _ => {
+            return Err(QueryError::Config(format!(
+                "Unable to find replication strategy class '{}{short}'",
+                if short.contains('.') { "" } else { STRATEGY_PREFIX }
+            )))
+        }
+    }
+    map.insert("class".to_string(), format!("{STRATEGY_PREFIX}{short}"));
+    Ok(map)
+}
+
+fn check_replication_factor(rf: &str) -> Result<(), QueryError> {
+    match rf.trim().parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(()),
+        _ => Err(QueryError::Config(format!(
+            "Replication factor must be non-negative integer; found {rf}"
+        ))),
+    }
+}
+
+/// Table options, with Cassandra 4.1's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TableParams {
+    /// `bloom_filter_fp_chance`.
+    pub bloom_filter_fp_chance: f64,
+    /// `caching`.
+    pub caching: BTreeMap<String, String>,
+    /// `comment`.
+    pub comment: String,
+    /// `compaction` (class fully qualified).
+    pub compaction: BTreeMap<String, String>,
+    /// `compression` (class fully qualified).
+    pub compression: BTreeMap<String, String>,
+    /// `crc_check_chance`.
+    pub crc_check_chance: f64,
+    /// `default_time_to_live` in seconds (0 = none).
+    pub default_time_to_live: i32,
+    /// `extensions`.
+    pub extensions: BTreeMap<String, Vec<u8>>,
+    /// `gc_grace_seconds`.
+    pub gc_grace_seconds: i32,
+    /// `max_index_interval`.
+    pub max_index_interval: i32,
+    /// `memtable_flush_period_in_ms`.
+    pub memtable_flush_period_in_ms: i32,
+    /// `min_index_interval`.
+    pub min_index_interval: i32,
+    /// `read_repair`.
+    pub read_repair: String,
+    /// `speculative_retry`.
+    pub speculative_retry: String,
+    /// `additional_write_policy`.
+    pub additional_write_policy: String,
+    /// `cdc`.
+    pub cdc: bool,
+}
+
+impl Default for TableParams {
+    fn default() -> Self {
+        TableParams {
+            bloom_filter_fp_chance: 0.01,
+            caching: BTreeMap::from([
+                ("keys".into(), "ALL".into()),
+                ("rows_per_partition".into(), "NONE".into()),
+            ]),
+            comment: String::new(),
+            compaction: BTreeMap::from([
+                (
+                    "class".into(),
+                    format!("{COMPACTION_PREFIX}SizeTieredCompactionStrategy"),
+                ),
+                ("max_threshold".into(), "32".into()),
+                ("min_threshold".into(), "4".into()),
+            ]),
+            compression: BTreeMap::from([
+                ("chunk_length_in_kb".into(), "16".into()),
+                ("class".into(), format!("{COMPRESSION_PREFIX}LZ4Compressor")),
+            ]),
+            crc_check_chance: 1.0,
+            default_time_to_live: 0,
+            extensions: BTreeMap::new(),
+            gc_grace_seconds: 864_000,
+            max_index_interval: 2048,
+            memtable_flush_period_in_ms: 0,
+            min_index_interval: 128,
+            read_repair: "BLOCKING".into(),
+            speculative_retry: "99p".into(),
+            additional_write_policy: "99p".into(),
+            cdc: false,
+        }
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, v: &OptionValue) -> Result<T, QueryError> {
+    option_text(v)
+        .and_then(|s| s.trim().parse::<T>().ok())
+        .ok_or_else(|| {
+            QueryError::Syntax(format!("Invalid value for property '{name}'"))
+        })
+}
+
+impl TableParams {
+    /// Applies `WITH` properties on top of `self`.
+    ///
+    /// # Errors
+    /// SyntaxException for unknown properties or malformed values, ConfigurationException
+    /// for values out of range.
+    pub fn apply(&mut self, properties: &[(String, OptionValue)]) -> Result<(), QueryError> {
+        for (name, value) in properties {
+            let lname = name.to_ascii_lowercase();
+            match lname.as_str() {
+                "bloom_filter_fp_chance" => {
+                    let v: f64 = parse_num(name, value)?;
+                    if !(v > 0.0 && v <= 1.0) {
+                        return Err(QueryError::Config(format!(
+                            "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
+                        )));
+                    }
+                    self.bloom_filter_fp_chance = v;
+                }
+                "caching" => self.caching = option_map(name, value)?,
+                "comment" => {
+                    self.comment = option_text(value).ok_or_else(|| {
+                        QueryError::Syntax("Invalid value for property 'comment'".into())
+                    })?
+                }
+                "compaction" => {
+                    let mut m = option_map(name, value)?;
+                    let class = m.remove("class").ok_or_else(|| {
+                        QueryError::Config(
+                            "Missing sub-option 'class' for the 'compaction' option.".into(),
+                        )
+                    })?;
+                    let class = if class.contains('.') {
+                        class
+                    } else {
+                        format!("{COMPACTION_PREFIX}{class}")
+                    };
+                    m.insert("class".into(), class);
+                    self.compaction = m;
+                }
+                "compression" => {
+                    let mut m = option_map(name, value)?;
+                    if let Some(class) = m.remove("class").or_else(|| m.remove("sstable_compression")) {
+                        let class = if class.contains('.') || class.is_empty() {
+                            class
+                        } else {
+                            format!("{COMPRESSION_PREFIX}{class}")
+                        };
+                        m.insert("class".into(), class);
+                    }
+                    if let Some(v) = m.remove("enabled") {
+                        if v.eq_ignore_ascii_case("false") {
+                            m = BTreeMap::from([("enabled".into(), "false".into())]);
+                        }
+                    }
+                    if m.contains_key("class") && !m.contains_key("chunk_length_in_kb") {
+                        m.insert("chunk_length_in_kb".into(), "16".into());
+                    }
+                    self.compression = m;
+                }
+                "crc_check_chance" => self.crc_check_chance = parse_num(name, value)?,
+                "default_time_to_live" => {
+                    let v: i32 = parse_num(name, value)?;
+                    if v < 0 {
+                        return Err(QueryError::Config(
+                            "default_time_to_live must be greater than or equal to 0 (got ".to_string()
+                                + &v.to_string()
+                                + ")",
+                        ));
+                    }
+                    self.default_time_to_live = v;
+                }
+                "gc_grace_seconds" => {
+                    let v: i32 = parse_num(name, value)?;
+                    if v < 0 {
+                        return Err(QueryError::Config(format!(
+                            "gc_grace_seconds must be greater than or equal to 0 (got {v})"
+                        )));
+                    }
+                    self.gc_grace_seconds = v;
+                }
+                "max_index_interval" => self.max_index_interval = parse_num(name, value)?,
+                "memtable_flush_period_in_ms" => {
+                    self.memtable_flush_period_in_ms = parse_num(name, value)?
+                }
+                "min_index_interval" => self.min_index_interval = parse_num(name, value)?,
+                "read_repair" => {
+                    self.read_repair = option_text(value).unwrap_or_default().to_uppercase()
+                }
+                "speculative_retry" => {
+                    self.speculative_retry = option_text(value).unwrap_or_default()
+                }
+                "additional_write_policy" => {
+                    self.additional_write_policy = option_text(value).unwrap_or_default()
+                }
+                "cdc" => self.cdc = parse_bool(name, value)?,
+                // Accepted and ignored, as Cassandra 4 does for these legacy options.
+                "read_repair_chance" | "dclocal_read_repair_chance" | "memtable" => {}
+                "id" => {}
+                _ => return Err(QueryError::Syntax(format!("Unknown property '{lname}'"))),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! The accept loop: bounded connections, graceful shutdown on SIGINT/SIGTERM, final storage flush.
+
+use crate::config::Config;
+use crate::connection;
+use crate::node::{Node, NodeError};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn};
+
+/// Why the server could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// Opening the node (data directory, catalog, storage) failed.
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    /// Binding or accepting failed.
+    #[error("listener on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Opens the node from `config`, binds `config.listen` and serves until SIGINT or SIGTERM.
+///
+/// # Errors
+/// When the data directory cannot be opened or the address cannot be bound.
+pub async fn serve(config: Config) -> Result<(), ServerError> {
+    let addr = config.listen;
+    let node = tokio::task::spawn_blocking(move || Node::open(config))
+        .await
+        .map_err(|e| NodeError::Startup(format!("opening the node panicked: {e}")))??;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Listen { addr, source })?;
+    let local = listener.local_addr().unwrap_or(addr);
+    info!(%local, "ringdb is serving CQL");
+    run(listener, Arc::new(node), shutdown_signal()).await;
+    Ok(())
+}
+
+/// Serves `listener` until `shutdown` completes, then drains connections and flushes storage.
+pub async fn run(listener: TcpListener, node: Arc<Node>, shutdown: impl Future<Output = ()>) {
+    let token = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let limit = Arc::new(Semaphore::new(node.config().max_connections));
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            permit = limit.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let accepted = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((socket, peer)) => {
+                let node = node.clone();
+                let token = token.child_token();
+                tracker.spawn(async move {
+                    connection::run(socket, peer, node, token).await;
+                    drop(permit);
+                });
+            }
+            Err(e) => {
+                // Transient (EMFILE, aborted handshakes): back off briefly and keep serving.
+                warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    info!("shutting down: no longer accepting connections");
+    drop(listener);
+    token.cancel();
+    tracker.close();
+    let grace = Duration::from_secs(node.config().shutdown_grace_seconds);
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        warn!("connections did not finish within {grace:?}; closing them");
+    }
+    let flush = node.clone();
+    match tokio::task::spawn_blocking(move || flush.shutdown()).await {
+        Ok(Ok(())) => info!("storage flushed; bye"),
+        Ok(Err(e)) => error!(error = %e, "flushing storage on shutdown failed"),
+        Err(e) => error!(error = %e, "flushing storage on shutdown panicked"),
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => info!("SIGINT received"),
+        _ = term => info!("SIGTERM received"),
+    }
+}

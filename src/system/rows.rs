@@ -1,0 +1,236 @@
+//! Row generation for the system tables, from node facts and the catalog.
+
+use super::{is_virtual_keyspace, DATA_CENTER, PARTITIONER, RACK, RELEASE_VERSION};
+use crate::schema::{Catalog, Table};
+use crate::session::CQL_VERSION;
+use bytes::Bytes;
+use cql::types::Value;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use uuid::Uuid;
+
+/// Facts about this node that system tables report.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// Stable host id (persisted in the data directory).
+    pub host_id: Uuid,
+    /// Address clients reach the node at.
+    pub rpc_address: IpAddr,
+    /// Native port.
+    pub rpc_port: u16,
+    /// Cluster name.
+    pub cluster_name: String,
+    /// The node's one token.
+    pub token: i64,
+    /// Start time in seconds since the epoch.
+    pub gossip_generation: i32,
+}
+
+type NamedRow = Vec<(&'static str, Value)>;
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Text(s.into())
+}
+
+fn text_map(m: &BTreeMap<String, String>) -> Value {
+    Value::Map(m.iter().map(|(k, v)| (text(k.clone()), text(v.clone()))).collect())
+}
+
+fn text_list<S: AsRef<str>>(items: &[S]) -> Value {
+    Value::List(items.iter().map(|s| text(s.as_ref())).collect())
+}
+
+/// The rows of a system table, each in `table.columns` order, sorted by primary key;
+/// `None` when the table holds no generated data.
+pub fn rows_for(info: &NodeInfo, catalog: &Catalog, table: &Table) -> Vec<Vec<Option<Bytes>>> {
+    let named: Vec<NamedRow> = match (table.keyspace.as_str(), table.name.as_str()) {
+        ("system", "local") => vec![local(info, catalog)],
+        ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
+        ("system_schema", "tables") => schema_tables(catalog),
+        ("system_schema", "columns") => schema_columns(catalog, false),
+        ("system_schema", "dropped_columns") => dropped_columns(catalog),
+        ("system_schema", "types") => schema_types(catalog),
+        ("system_virtual_schema", "keyspaces") => schema_keyspaces(catalog, true),
+        ("system_virtual_schema", "tables") => virtual_tables(catalog),
+        ("system_virtual_schema", "columns") => schema_columns(catalog, true),
+        _ => Vec::new(),
+    };
+    named
+        .into_iter()
+        .map(|row| {
+            table
+                .columns
+                .iter()
+                .map(|c| {
+                    row.iter()
+                        .find(|(n, _)| *n == c.name)
+                        .map(|(_, v)| Bytes::from(v.to_bytes()))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn local(info: &NodeInfo, catalog: &Catalog) -> NamedRow {
+    vec![
+        ("key", text("local")),
+        ("bootstrapped", text("COMPLETED")),
+        ("broadcast_address", Value::Inet(info.rpc_address)),
+        ("broadcast_port", Value::Int(7000)),
+        ("cluster_name", text(info.cluster_name.clone())),
+        ("cql_version", text(CQL_VERSION)),
+        ("data_center", text(DATA_CENTER)),
+        ("gossip_generation", Value::Int(info.gossip_generation)),
+        ("host_id", Value::Uuid(info.host_id)),
+        ("listen_address", Value::Inet(info.rpc_address)),
+        ("listen_port", Value::Int(7000)),
+        ("native_protocol_version", text("4")),
+        ("partitioner", text(PARTITIONER)),
+        ("rack", text(RACK)),
+        ("release_version", text(RELEASE_VERSION)),
+        ("rpc_address", Value::Inet(info.rpc_address)),
+        ("rpc_port", Value::Int(i32::from(info.rpc_port))),
+        ("schema_version", Value::Uuid(catalog.version)),
+        ("tokens", Value::Set(vec![text(info.token.to_string())])),
+    ]
+}
+
+fn schema_keyspaces(catalog: &Catalog, virtual_ks: bool) -> Vec<NamedRow> {
+    catalog
+        .keyspaces
+        .values()
+        .filter(|ks| is_virtual_keyspace(&ks.name) == virtual_ks)
+        .map(|ks| {
+            if virtual_ks {
+                vec![("keyspace_name", text(ks.name.clone()))]
+            } else {
+                vec![
+                    ("keyspace_name", text(ks.name.clone())),
+                    ("durable_writes", Value::Boolean(ks.params.durable_writes)),
+                    ("replication", text_map(&ks.params.replication)),
+                ]
+            }
+        })
+        .collect()
+}
+
+fn tables(catalog: &Catalog, virtual_ks: bool) -> impl Iterator<Item = &Table> {
+    catalog
+        .keyspaces
+        .values()
+        .filter(move |ks| is_virtual_keyspace(&ks.name) == virtual_ks)
+        .flat_map(|ks| ks.tables.values().map(|t| t.as_ref()))
+}
+
+fn schema_tables(catalog: &Catalog) -> Vec<NamedRow> {
+    tables(catalog, false)
+        .map(|t| {
+            let p = &t.params;
+            let mut flags = vec![text("compound")];
+            if t.is_counter() {
+                flags.insert(0, text("counter"));
+            }
+            vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("additional_write_policy", text(p.additional_write_policy.clone())),
+                ("bloom_filter_fp_chance", Value::Double(p.bloom_filter_fp_chance)),
+                ("caching", text_map(&p.caching)),
+                ("cdc", Value::Boolean(p.cdc)),
+                ("comment", text(p.comment.clone())),
+                ("compaction", text_map(&p.compaction)),
+                ("compression", text_map(&p.compression)),
+                ("crc_check_chance", Value::Double(p.crc_check_chance)),
+                ("dclocal_read_repair_chance", Value::Double(0.0)),
+                ("default_time_to_live", Value::Int(p.default_time_to_live)),
+                (
+                    "extensions",
+                    Value::Map(
+                        p.extensions
+                            .iter()
+                            .map(|(k, v)| (text(k.clone()), Value::Blob(v.clone())))
+                            .collect(),
+                    ),
+                ),
+                ("flags", Value::Set(flags)),
+                ("gc_grace_seconds", Value::Int(p.gc_grace_seconds)),
+                ("id", Value::Uuid(t.id)),
+                ("max_index_interval", Value::Int(p.max_index_interval)),
+                ("memtable_flush_period_in_ms", Value::Int(p.memtable_flush_period_in_ms)),
+                ("min_index_interval", Value::Int(p.min_index_interval)),
+                ("read_repair", text(p.read_repair.clone())),
+                ("read_repair_chance", Value::Double(0.0)),
+                ("speculative_retry", text(p.speculative_retry.clone())),
+            ]
+        })
+        .collect()
+}
+
+fn schema_columns(catalog: &Catalog, virtual_ks: bool) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in tables(catalog, virtual_ks) {
+        let mut cols: Vec<_> = t.columns.iter().collect();
+        cols.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        for c in cols {
+            out.push(vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("column_name", text(c.name.clone())),
+                ("clustering_order", text(c.clustering_order_text())),
+                ("column_name_bytes", Value::Blob(c.name.as_bytes().to_vec())),
+                ("kind", text(c.kind.as_str())),
+                ("position", Value::Int(c.position)),
+                ("type", text(c.data_type.to_string())),
+            ]);
+        }
+    }
+    out
+}
+
+fn dropped_columns(catalog: &Catalog) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in tables(catalog, false) {
+        let mut dropped: Vec<_> = t.dropped.iter().collect();
+        dropped.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        for d in dropped {
+            out.push(vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("column_name", text(d.name.clone())),
+                ("dropped_time", Value::Timestamp(d.dropped_time_ms)),
+                ("kind", text(d.kind.as_str())),
+                ("type", text(d.type_text.clone())),
+            ]);
+        }
+    }
+    out
+}
+
+fn schema_types(catalog: &Catalog) -> Vec<NamedRow> {
+    catalog
+        .keyspaces
+        .values()
+        .flat_map(|ks| ks.types.values())
+        .map(|t| {
+            let types: Vec<String> = t.field_types.iter().map(|t| t.to_string()).collect();
+            vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("type_name", text(t.name.clone())),
+                ("field_names", text_list(&t.field_names)),
+                ("field_types", text_list(&types)),
+            ]
+        })
+        .collect()
+}
+
+fn virtual_tables(catalog: &Catalog) -> Vec<NamedRow> {
+    tables(catalog, true)
+        .map(|t| {
+            vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("comment", text(t.params.comment.clone())),
+            ]
+        })
+        .collect()
+}

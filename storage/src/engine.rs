@@ -1,0 +1,346 @@
+//! `Storage`: opens the fjall `Database`, keeps one keyspace per table (physical partition 0
+//! for now), the meta (system) keyspace, write locks and the commit-log sync policy.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+
+use crate::{StorageError, TableId, TableLayout};
+
+/// The keyspace holding the server's meta data (schema catalog).
+const META_KEYSPACE: &str = "system_meta";
+/// Number of write-lock stripes (writes to one partition always take the same stripe).
+const LOCK_STRIPES: usize = 64;
+
+/// When an acknowledged write is fsynced, like Cassandra's `commitlog_sync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Every write reaches the OS (fjall's journal buffer is flushed) before `apply` returns;
+    /// the journal is fsynced every `Duration` in the background. Survives a process kill.
+    Periodic(Duration),
+    /// Every write is fsynced before `apply` returns; concurrent writers share one fsync.
+    Batch,
+}
+
+impl Default for SyncPolicy {
+    fn default() -> Self {
+        SyncPolicy::Periodic(Duration::from_secs(10))
+    }
+}
+
+/// The clock storage uses for TTL expiry and deletion times: seconds since the Unix epoch.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// Options for [`Storage::open`].
+#[derive(Clone, Default)]
+pub struct StorageOptions {
+    /// Commit-log sync policy.
+    pub sync: SyncPolicy,
+    /// Block cache size in bytes (`None`: fjall's default).
+    pub cache_bytes: Option<u64>,
+    /// Clock override for tests (`None`: the system clock).
+    pub clock: Option<Clock>,
+}
+
+impl fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageOptions")
+            .field("sync", &self.sync)
+            .field("cache_bytes", &self.cache_bytes)
+            .field("clock", &self.clock.as_ref().map(|_| "custom"))
+            .finish()
+    }
+}
+
+/// A meta-store entry: (key, value).
+pub type MetaEntry = (Vec<u8>, Vec<u8>);
+
+/// One table as storage knows it.
+pub(crate) struct Table {
+    pub(crate) id: TableId,
+    pub(crate) layout: TableLayout,
+    pub(crate) keyspace: Keyspace,
+}
+
+/// Size statistics a planner can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableStats {
+    /// Approximate number of stored items (cells, markers, tombstones).
+    pub approximate_items: u64,
+    /// Bytes on disk (SSTables and blobs, journal excluded).
+    pub disk_bytes: u64,
+}
+
+/// Group commit for [`SyncPolicy::Batch`]: a writer whose commit is already covered by a
+/// finished fsync returns at once; otherwise one writer fsyncs for everyone committed so far.
+#[derive(Default)]
+struct GroupSync {
+    committed: AtomicU64,
+    synced: Mutex<u64>,
+}
+
+impl GroupSync {
+    fn commit_and_wait(&self, db: &Database) -> Result<(), StorageError> {
+        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
+        if *synced >= mine {
+            return Ok(());
+        }
+        let target = self.committed.load(Ordering::SeqCst);
+        db.persist(PersistMode::SyncData)?;
+        *synced = target;
+        Ok(())
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) db: Database,
+    meta: Keyspace,
+    tables: RwLock<HashMap<TableId, Arc<Table>>>,
+    locks: Vec<Mutex<()>>,
+    sync: SyncPolicy,
+    group_sync: GroupSync,
+    clock: Option<Clock>,
+    pub(crate) items_read: AtomicU64,
+    stop_syncer: Mutex<Option<mpsc::Sender<()>>>,
+    syncer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Ok(mut tx) = self.stop_syncer.lock() {
+            tx.take();
+        }
+        if let Some(handle) = self.syncer.get_mut().ok().and_then(Option::take) {
+            let _ = handle.join();
+        }
+        if let Err(e) = self.db.persist(PersistMode::SyncAll) {
+            tracing::error!("final journal sync failed: {e}");
+        }
+    }
+}
+
+/// The storage engine: cheap to clone, safe to share between threads. All calls block
+/// (fjall is synchronous); async callers use `spawn_blocking`.
+#[derive(Clone)]
+pub struct Storage {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Storage")
+            .field("sync", &self.inner.sync)
+            .finish_non_exhaustive()
+    }
+}
+
+fn keyspace_name(table: TableId, physical_partition: u32) -> String {
+    format!("t{table}_p{physical_partition}")
+}
+
+impl Storage {
+    /// Opens (or creates) the store in `dir`, replaying fjall's journal.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] or [`StorageError::Io`] when the directory cannot be opened or
+    /// recovered.
+    pub fn open(dir: impl AsRef<Path>, options: StorageOptions) -> Result<Storage, StorageError> {
+        std::fs::create_dir_all(dir.as_ref())?;
+        let mut builder = Database::builder(dir.as_ref());
+        if let Some(bytes) = options.cache_bytes {
+            builder = builder.cache_size(bytes);
+        }
+        let db = builder.open()?;
+        let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
+        let (tx, rx) = mpsc::channel::<()>();
+        let syncer = match options.sync {
+            SyncPolicy::Periodic(every) => {
+                let db = db.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("storage-sync".into())
+                        .spawn(move || {
+                            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every)
+                            {
+                                if let Err(e) = db.persist(PersistMode::SyncData) {
+                                    tracing::error!("periodic journal sync failed: {e}");
+                                }
+                            }
+                        })?,
+                )
+            }
+            SyncPolicy::Batch => None,
+        };
+        Ok(Storage {
+            inner: Arc::new(Inner {
+                db,
+                meta,
+                tables: RwLock::new(HashMap::new()),
+                locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+                sync: options.sync,
+                group_sync: GroupSync::default(),
+                clock: options.clock,
+                items_read: AtomicU64::new(0),
+                stop_syncer: Mutex::new(Some(tx)),
+                syncer: Mutex::new(syncer),
+            }),
+        })
+    }
+
+    /// Creates a table, or opens it (after a restart, or to update its layout). Idempotent.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] when the keyspace cannot be created.
+    pub fn create_table(&self, id: TableId, layout: TableLayout) -> Result<(), StorageError> {
+        let keyspace = self
+            .inner
+            .db
+            .keyspace(&keyspace_name(id, 0), KeyspaceCreateOptions::default)?;
+        let table = Arc::new(Table {
+            id,
+            layout,
+            keyspace,
+        });
+        self.write_tables().insert(id, table);
+        Ok(())
+    }
+
+    /// Drops a table and all its data.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
+        let table = self
+            .write_tables()
+            .remove(&id)
+            .ok_or(StorageError::UnknownTable(id))?;
+        self.inner.db.delete_keyspace(table.keyspace.clone())?;
+        Ok(())
+    }
+
+    /// Removes every row of a table (the table stays).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
+        let table = self.table(id)?;
+        table.keyspace.clear()?;
+        self.after_write()
+    }
+
+    /// Size statistics of a table.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn table_stats(&self, id: TableId) -> Result<TableStats, StorageError> {
+        let table = self.table(id)?;
+        Ok(TableStats {
+            approximate_items: table.keyspace.approximate_len() as u64,
+            disk_bytes: table.keyspace.disk_space(),
+        })
+    }
+
+    /// Stores a meta value (the server's schema catalog) in the system keyspace.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] on I/O failure.
+    pub fn put_meta(&self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.inner.meta.insert(key, value)?;
+        self.after_write()
+    }
+
+    /// Reads a meta value.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] on I/O failure.
+    pub fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.inner.meta.get(key)?.map(|v| v.to_vec()))
+    }
+
+    /// Deletes a meta value.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] on I/O failure.
+    pub fn delete_meta(&self, key: &[u8]) -> Result<(), StorageError> {
+        self.inner.meta.remove(key)?;
+        self.after_write()
+    }
+
+    /// Every meta entry whose key starts with `prefix`, in key order.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] on I/O failure.
+    pub fn scan_meta(&self, prefix: &[u8]) -> Result<Vec<MetaEntry>, StorageError> {
+        self.inner
+            .meta
+            .prefix(prefix)
+            .map(|g| {
+                let (k, v) = g.into_inner()?;
+                Ok((k.to_vec(), v.to_vec()))
+            })
+            .collect()
+    }
+
+    /// Fsyncs the journal (for shutdown; also called when the last handle drops).
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] on I/O failure.
+    pub fn persist(&self) -> Result<(), StorageError> {
+        self.inner.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+
+    /// Total number of stored items all reads have pulled from fjall so far.
+    pub fn items_read(&self) -> u64 {
+        self.inner.items_read.load(Ordering::Relaxed)
+    }
+
+    /// Seconds since the Unix epoch, from the configured clock.
+    pub(crate) fn now(&self) -> i64 {
+        match &self.inner.clock {
+            Some(clock) => clock(),
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        }
+    }
+
+    pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
+        self.inner
+            .tables
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+            .ok_or(StorageError::UnknownTable(id))
+    }
+
+    fn write_tables(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<TableId, Arc<Table>>> {
+        self.inner.tables.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The write lock of the stripe owning `(table, token)`.
+    pub(crate) fn lock_partition(&self, table: TableId, token: i64) -> MutexGuard<'_, ()> {
+        let h = (table.0 as u64) ^ ((table.0 >> 64) as u64) ^ (token as u64);
+        let idx = (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % LOCK_STRIPES;
+        self.inner.locks[idx]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Applies the sync policy after a committed write (journal already written to the OS).
+    pub(crate) fn after_write(&self) -> Result<(), StorageError> {
+        match self.inner.sync {
+            SyncPolicy::Periodic(_) => Ok(()),
+            SyncPolicy::Batch => self.inner.group_sync.commit_and_wait(&self.inner.db),
+        }
+    }
+}

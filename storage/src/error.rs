@@ -1,0 +1,48 @@
+//! `StorageError`: every way a storage call can fail.
+
+use crate::TableId;
+
+/// An error from the storage engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// fjall (I/O, journal, poisoning) failed.
+    #[error("fjall: {0}")]
+    Fjall(#[from] fjall::Error),
+    /// An I/O error outside fjall (directory creation, sync thread).
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// Bytes read from disk do not decode: the store is corrupt or from another format.
+    #[error("corrupt data: {0}")]
+    Corrupt(String),
+    /// A caller-supplied value is not a valid serialization of its type.
+    #[error("invalid {type_name} value: {reason}")]
+    InvalidValue {
+        /// The CQL type the value should have.
+        type_name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A mutation or read request is malformed (wrong number of key components, ...).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The table was never created (or was dropped).
+    #[error("unknown table {0}")]
+    UnknownTable(TableId),
+    /// A paging cursor does not belong to this read.
+    #[error("invalid paging cursor")]
+    InvalidCursor,
+}
+
+impl StorageError {
+    pub(crate) fn corrupt(what: impl Into<String>) -> Self {
+        StorageError::Corrupt(what.into())
+    }
+
+    pub(crate) fn invalid(type_name: impl ToString, reason: impl Into<String>) -> Self {
+        StorageError::InvalidValue {
+            type_name: type_name.to_string(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,566 @@
+//! Reads: partition slices (forward or reverse, bounded, paged) and token-range scans.
+//!
+//! Every read is a range scan over the key layout of [`crate::key`] on one fjall snapshot,
+//! reconciling cells with the partition, range and row deletions as it goes; nothing is sorted
+//! in memory. Range tombstones of a partition are loaded first (they live in their own key
+//! section), then rows stream in clustering order until the limit.
+
+use std::collections::BTreeMap;
+
+use fjall::{Readable, Snapshot};
+
+use crate::cell::{CellValue, StoredCell};
+use crate::engine::{Storage, Table};
+use crate::key::{self, ClusteringBound, ItemPath, KeyReader};
+use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
+use crate::write::address;
+use crate::{StorageError, TableId};
+
+/// A live column value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnValue {
+    /// A simple, frozen or counter cell.
+    Simple(CellValue),
+    /// The live elements of a non-frozen collection, in element-key order: (element key,
+    /// protocol-serialized, then the cell; a set element's value is empty).
+    Collection(Vec<(Vec<u8>, CellValue)>),
+}
+
+/// A live row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Clustering values, protocol-serialized (decimals come back canonical).
+    pub clustering: Vec<Vec<u8>>,
+    /// Live columns by column id (absent = null).
+    pub cells: BTreeMap<u32, ColumnValue>,
+}
+
+/// An opaque paging position, to be handed back unchanged to continue a read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor(Vec<u8>);
+
+impl Cursor {
+    /// The bytes to put into a paging state.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Rebuilds a cursor from paging-state bytes (validated when used).
+    pub fn from_bytes(bytes: Vec<u8>) -> Cursor {
+        Cursor(bytes)
+    }
+}
+
+const CURSOR_SLICE: u8 = 1;
+const CURSOR_AFTER_PARTITION: u8 = 2;
+const CURSOR_IN_PARTITION: u8 = 3;
+
+/// Which rows of a partition to read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Slice {
+    /// Start bound (in clustering order, whatever the direction).
+    pub start: ClusteringBound,
+    /// End bound.
+    pub end: ClusteringBound,
+    /// Return rows in reverse clustering order.
+    pub reversed: bool,
+    /// At most this many rows (`None`: all).
+    pub limit: Option<usize>,
+    /// Continue after the row a previous page ended on.
+    pub cursor: Option<Cursor>,
+}
+
+/// The result of [`Storage::read_partition`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartitionSlice {
+    /// Live static columns.
+    pub static_cells: BTreeMap<u32, ColumnValue>,
+    /// Live rows in the slice, in the requested order.
+    pub rows: Vec<Row>,
+    /// Set when the limit stopped the read and more rows may follow.
+    pub cursor: Option<Cursor>,
+    /// Stored items this read pulled from fjall.
+    pub items_read: u64,
+}
+
+/// A token range `(start, end]`; an `end` of [`MIN_TOKEN`] means the end of the ring.
+/// A range with `start >= end` (and `end` not MIN) is empty: callers unwrap ranges first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenRange {
+    /// Exclusive start ([`MIN_TOKEN`]: the start of the ring).
+    pub start: i64,
+    /// Inclusive end ([`MIN_TOKEN`]: the end of the ring).
+    pub end: i64,
+}
+
+impl TokenRange {
+    /// The whole ring.
+    pub const FULL: TokenRange = TokenRange {
+        start: MIN_TOKEN,
+        end: MIN_TOKEN,
+    };
+}
+
+/// One partition in a scan page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedPartition {
+    /// Its token.
+    pub token: i64,
+    /// Partition-key components, protocol-serialized.
+    pub partition_key: Vec<Vec<u8>>,
+    /// Live static columns.
+    pub static_cells: BTreeMap<u32, ColumnValue>,
+    /// Live rows (in this page).
+    pub rows: Vec<Row>,
+}
+
+/// The result of [`Storage::scan`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScanPage {
+    /// Partitions in token order (then key bytes).
+    pub partitions: Vec<ScannedPartition>,
+    /// Set when the limit stopped the scan.
+    pub cursor: Option<Cursor>,
+    /// Stored items this scan pulled from fjall.
+    pub items_read: u64,
+}
+
+/// A row being assembled: encoded clustering, decoded clustering, stored items.
+type PendingRow = (Vec<u8>, Vec<Vec<u8>>, Vec<(ItemPath, StoredCell)>);
+
+/// Deletions that apply to a whole partition read.
+struct PartitionDeletions {
+    partition: Option<i64>,
+    /// (start, end exclusive, timestamp) in encoded clustering bytes.
+    ranges: Vec<(Vec<u8>, Vec<u8>, i64)>,
+}
+
+impl PartitionDeletions {
+    fn covering(&self, clustering: &[u8]) -> Option<i64> {
+        self.ranges
+            .iter()
+            .filter(|(lo, hi, _)| lo.as_slice() <= clustering && clustering < hi.as_slice())
+            .map(|r| r.2)
+            .chain(self.partition)
+            .max()
+    }
+}
+
+struct ReadCtx<'a> {
+    snap: &'a Snapshot,
+    table: &'a Table,
+    now: i64,
+    items: u64,
+}
+
+impl ReadCtx<'_> {
+    fn kv(&mut self, guard: fjall::Guard) -> Result<(fjall::Slice, StoredCell), StorageError> {
+        self.items += 1;
+        let (k, v) = guard.into_inner()?;
+        let cell = StoredCell::decode(&v)?;
+        Ok((k, cell))
+    }
+
+    fn deletions(&mut self, prefix: &[u8]) -> Result<PartitionDeletions, StorageError> {
+        let ks = &self.table.keyspace;
+        let mut k = prefix.to_vec();
+        k.push(key::SECTION_PARTITION_DELETION);
+        let partition = match self.snap.get(ks, &k)? {
+            Some(v) => {
+                self.items += 1;
+                Some(StoredCell::decode(&v)?.timestamp())
+            }
+            None => None,
+        };
+        k.pop();
+        k.push(key::SECTION_RANGE_TOMBSTONE);
+        let mut ranges = Vec::new();
+        for guard in self.snap.prefix(ks, &k) {
+            let (rk, cell) = self.kv(guard)?;
+            let body = &rk[k.len()..];
+            let (len, rest) = body
+                .split_first_chunk::<2>()
+                .ok_or_else(|| StorageError::corrupt("range tombstone key"))?;
+            let len = usize::from(u16::from_be_bytes(*len));
+            if rest.len() < len {
+                return Err(StorageError::corrupt("range tombstone key"));
+            }
+            let (lo, hi) = rest.split_at(len);
+            ranges.push((lo.to_vec(), hi.to_vec(), cell.timestamp()));
+        }
+        Ok(PartitionDeletions { partition, ranges })
+    }
+
+    /// Live columns of one row (or the static row) from its stored items.
+    fn build(
+        &self,
+        items: Vec<(ItemPath, StoredCell)>,
+        deleted: Option<i64>,
+        reversed: bool,
+    ) -> Result<(BTreeMap<u32, ColumnValue>, bool), StorageError> {
+        let row_del = items
+            .iter()
+            .filter(|(p, _)| *p == ItemPath::RowDeletion)
+            .map(|(_, c)| c.timestamp())
+            .chain(deleted)
+            .max();
+        let shadowed = |c: &StoredCell, del: Option<i64>| del.is_some_and(|d| c.timestamp() <= d);
+        let mut col_del: BTreeMap<u32, i64> = BTreeMap::new();
+        for (p, c) in &items {
+            if let ItemPath::Complex(col, None) = p {
+                col_del.insert(*col, c.timestamp());
+            }
+        }
+        let now = self.now;
+        let value = |c: &StoredCell| {
+            c.live_value(now).map(|v| CellValue {
+                value: v.to_vec(),
+                timestamp: c.timestamp(),
+                ttl: c.ttl_remaining(now),
+            })
+        };
+        let mut live_marker = false;
+        let mut cells = BTreeMap::new();
+        for (path, cell) in items {
+            match path {
+                ItemPath::Liveness => {
+                    live_marker |= cell.live_value(now).is_some() && !shadowed(&cell, row_del);
+                }
+                ItemPath::RowDeletion | ItemPath::Complex(_, None) => {}
+                ItemPath::Cell(col) => {
+                    if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, row_del)) {
+                        cells.insert(col, ColumnValue::Simple(v));
+                    }
+                }
+                ItemPath::Complex(col, Some(elem)) => {
+                    let del = row_del.max(col_del.get(&col).copied());
+                    if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, del)) {
+                        let ty = self.element_type(col)?;
+                        let mut reader = KeyReader::new(&elem, false);
+                        let elem_key = key::decode_value(&ty, &mut reader)?;
+                        let entry = cells
+                            .entry(col)
+                            .or_insert_with(|| ColumnValue::Collection(Vec::new()));
+                        if let ColumnValue::Collection(list) = entry {
+                            list.push((elem_key, v));
+                        }
+                    }
+                }
+            }
+        }
+        if reversed {
+            for v in cells.values_mut() {
+                if let ColumnValue::Collection(list) = v {
+                    list.reverse();
+                }
+            }
+        }
+        let live = live_marker || !cells.is_empty();
+        Ok((cells, live))
+    }
+
+    fn element_type(&self, col: u32) -> Result<cql::types::DataType, StorageError> {
+        use cql::types::{DataType, NativeType};
+        match self.table.layout.columns.get(&col).map(DataType::unfrozen) {
+            Some(DataType::List(_)) => Ok(NativeType::Timeuuid.into()),
+            Some(DataType::Set(t)) | Some(DataType::Map(t, _)) => Ok((**t).clone()),
+            Some(DataType::Udt(_)) => Ok(NativeType::Smallint.into()),
+            _ => Err(StorageError::corrupt(format!(
+                "collection element stored for non-collection column {col}"
+            ))),
+        }
+    }
+
+    fn statics(
+        &mut self,
+        prefix: &[u8],
+        dels: &PartitionDeletions,
+    ) -> Result<BTreeMap<u32, ColumnValue>, StorageError> {
+        let mut k = prefix.to_vec();
+        k.push(key::SECTION_STATIC);
+        let mut items = Vec::new();
+        for guard in self.snap.prefix(&self.table.keyspace, &k) {
+            let (sk, cell) = self.kv(guard)?;
+            items.push((ItemPath::decode(&sk[k.len()..])?, cell));
+        }
+        Ok(self.build(items, dels.partition, false)?.0)
+    }
+
+    /// Rows with encoded clustering in `[lo, hi)`, up to `limit`; also returns the encoded
+    /// clustering of the last row when the limit stopped the read before the end.
+    fn rows(
+        &mut self,
+        prefix: &[u8],
+        dels: &PartitionDeletions,
+        lo: &[u8],
+        hi: &[u8],
+        reversed: bool,
+        limit: usize,
+    ) -> Result<(Vec<Row>, Option<Vec<u8>>), StorageError> {
+        let mut base = prefix.to_vec();
+        base.push(key::SECTION_ROWS);
+        let (mut start, mut end) = (base.clone(), base.clone());
+        start.extend_from_slice(lo);
+        end.extend_from_slice(hi);
+        let mut rows = Vec::new();
+        if limit == 0 || start >= end {
+            return Ok((rows, None));
+        }
+        let iter = self.snap.range(&self.table.keyspace, start..end);
+        let iter: Box<dyn Iterator<Item = fjall::Guard>> = if reversed {
+            Box::new(iter.rev())
+        } else {
+            Box::new(iter)
+        };
+        let clustering = &self.table.layout.clustering;
+        let mut current: Option<PendingRow> = None;
+        for guard in iter {
+            let (k, cell) = self.kv(guard)?;
+            let rest = &k[base.len()..];
+            let same_row = current.as_ref().is_some_and(|(c, _, _)| {
+                rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)
+            });
+            if !same_row {
+                if let Some((c, values, items)) = current.take() {
+                    self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
+                    if rows.len() >= limit {
+                        return Ok((rows, Some(c)));
+                    }
+                }
+                let mut reader = KeyReader::new(rest, false);
+                let values = key::decode_clustering_from(clustering, &mut reader)?;
+                let c_len = rest.len() - reader.remaining().len();
+                if reader.byte()? != key::CLUSTERING_END {
+                    return Err(StorageError::corrupt("row key without clustering end"));
+                }
+                current = Some((rest[..c_len].to_vec(), values, Vec::new()));
+            }
+            if let Some((c, _, items)) = current.as_mut() {
+                let path = ItemPath::decode(&rest[c.len() + 1..])?;
+                items.push((path, cell));
+            }
+        }
+        if let Some((c, values, items)) = current.take() {
+            self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
+        }
+        Ok((rows, None))
+    }
+
+    fn finish_row(
+        &self,
+        rows: &mut Vec<Row>,
+        encoded: &[u8],
+        clustering: Vec<Vec<u8>>,
+        items: Vec<(ItemPath, StoredCell)>,
+        dels: &PartitionDeletions,
+        reversed: bool,
+    ) -> Result<(), StorageError> {
+        let (cells, live) = self.build(items, dels.covering(encoded), reversed)?;
+        if live {
+            rows.push(Row { clustering, cells });
+        }
+        Ok(())
+    }
+}
+
+impl Storage {
+    /// Reads a slice of one partition: live rows between the bounds, in clustering order (or
+    /// reversed), at most `limit`, continuing after `cursor`; plus the live static columns.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], [`StorageError::InvalidRequest`] /
+    /// [`StorageError::InvalidValue`] for bad keys or bounds, [`StorageError::InvalidCursor`],
+    /// [`StorageError::Fjall`] on I/O failure, [`StorageError::Corrupt`] for bad stored data.
+    pub fn read_partition(
+        &self,
+        table_id: TableId,
+        partition_key: &[Vec<u8>],
+        slice: &Slice,
+    ) -> Result<PartitionSlice, StorageError> {
+        let table = self.table(table_id)?;
+        let addr = address(&table, partition_key)?;
+        let clustering = &table.layout.clustering;
+        let mut lo = key::start_bytes(clustering, &slice.start)?;
+        let mut hi = key::end_bytes(clustering, &slice.end)?;
+        if let Some(cursor) = &slice.cursor {
+            let after = match cursor.0.split_first() {
+                Some((&CURSOR_SLICE, c)) => c,
+                _ => return Err(StorageError::InvalidCursor),
+            };
+            if slice.reversed {
+                hi = hi.min(after.to_vec());
+            } else {
+                let mut next = after.to_vec();
+                next.push(key::AFTER_PREFIX);
+                lo = lo.max(next);
+            }
+        }
+        let snap = self.inner.db.snapshot();
+        let mut ctx = ReadCtx {
+            snap: &snap,
+            table: &table,
+            now: self.now(),
+            items: 0,
+        };
+        let dels = ctx.deletions(&addr.prefix)?;
+        let static_cells = ctx.statics(&addr.prefix, &dels)?;
+        let limit = slice.limit.unwrap_or(usize::MAX);
+        let (rows, last) = ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?;
+        self.count_items(ctx.items);
+        let cursor = last.map(|c| {
+            let mut bytes = vec![CURSOR_SLICE];
+            bytes.extend(c);
+            Cursor(bytes)
+        });
+        Ok(PartitionSlice {
+            static_cells,
+            rows,
+            cursor,
+            items_read: ctx.items,
+        })
+    }
+
+    /// Scans live partitions in token order over `range`, returning at most `limit` rows
+    /// (a partition with only static columns counts as one), continuing after `cursor`.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], [`StorageError::InvalidCursor`],
+    /// [`StorageError::Fjall`] on I/O failure, [`StorageError::Corrupt`] for bad stored data.
+    pub fn scan(
+        &self,
+        table_id: TableId,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, StorageError> {
+        let table = self.table(table_id)?;
+        let mut page = ScanPage::default();
+        if limit == 0 {
+            return Ok(page);
+        }
+        let bounded_end = range.end != MIN_TOKEN && range.end != MAX_TOKEN;
+        if range.start == MAX_TOKEN
+            || (range.start != MIN_TOKEN && range.end != MIN_TOKEN && range.start >= range.end)
+        {
+            return Ok(page);
+        }
+        let upper = bounded_end.then(|| key::encode_token(range.end + 1).to_vec());
+        let mut position = if range.start == MIN_TOKEN {
+            Vec::new()
+        } else {
+            key::encode_token(range.start + 1).to_vec()
+        };
+        // (partition prefix, encoded clustering to continue after)
+        let mut resume: Option<(Vec<u8>, Vec<u8>)> = None;
+        if let Some(c) = cursor {
+            match c.0.split_first() {
+                Some((&CURSOR_AFTER_PARTITION, prefix)) => {
+                    position = position.max(after_partition(prefix));
+                }
+                Some((&CURSOR_IN_PARTITION, rest)) => {
+                    let (len, rest) = rest
+                        .split_first_chunk::<4>()
+                        .ok_or(StorageError::InvalidCursor)?;
+                    let len = u32::from_be_bytes(*len) as usize;
+                    if rest.len() < len {
+                        return Err(StorageError::InvalidCursor);
+                    }
+                    let (prefix, c) = rest.split_at(len);
+                    position = position.max(prefix.to_vec());
+                    resume = Some((prefix.to_vec(), c.to_vec()));
+                }
+                _ => return Err(StorageError::InvalidCursor),
+            }
+        }
+        let snap = self.inner.db.snapshot();
+        let mut ctx = ReadCtx {
+            snap: &snap,
+            table: &table,
+            now: self.now(),
+            items: 0,
+        };
+        let mut remaining = limit;
+        let pk_len = table.layout.partition_key.len();
+        loop {
+            if upper.as_ref().is_some_and(|u| &position >= u) {
+                break;
+            }
+            let first = match &upper {
+                Some(u) => snap
+                    .range(&table.keyspace, position.clone()..u.clone())
+                    .next(),
+                None => snap.range(&table.keyspace, position.clone()..).next(),
+            };
+            let Some(first) = first else { break };
+            ctx.items += 1;
+            let first_key = first.key()?;
+            let (token, pk, rest) = key::split_partition_prefix(&first_key)?;
+            let prefix = first_key[..first_key.len() - rest.len()].to_vec();
+            if remaining == 0 {
+                page.cursor = Some(Cursor(
+                    [&[CURSOR_AFTER_PARTITION][..], &prev_prefix(&position)?].concat(),
+                ));
+                break;
+            }
+            let dels = ctx.deletions(&prefix)?;
+            let static_cells = ctx.statics(&prefix, &dels)?;
+            let mut lo = Vec::new();
+            if let Some((p, c)) = resume.take() {
+                if p == prefix {
+                    lo = c;
+                    lo.push(key::AFTER_PREFIX);
+                }
+            }
+            let (rows, last) =
+                ctx.rows(&prefix, &dels, &lo, &[key::AFTER_PREFIX], false, remaining)?;
+            let used = if rows.is_empty() {
+                usize::from(!static_cells.is_empty())
+            } else {
+                rows.len()
+            };
+            if used > 0 {
+                let partition_key = split_partition_key(&pk, pk_len)
+                    .ok_or_else(|| StorageError::corrupt("partition key components"))?;
+                page.partitions.push(ScannedPartition {
+                    token,
+                    partition_key,
+                    static_cells,
+                    rows,
+                });
+            }
+            remaining = remaining.saturating_sub(used);
+            if let Some(c) = last {
+                let mut bytes = vec![CURSOR_IN_PARTITION];
+                bytes.extend_from_slice(&(prefix.len() as u32).to_be_bytes());
+                bytes.extend_from_slice(&prefix);
+                bytes.extend(c);
+                page.cursor = Some(Cursor(bytes));
+                break;
+            }
+            position = after_partition(&prefix);
+        }
+        page.items_read = ctx.items;
+        self.count_items(ctx.items);
+        Ok(page)
+    }
+
+    fn count_items(&self, n: u64) {
+        self.inner
+            .items_read
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn after_partition(prefix: &[u8]) -> Vec<u8> {
+    let mut p = prefix.to_vec();
+    p.push(key::AFTER_PREFIX);
+    p
+}
+
+/// The partition prefix a position made by [`after_partition`] came from.
+fn prev_prefix(position: &[u8]) -> Result<Vec<u8>, StorageError> {
+    match position.split_last() {
+        Some((&key::AFTER_PREFIX, p)) => Ok(p.to_vec()),
+        _ => Err(StorageError::InvalidCursor),
+    }
+}

@@ -1,0 +1,31 @@
+//! Table identity and layout: what the server tells storage about a table's primary key and
+//! columns.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use cql::types::DataType;
+
+use crate::key::Order;
+
+/// A table's identity (the schema's table uuid as a u128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableId(pub u128);
+
+impl fmt::Display for TableId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// The shape of a table that storage needs: key types and column types.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TableLayout {
+    /// Partition-key component types, in key order.
+    pub partition_key: Vec<DataType>,
+    /// Clustering column types and orders, in clustering order.
+    pub clustering: Vec<(DataType, Order)>,
+    /// Regular and static columns by column id. Needed for collection columns (their element
+    /// keys are ordered by the element type); simple columns may be omitted.
+    pub columns: BTreeMap<u32, DataType>,
+}

@@ -1,0 +1,628 @@
+//! Engine-level tests: reconciliation, TTL, deletions, collections, counters, slices, scans,
+//! paging, durability and the meta store.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use cql::types::{DataType, NativeType as N};
+
+use crate::*;
+
+pub(crate) const T: TableId = TableId(0xabc);
+
+pub(crate) fn int(v: i32) -> Vec<u8> {
+    v.to_be_bytes().to_vec()
+}
+
+pub(crate) fn layout(order: Order) -> TableLayout {
+    let mut columns = BTreeMap::new();
+    columns.insert(1, DataType::TEXT);
+    columns.insert(2, DataType::List(Box::new(N::Int.into())));
+    columns.insert(3, DataType::Set(Box::new(DataType::TEXT)));
+    columns.insert(
+        4,
+        DataType::Map(Box::new(N::Int.into()), Box::new(DataType::TEXT)),
+    );
+    columns.insert(9, N::Int.into());
+    TableLayout {
+        partition_key: vec![N::Int.into()],
+        clustering: vec![(N::Int.into(), order)],
+        columns,
+    }
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    db: Storage,
+    clock: Arc<AtomicI64>,
+}
+
+fn env_with(order: Order, sync: SyncPolicy) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let c = clock.clone();
+    let db = Storage::open(
+        dir.path(),
+        StorageOptions {
+            sync,
+            clock: Some(Arc::new(move || c.load(AtomicOrdering::SeqCst))),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    db.create_table(T, layout(order)).unwrap();
+    Env {
+        _dir: dir,
+        db,
+        clock,
+    }
+}
+
+fn env() -> Env {
+    env_with(Order::Asc, SyncPolicy::default())
+}
+
+fn set(col: u32, v: &[u8], ts: i64) -> ColumnWrite {
+    ColumnWrite {
+        column: col,
+        op: ColumnOp::Set {
+            value: v.to_vec(),
+            timestamp: ts,
+            ttl: None,
+        },
+    }
+}
+
+fn row(ck: i32, columns: Vec<ColumnWrite>) -> RowWrite {
+    RowWrite {
+        clustering: vec![int(ck)],
+        columns,
+        ..Default::default()
+    }
+}
+
+fn insert(ck: i32, ts: i64) -> RowWrite {
+    RowWrite {
+        liveness: Some(Liveness {
+            timestamp: ts,
+            ttl: None,
+        }),
+        ..row(ck, vec![set(1, format!("v{ck}").as_bytes(), ts)])
+    }
+}
+
+fn put(db: &Storage, pk: i32, rows: Vec<RowWrite>) {
+    db.apply(
+        T,
+        &Mutation {
+            partition_key: vec![int(pk)],
+            rows,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+}
+
+fn read(db: &Storage, pk: i32, slice: &Slice) -> PartitionSlice {
+    db.read_partition(T, &[int(pk)], slice).unwrap()
+}
+
+fn cks(p: &PartitionSlice) -> Vec<i32> {
+    p.rows
+        .iter()
+        .map(|r| i32::from_be_bytes(r.clustering[0].clone().try_into().unwrap()))
+        .collect()
+}
+
+fn text(r: &Row, col: u32) -> Option<String> {
+    match r.cells.get(&col) {
+        Some(ColumnValue::Simple(c)) => Some(String::from_utf8(c.value.clone()).unwrap()),
+        _ => None,
+    }
+}
+
+#[test]
+fn higher_timestamp_wins_regardless_of_arrival_order() {
+    let e = env();
+    put(&e.db, 1, vec![row(1, vec![set(1, b"new", 20)])]);
+    put(&e.db, 1, vec![row(1, vec![set(1, b"old", 10)])]);
+    let p = read(&e.db, 1, &Slice::default());
+    assert_eq!(text(&p.rows[0], 1).as_deref(), Some("new"));
+    // Tie: the greater value wins; a tombstone beats both.
+    put(&e.db, 1, vec![row(1, vec![set(1, b"zzz", 20)])]);
+    assert_eq!(
+        text(&read(&e.db, 1, &Slice::default()).rows[0], 1).as_deref(),
+        Some("zzz")
+    );
+    let del = ColumnWrite {
+        column: 1,
+        op: ColumnOp::Delete { timestamp: 20 },
+    };
+    put(&e.db, 1, vec![row(1, vec![del])]);
+    assert!(read(&e.db, 1, &Slice::default()).rows.is_empty());
+}
+
+#[test]
+fn insert_keeps_row_alive_update_does_not() {
+    let e = env();
+    put(
+        &e.db,
+        1,
+        vec![insert(1, 10), row(2, vec![set(1, b"u", 10)])],
+    );
+    let del = |ck| {
+        row(
+            ck,
+            vec![ColumnWrite {
+                column: 1,
+                op: ColumnOp::Delete { timestamp: 11 },
+            }],
+        )
+    };
+    put(&e.db, 1, vec![del(1), del(2)]);
+    let p = read(&e.db, 1, &Slice::default());
+    assert_eq!(cks(&p), vec![1]);
+    assert!(p.rows[0].cells.is_empty());
+}
+
+#[test]
+fn deletions_shadow_only_older_cells() {
+    let e = env();
+    put(&e.db, 1, (0..10).map(|ck| insert(ck, 10)).collect());
+    let m = Mutation {
+        partition_key: vec![int(1)],
+        range_deletions: vec![RangeDeletion {
+            start: ClusteringBound::Exclusive(vec![int(2)]),
+            end: ClusteringBound::Inclusive(vec![int(5)]),
+            deletion: Deletion { timestamp: 15 },
+        }],
+        rows: vec![RowWrite {
+            deletion: Some(Deletion { timestamp: 15 }),
+            ..row(8, vec![])
+        }],
+        ..Default::default()
+    };
+    e.db.apply(T, &m).unwrap();
+    assert_eq!(
+        cks(&read(&e.db, 1, &Slice::default())),
+        vec![0, 1, 2, 6, 7, 9]
+    );
+    // Newer writes survive the older deletions.
+    put(&e.db, 1, vec![insert(4, 16), insert(8, 16)]);
+    assert_eq!(
+        cks(&read(&e.db, 1, &Slice::default())),
+        vec![0, 1, 2, 4, 6, 7, 8, 9]
+    );
+    // A partition deletion shadows everything older, including statics.
+    e.db.apply(
+        T,
+        &Mutation {
+            partition_key: vec![int(1)],
+            static_columns: vec![set(9, &int(5), 14)],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    e.db.apply(
+        T,
+        &Mutation {
+            partition_key: vec![int(1)],
+            partition_deletion: Some(Deletion { timestamp: 15 }),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = read(&e.db, 1, &Slice::default());
+    assert_eq!(cks(&p), vec![4, 8]);
+    assert!(p.static_cells.is_empty());
+}
+
+#[test]
+fn ttl_expires_at_read_time() {
+    let e = env();
+    let mut r = insert(1, 10);
+    r.liveness = Some(Liveness {
+        timestamp: 10,
+        ttl: Some(100),
+    });
+    r.columns = vec![ColumnWrite {
+        column: 1,
+        op: ColumnOp::Set {
+            value: b"x".to_vec(),
+            timestamp: 10,
+            ttl: Some(50),
+        },
+    }];
+    put(&e.db, 1, vec![r]);
+    let p = read(&e.db, 1, &Slice::default());
+    match &p.rows[0].cells[&1] {
+        ColumnValue::Simple(c) => assert_eq!(c.ttl, Some(50)),
+        other => panic!("{other:?}"),
+    }
+    e.clock.fetch_add(60, AtomicOrdering::SeqCst);
+    let p = read(&e.db, 1, &Slice::default());
+    assert_eq!(cks(&p), vec![1]);
+    assert!(p.rows[0].cells.is_empty());
+    e.clock.fetch_add(60, AtomicOrdering::SeqCst);
+    assert!(read(&e.db, 1, &Slice::default()).rows.is_empty());
+}
+
+#[test]
+fn collections_are_one_cell_per_element() {
+    let e = env();
+    let elem = |col, key: Vec<u8>, value: &[u8], ts| ColumnWrite {
+        column: col,
+        op: ColumnOp::SetElement {
+            key,
+            value: value.to_vec(),
+            timestamp: ts,
+            ttl: None,
+        },
+    };
+    let tu = |n: u8| {
+        let mut u = [0u8; 16];
+        u[6] = 0x10;
+        u[7] = n;
+        u.to_vec()
+    };
+    put(
+        &e.db,
+        1,
+        vec![row(
+            1,
+            vec![
+                elem(2, tu(2), &int(20), 10),
+                elem(2, tu(1), &int(10), 10),
+                elem(3, b"b".to_vec(), b"", 10),
+                elem(3, b"a".to_vec(), b"", 10),
+                elem(4, int(7), b"seven", 10),
+                elem(4, int(-1), b"minus", 10),
+            ],
+        )],
+    );
+    let p = read(&e.db, 1, &Slice::default());
+    let list = |p: &PartitionSlice, col| match &p.rows[0].cells[&col] {
+        ColumnValue::Collection(l) => l
+            .iter()
+            .map(|(k, c)| (k.clone(), c.value.clone()))
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(list(&p, 2), vec![(tu(1), int(10)), (tu(2), int(20))]);
+    assert_eq!(
+        list(&p, 3),
+        vec![(b"a".to_vec(), vec![]), (b"b".to_vec(), vec![])]
+    );
+    assert_eq!(
+        list(&p, 4),
+        vec![(int(-1), b"minus".to_vec()), (int(7), b"seven".to_vec())]
+    );
+    // Overwrite the map: collection tombstone at ts-1 plus new elements at ts.
+    put(
+        &e.db,
+        1,
+        vec![row(
+            1,
+            vec![
+                ColumnWrite {
+                    column: 4,
+                    op: ColumnOp::DeleteCollection { timestamp: 19 },
+                },
+                elem(4, int(3), b"three", 20),
+                ColumnWrite {
+                    column: 3,
+                    op: ColumnOp::DeleteElement {
+                        key: b"a".to_vec(),
+                        timestamp: 20,
+                    },
+                },
+            ],
+        )],
+    );
+    let p = read(&e.db, 1, &Slice::default());
+    assert_eq!(list(&p, 4), vec![(int(3), b"three".to_vec())]);
+    assert_eq!(list(&p, 3), vec![(b"b".to_vec(), vec![])]);
+}
+
+#[test]
+fn concurrent_counter_increments_are_not_lost() {
+    let e = env();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let db = e.db.clone();
+            s.spawn(move || {
+                for i in 0..250 {
+                    let m = Mutation {
+                        partition_key: vec![int(1)],
+                        rows: vec![row(
+                            1,
+                            vec![ColumnWrite {
+                                column: 5,
+                                op: ColumnOp::AddCounter {
+                                    delta: 2,
+                                    timestamp: t * 1000 + i,
+                                },
+                            }],
+                        )],
+                        ..Default::default()
+                    };
+                    db.apply(T, &m).unwrap();
+                }
+            });
+        }
+    });
+    let p = read(&e.db, 1, &Slice::default());
+    match &p.rows[0].cells[&5] {
+        ColumnValue::Simple(c) => assert_eq!(c.value, 2000i64.to_be_bytes()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn slices_reverse_and_paging() {
+    for order in [Order::Asc, Order::Desc] {
+        let e = env_with(order, SyncPolicy::default());
+        put(&e.db, 1, (0..20).map(|ck| insert(ck, 1)).collect());
+        let mut expected: Vec<i32> = (5..15).collect();
+        if order == Order::Desc {
+            expected.reverse();
+        }
+        let (lo, hi) = match order {
+            Order::Asc => (5, 14),
+            Order::Desc => (14, 5),
+        };
+        let base = Slice {
+            start: ClusteringBound::Inclusive(vec![int(lo)]),
+            end: ClusteringBound::Inclusive(vec![int(hi)]),
+            ..Default::default()
+        };
+        assert_eq!(cks(&read(&e.db, 1, &base)), expected);
+        for reversed in [false, true] {
+            let mut want = expected.clone();
+            if reversed {
+                want.reverse();
+            }
+            let mut got = Vec::new();
+            let mut cursor = None;
+            loop {
+                let s = Slice {
+                    reversed,
+                    limit: Some(3),
+                    cursor: cursor.take(),
+                    ..base.clone()
+                };
+                let p = read(&e.db, 1, &s);
+                assert!(p.rows.len() <= 3);
+                got.extend(cks(&p));
+                match p.cursor {
+                    Some(c) => cursor = Some(Cursor::from_bytes(c.as_bytes().to_vec())),
+                    None => break,
+                }
+            }
+            assert_eq!(got, want, "{order:?} reversed={reversed}");
+        }
+        let excl = Slice {
+            start: ClusteringBound::Exclusive(vec![int(lo)]),
+            end: ClusteringBound::Exclusive(vec![int(hi)]),
+            ..Default::default()
+        };
+        assert_eq!(
+            cks(&read(&e.db, 1, &excl)),
+            expected[1..expected.len() - 1].to_vec()
+        );
+    }
+}
+
+#[test]
+fn middle_of_a_large_partition_reads_only_what_it_returns() {
+    let e = env();
+    const ROWS: i32 = 100_000;
+    for chunk in 0..(ROWS / 10_000) {
+        let rows = (chunk * 10_000..(chunk + 1) * 10_000)
+            .map(|ck| row(ck, vec![set(1, b"0123456789", 1)]))
+            .collect();
+        put(&e.db, 1, rows);
+    }
+    for reversed in [false, true] {
+        let s = Slice {
+            start: ClusteringBound::Inclusive(vec![int(ROWS / 2)]),
+            reversed,
+            limit: Some(100),
+            ..Default::default()
+        };
+        let s = if reversed {
+            Slice {
+                start: ClusteringBound::Unbounded,
+                end: ClusteringBound::Inclusive(vec![int(ROWS / 2)]),
+                ..s
+            }
+        } else {
+            s
+        };
+        let p = read(&e.db, 1, &s);
+        assert_eq!(p.rows.len(), 100);
+        // Forward from the middle up, or reverse from the middle down: both start there.
+        assert_eq!(cks(&p)[0], ROWS / 2);
+        assert!(p.items_read <= 102, "read {} items", p.items_read);
+    }
+}
+
+#[test]
+fn scan_follows_token_order_and_pages() {
+    let e = env();
+    for pk in 0..30 {
+        put(&e.db, pk, vec![insert(1, 1), insert(2, 1)]);
+    }
+    let page = e.db.scan(T, TokenRange::FULL, 1000, None).unwrap();
+    let tokens: Vec<i64> = page.partitions.iter().map(|p| p.token).collect();
+    assert_eq!(tokens.len(), 30);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]));
+    for p in &page.partitions {
+        assert_eq!(p.token, token::token(&p.partition_key[0]));
+    }
+    // Paging with an odd page size cuts partitions in the middle.
+    let mut rows = 0;
+    let mut cursor: Option<Cursor> = None;
+    let mut seen = Vec::new();
+    loop {
+        let page = e.db.scan(T, TokenRange::FULL, 7, cursor.as_ref()).unwrap();
+        rows += page.partitions.iter().map(|p| p.rows.len()).sum::<usize>();
+        seen.extend(page.partitions.iter().map(|p| p.token));
+        match page.cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(rows, 60);
+    seen.dedup();
+    assert_eq!(seen, tokens);
+    // (t5, t20] holds exactly partitions 6..=20 in token order.
+    let range = TokenRange {
+        start: tokens[5],
+        end: tokens[20],
+    };
+    let page = e.db.scan(T, range, 1000, None).unwrap();
+    let got: Vec<i64> = page.partitions.iter().map(|p| p.token).collect();
+    assert_eq!(got, tokens[6..=20].to_vec());
+    let to_end = TokenRange {
+        start: tokens[25],
+        end: token::MIN_TOKEN,
+    };
+    assert_eq!(
+        e.db.scan(T, to_end, 1000, None).unwrap().partitions.len(),
+        4
+    );
+    let empty = TokenRange {
+        start: tokens[20],
+        end: tokens[5],
+    };
+    assert!(e
+        .db
+        .scan(T, empty, 1000, None)
+        .unwrap()
+        .partitions
+        .is_empty());
+}
+
+#[test]
+fn writes_survive_reopen_and_meta_store_works() {
+    let dir = tempfile::tempdir().unwrap();
+    for sync in [SyncPolicy::Batch, SyncPolicy::default()] {
+        {
+            let db = Storage::open(
+                dir.path(),
+                StorageOptions {
+                    sync,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            db.create_table(T, layout(Order::Asc)).unwrap();
+            put(&db, 1, (0..10).map(|ck| insert(ck, 1)).collect());
+            db.put_meta(b"schema/ks", b"v1").unwrap();
+            db.put_meta(b"schema/ks2", b"v2").unwrap();
+            db.delete_meta(b"schema/ks2").unwrap();
+        }
+        let db = Storage::open(dir.path(), StorageOptions::default()).unwrap();
+        db.create_table(T, layout(Order::Asc)).unwrap();
+        assert_eq!(
+            cks(&read(&db, 1, &Slice::default())),
+            (0..10).collect::<Vec<_>>()
+        );
+        assert_eq!(db.get_meta(b"schema/ks").unwrap(), Some(b"v1".to_vec()));
+        assert_eq!(db.scan_meta(b"schema/").unwrap().len(), 1);
+        db.truncate(T).unwrap();
+        assert!(read(&db, 1, &Slice::default()).rows.is_empty());
+    }
+}
+
+#[test]
+fn batch_sync_groups_concurrent_writers() {
+    let e = env_with(Order::Asc, SyncPolicy::Batch);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let db = e.db.clone();
+            s.spawn(move || {
+                for i in 0..25 {
+                    put(&db, t * 100 + i, vec![insert(1, 1)]);
+                }
+            });
+        }
+    });
+    assert_eq!(
+        e.db.scan(T, TokenRange::FULL, 1000, None)
+            .unwrap()
+            .partitions
+            .len(),
+        100
+    );
+}
+
+#[test]
+fn bad_requests_and_corrupt_data_are_errors() {
+    let e = env();
+    let bad = Mutation {
+        partition_key: vec![int(1), int(2)],
+        ..Default::default()
+    };
+    assert!(matches!(
+        e.db.apply(T, &bad),
+        Err(StorageError::InvalidRequest(_))
+    ));
+    let bad_ck = Mutation {
+        partition_key: vec![int(1)],
+        rows: vec![RowWrite {
+            clustering: vec![vec![1, 2]],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    assert!(matches!(
+        e.db.apply(T, &bad_ck),
+        Err(StorageError::InvalidValue { .. })
+    ));
+    assert!(matches!(
+        e.db.read_partition(TableId(9), &[int(1)], &Slice::default()),
+        Err(StorageError::UnknownTable(_))
+    ));
+    let s = Slice {
+        cursor: Some(Cursor::from_bytes(vec![9, 9])),
+        ..Default::default()
+    };
+    assert!(matches!(
+        e.db.read_partition(T, &[int(1)], &s),
+        Err(StorageError::InvalidCursor)
+    ));
+    // Garbage written under a row key reads back as an error, not a panic.
+    put(&e.db, 1, vec![insert(1, 1)]);
+    let table = e.db.table(T).unwrap();
+    let (k, _) = table.keyspace.iter().next().unwrap().into_inner().unwrap();
+    table.keyspace.insert(k.clone(), vec![7u8]).unwrap();
+    assert!(matches!(
+        e.db.read_partition(T, &[int(1)], &Slice::default()),
+        Err(StorageError::Corrupt(_))
+    ));
+    let mut garbage_key = k.to_vec();
+    garbage_key.truncate(10);
+    garbage_key.push(0x03);
+    garbage_key.push(0x77);
+    table.keyspace.insert(k, StoredCellBytes::live()).unwrap();
+    table
+        .keyspace
+        .insert(garbage_key, StoredCellBytes::live())
+        .unwrap();
+    assert!(e.db.scan(T, TokenRange::FULL, 100, None).is_err());
+}
+
+struct StoredCellBytes;
+
+impl StoredCellBytes {
+    fn live() -> Vec<u8> {
+        crate::cell::StoredCell::Live {
+            timestamp: 1,
+            value: vec![],
+        }
+        .encode()
+    }
+}

@@ -1,0 +1,249 @@
+//! Native-protocol behaviour over raw frames against a real server: version negotiation,
+//! handshake rules, compression, events, multiplexing and bad input.
+
+mod common;
+
+use common::raw::{query_body, string_map, RawClient};
+use common::TestServer;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const OPTIONS: u8 = 0x05;
+const QUERY: u8 = 0x07;
+const REGISTER: u8 = 0x0B;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_versions_get_a_downgrade_error_then_close() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        for version in [5u8, 6, 0x41, 0x42, 1, 2] {
+            let mut c = RawClient::connect(addr);
+            c.send(version, 0, 0, OPTIONS, &[]);
+            let f = c.recv().expect("an error frame, not silence");
+            assert_eq!(f.version, 0x84, "version byte for v{version}");
+            assert_eq!(f.error_code(), Some(0x000A));
+            assert!(
+                f.error_message().contains("Invalid or unsupported protocol version"),
+                "message: {}",
+                f.error_message()
+            );
+            assert!(c.is_closed(), "connection closed after v{version}");
+        }
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_lists_compression_and_versions_for_v3_and_v4() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        for version in [3u8, 4] {
+            let mut c = RawClient::connect(addr);
+            c.send(version, 0, 7, OPTIONS, &[]);
+            let f = c.recv().expect("SUPPORTED");
+            assert_eq!(f.opcode, 0x06);
+            assert_eq!(f.version, 0x80 | version);
+            assert_eq!(f.stream, 7);
+            let text = String::from_utf8_lossy(&f.body).into_owned();
+            for key in ["CQL_VERSION", "COMPRESSION", "lz4", "snappy", "4/v4"] {
+                assert!(text.contains(key), "SUPPORTED lacks {key}: {text}");
+            }
+        }
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_before_startup_is_a_protocol_error() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut c = RawClient::connect(addr);
+        c.send(4, 0, 3, QUERY, &query_body("SELECT * FROM system.local"));
+        let f = c.recv().expect("error");
+        assert_eq!(f.error_code(), Some(0x000A));
+        assert!(f.error_message().contains("expecting STARTUP or OPTIONS"));
+        // STARTUP without CQL_VERSION.
+        c.send(4, 0, 4, 0x01, &string_map(&[("DRIVER_NAME", "x")]));
+        let f = c.recv().expect("error");
+        assert_eq!(f.error_code(), Some(0x000A));
+        assert!(f.error_message().contains("CQL_VERSION"));
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lz4_and_snappy_compressed_frames_round_trip() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        for algo in ["lz4", "snappy"] {
+            let mut c = RawClient::connect(addr);
+            c.startup(&[("COMPRESSION", algo)]);
+            let body = query_body("SELECT release_version FROM system.local WHERE key = 'local'");
+            let packed = match algo {
+                "lz4" => {
+                    let mut v = (body.len() as i32).to_be_bytes().to_vec();
+                    v.extend(lz4_flex::block::compress(&body));
+                    v
+                }
+                _ => snap::raw::Encoder::new().compress_vec(&body).expect("snappy"),
+            };
+            c.send(4, 0x01, 9, QUERY, &packed);
+            let f = c.recv().expect("result");
+            assert_eq!(f.flags & 0x01, 0x01, "{algo} response is compressed");
+            let plain = match algo {
+                "lz4" => {
+                    let n = i32::from_be_bytes([f.body[0], f.body[1], f.body[2], f.body[3]]) as usize;
+                    lz4_flex::block::decompress(&f.body[4..], n).expect("lz4 body")
+                }
+                _ => snap::raw::Decoder::new().decompress_vec(&f.body).expect("snappy body"),
+            };
+            assert_eq!(f.opcode, 0x08, "RESULT for {algo}");
+            assert_eq!(&plain[..4], &2i32.to_be_bytes(), "Rows result for {algo}");
+            assert!(String::from_utf8_lossy(&plain).contains("4."), "release_version in rows");
+        }
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_change_on_one_connection_is_an_event_on_another() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut listener = RawClient::connect(addr);
+        listener.startup(&[]);
+        let mut events = (1u16).to_be_bytes().to_vec();
+        events.extend(common::raw::string("SCHEMA_CHANGE"));
+        listener.send(4, 0, 2, REGISTER, &events);
+        assert_eq!(listener.recv().expect("READY").opcode, 0x02);
+
+        let mut writer = RawClient::connect(addr);
+        writer.startup(&[]);
+        writer.send(
+            4,
+            0,
+            5,
+            QUERY,
+            &query_body("CREATE KEYSPACE evks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"),
+        );
+        let f = writer.recv().expect("schema change result");
+        assert_eq!(f.opcode, 0x08, "{:?}", f.error_message());
+
+        let ev = listener.recv().expect("EVENT frame");
+        assert_eq!(ev.opcode, 0x0C);
+        assert_eq!(ev.stream, -1);
+        let text = String::from_utf8_lossy(&ev.body).into_owned();
+        assert!(text.contains("SCHEMA_CHANGE") && text.contains("CREATED") && text.contains("evks"), "{text}");
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_streams_in_flight_are_each_answered_on_their_stream() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut c = RawClient::connect(addr);
+        c.startup(&[]);
+        let mut all = Vec::new();
+        for stream in 0..100i16 {
+            let body = query_body("SELECT key FROM system.local");
+            let mut f = vec![4u8, 0];
+            f.extend_from_slice(&stream.to_be_bytes());
+            f.push(QUERY);
+            f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            f.extend(body);
+            all.extend(f);
+        }
+        c.send_raw(&all);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..100 {
+            let f = c.recv().expect("response");
+            assert_eq!(f.opcode, 0x08);
+            seen.insert(f.stream);
+        }
+        assert_eq!(seen.len(), 100);
+        assert_eq!(seen.iter().next(), Some(&0));
+        assert_eq!(seen.iter().last(), Some(&99));
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_get_an_error_or_close_and_others_keep_working() {
+    let server = TestServer::start().await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        // Oversized length: rejected at once, before any body arrives.
+        let mut c = RawClient::connect(addr);
+        c.send_raw(&[4, 0, 0, 1, QUERY, 0x7f, 0xff, 0xff, 0xff]);
+        let start = Instant::now();
+        match c.recv() {
+            Some(f) => assert_eq!(f.error_code(), Some(0x000A)),
+            None => {}
+        }
+        assert!(start.elapsed() < Duration::from_secs(5));
+
+        // Unknown opcode: an error, and the connection keeps answering.
+        let mut c = RawClient::connect(addr);
+        c.startup(&[]);
+        c.send(4, 0, 11, 0x33, &[1, 2, 3]);
+        let f = c.recv().expect("error for unknown opcode");
+        assert_eq!(f.stream, 11);
+        assert_eq!(f.error_code(), Some(0x000A));
+        c.send(4, 0, 12, OPTIONS, &[]);
+        assert_eq!(c.recv().expect("still serving").opcode, 0x06);
+
+        // Truncated body inside a well-formed frame.
+        c.send(4, 0, 13, QUERY, &[0, 0, 0, 50, b'S']);
+        let f = c.recv().expect("error for truncated body");
+        assert_eq!(f.stream, 13);
+        assert!(f.error_code().is_some());
+
+        // Odd query texts: an answer, and the connection lives on.
+        for text in ["SELECT \0 FROM x", "SELECT 😀 FROM system.local", "ÄÖÜ ☃", "", ";;;", "SELECT * FROM system.\"nö\""] {
+            c.send(4, 0, 14, QUERY, &query_body(text));
+            let f = c.recv().expect("an answer for odd text");
+            assert!(f.opcode == 0x00 || f.opcode == 0x08, "{text}: {f:?}");
+        }
+        c.send(4, 0, 15, OPTIONS, &[]);
+        assert_eq!(c.recv().expect("still serving").opcode, 0x06);
+
+        // Random bytes, a short frame, and a client vanishing mid-frame.
+        let mut c = RawClient::connect(addr);
+        c.send_raw(&[0x99, 0x12, 0x00, 0x00, 0x07, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3]);
+        let _ = c.recv();
+        let mut c = RawClient::connect(addr);
+        c.send_raw(&[4, 0, 0]);
+        drop(c);
+        let mut c = RawClient::connect(addr);
+        c.startup(&[]);
+        let _ = c.stream.write_all(&[4, 0, 0, 9, QUERY, 0, 0, 1, 0, 1, 2]);
+        drop(c);
+
+        // The server still serves new clients.
+        let mut c = RawClient::connect(addr);
+        c.startup(&[]);
+        c.send(4, 0, 1, QUERY, &query_body("SELECT key FROM system.local"));
+        assert_eq!(c.recv().expect("serving").opcode, 0x08);
+    })
+    .await
+    .expect("join");
+    server.stop().await;
+}
