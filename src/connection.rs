@@ -134,8 +134,8 @@ fn dispatch(
     } else {
         frame.body
     };
-    let request = match Request::decode(header.opcode, version, &body) {
-        Ok(r) => r,
+    let request = match Request::decode_with_flags(header.flags, header.opcode, version, &body) {
+        Ok((r, _custom_payload)) => r,
         Err(e) => {
             session.send(
                 version,

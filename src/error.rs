@@ -106,8 +106,26 @@ impl QueryError {
 
 impl From<storage::StorageError> for QueryError {
     fn from(e: storage::StorageError) -> Self {
-        tracing::error!(error = %e, "storage failure");
-        QueryError::Server("Internal storage error; see the server log".to_string())
+        use storage::StorageError as S;
+        match e {
+            S::InvalidValue { type_name, reason } => {
+                QueryError::Invalid(format!("Invalid {type_name} value: {reason}"))
+            }
+            S::InvalidRequest(m) => QueryError::Invalid(capitalize(&m)),
+            S::InvalidCursor => QueryError::Protocol("Invalid value for the paging state".into()),
+            other => {
+                tracing::error!(error = %other, "storage failure");
+                QueryError::Server("Internal storage error; see the server log".to_string())
+            }
+        }
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
     }
 }
 

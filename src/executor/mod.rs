@@ -1,9 +1,13 @@
 //! Statement execution: QUERY, PREPARE, EXECUTE and BATCH requests become results.
 //! Everything here is synchronous and runs on the blocking pool (storage is fjall).
 
+pub mod clock;
 pub mod literal;
+pub mod modify;
 pub mod numeric;
 pub mod order;
+pub mod restrictions;
+pub mod select;
 pub mod terms;
 pub mod time;
 pub mod virtual_select;
@@ -21,10 +25,26 @@ use cql::response::{
 };
 use std::sync::Arc;
 use terms::{Markers, Values};
+use modify::ModifyPlan;
+use select::SelectPlan;
+use std::collections::BTreeMap;
 use virtual_select::VirtualSelect;
+
+/// A statement planned against the catalog.
+enum Plan {
+    /// SELECT on a system table.
+    Virtual(VirtualSelect),
+    /// SELECT on a user table.
+    Select(SelectPlan),
+    /// INSERT, UPDATE or DELETE.
+    Modify(ModifyPlan),
+    /// BEGIN BATCH ... APPLY BATCH.
+    Batch(Vec<ModifyPlan>, Option<terms::Term>),
+}
 
 /// How a request's values reach a statement.
 struct Inputs<'a> {
+    timestamp: Option<i64>,
     values: &'a [RawValue],
     names: Option<&'a [String]>,
     page_size: Option<i32>,
@@ -38,7 +58,8 @@ impl Node {
             Request::Query(q) => self.query(ctx, &q.query, &q.params),
             Request::Prepare(p) => self.prepare(ctx, &p.query),
             Request::Execute(e) => self.execute_prepared(ctx, &e.id, &e.params),
-            Request::Batch(_) => Err(QueryError::invalid("BATCH is not supported yet")),
+            Request::Batch(b) => check_consistency(b.consistency, &Statement::Use(String::new()))
+                .and_then(|()| self.batch(ctx, &b)),
             _ => Err(QueryError::Protocol("Unexpected message".into())),
         };
         match result {
@@ -56,6 +77,7 @@ impl Node {
         let stmt = cql::parse_statement(text)?;
         check_consistency(params.consistency, &stmt)?;
         let inputs = Inputs {
+            timestamp: params.timestamp,
             values: &params.values,
             names: params.names.as_deref(),
             page_size: params.page_size,
@@ -80,6 +102,7 @@ impl Node {
             peer: ctx.peer,
         };
         let inputs = Inputs {
+            timestamp: params.timestamp,
             values: &params.values,
             names: params.names.as_deref(),
             page_size: params.page_size,
@@ -122,24 +145,112 @@ impl Node {
         ctx: &SessionContext,
         stmt: &Statement,
     ) -> Result<(Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>), QueryError> {
-        match stmt {
+        let mut markers = Markers::default();
+        let Some(plan) = self.plan(ctx, stmt, &mut markers)? else {
+            return Ok((Vec::new(), Vec::new(), Vec::new()));
+        };
+        Ok(match plan {
+            Plan::Virtual(v) => (markers.specs, v.columns(), Vec::new()),
+            Plan::Select(s) => {
+                let pk = s.pk_indexes();
+                (markers.specs, s.columns(), pk)
+            }
+            Plan::Modify(m) => {
+                let pk = m.pk_indexes();
+                (markers.specs, Vec::new(), pk)
+            }
+            Plan::Batch(..) => (markers.specs, Vec::new(), Vec::new()),
+        })
+    }
+
+    /// Plans SELECT, INSERT, UPDATE, DELETE and BATCH statements; None for the others.
+    fn plan(
+        &self,
+        ctx: &SessionContext,
+        stmt: &Statement,
+        markers: &mut Markers,
+    ) -> Result<Option<Plan>, QueryError> {
+        Ok(Some(match stmt {
             Statement::Select(select) => {
                 let table = self.resolve_table(ctx, &select.table)?;
                 if schema::is_system_keyspace(&table.keyspace) {
-                    let mut markers = Markers::default();
-                    let plan = VirtualSelect::plan(select, table, &mut markers)?;
-                    return Ok((markers.specs, plan.columns(), Vec::new()));
+                    Plan::Virtual(VirtualSelect::plan(select, table, markers)?)
+                } else {
+                    Plan::Select(SelectPlan::plan(select, table, markers)?)
                 }
-                Err(QueryError::invalid(format!(
-                    "Reading user table {}.{} is not supported yet",
-                    table.keyspace, table.name
-                )))
             }
-            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_) => {
-                Err(QueryError::invalid("Data modification is not supported yet"))
+            Statement::Insert(s) => Plan::Modify(ModifyPlan::insert(s, self.writable_table(ctx, &s.table)?, markers)?),
+            Statement::Update(s) => Plan::Modify(ModifyPlan::update(s, self.writable_table(ctx, &s.table)?, markers)?),
+            Statement::Delete(s) => Plan::Modify(ModifyPlan::delete(s, self.writable_table(ctx, &s.table)?, markers)?),
+            Statement::Batch(b) => {
+                let timestamp = match &b.using.timestamp {
+                    Some(e) => Some(markers.term_named(
+                        e,
+                        &cql::types::DataType::Native(cql::types::NativeType::Bigint),
+                        "",
+                        "",
+                        "[timestamp]",
+                        "[timestamp]",
+                    )?),
+                    None => None,
+                };
+                let mut plans = Vec::new();
+                for inner in &b.statements {
+                    match self.plan(ctx, inner, markers)? {
+                        Some(Plan::Modify(m)) => plans.push(m),
+                        _ => {
+                            return Err(QueryError::invalid(
+                                "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+                            ))
+                        }
+                    }
+                }
+                check_batch_kind(b.batch_type, plans.iter().map(|p| p.table().is_counter()))?;
+                Plan::Batch(plans, timestamp)
             }
-            _ => Ok((Vec::new(), Vec::new(), Vec::new())),
+            _ => return Ok(None),
+        }))
+    }
+
+    fn writable_table(
+        &self,
+        ctx: &SessionContext,
+        name: &QualifiedName,
+    ) -> Result<Arc<schema::Table>, QueryError> {
+        let table = self.resolve_table(ctx, name)?;
+        if schema::is_system_keyspace(&table.keyspace) {
+            return Err(QueryError::Unauthorized(format!(
+                "{} keyspace is not user-modifiable.",
+                table.keyspace
+            )));
         }
+        Ok(table)
+    }
+
+    /// Applies mutations, merging those of one partition of one table into one atomic write.
+    fn apply(&self, writes: Vec<(Arc<schema::Table>, storage::Mutation)>) -> Result<(), QueryError> {
+        let mut merged: BTreeMap<(u128, Vec<Vec<u8>>), (Arc<schema::Table>, storage::Mutation)> = BTreeMap::new();
+        for (table, m) in writes {
+            let key = (table.id.as_u128(), m.partition_key.clone());
+            match merged.get_mut(&key) {
+                Some((_, into)) => {
+                    into.partition_deletion = match (into.partition_deletion, m.partition_deletion) {
+                        (Some(a), Some(b)) => Some(if a.timestamp >= b.timestamp { a } else { b }),
+                        (a, b) => a.or(b),
+                    };
+                    into.range_deletions.extend(m.range_deletions);
+                    into.static_columns.extend(m.static_columns);
+                    into.rows.extend(m.rows);
+                }
+                None => {
+                    merged.insert(key, (table, m));
+                }
+            }
+        }
+        for (table, m) in merged.values() {
+            self.storage().apply(table_id(table), m)?;
+        }
+        Ok(())
     }
 
     /// Looks a table up, from the session keyspace when unqualified.
@@ -174,21 +285,17 @@ impl Node {
         inputs: &Inputs<'_>,
     ) -> Result<ResultBody, QueryError> {
         match stmt {
-            Statement::Select(select) => {
-                let table = self.resolve_table(ctx, &select.table)?;
-                if !schema::is_system_keyspace(&table.keyspace) {
-                    return Err(QueryError::invalid(format!(
-                        "Reading user table {}.{} is not supported yet",
-                        table.keyspace, table.name
-                    )));
-                }
+            Statement::Select(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Batch(_) => {
                 let mut markers = Markers::default();
-                let plan = VirtualSelect::plan(select, table.clone(), &mut markers)?;
+                let plan = self
+                    .plan(ctx, stmt, &mut markers)?
+                    .ok_or_else(|| QueryError::invalid("Unsupported statement"))?;
                 let values = Values::new(inputs.values, inputs.names, &markers.specs)?;
-                let catalog = self.catalog();
-                let rows = crate::system::rows_for(self.info(), &catalog, &table);
-                let rows = plan.execute(rows, &values, inputs.page_size, inputs.paging_state)?;
-                Ok(ResultBody::Rows(rows))
+                self.run_plan(&plan, &values, inputs)
             }
             Statement::Use(ks) => {
                 if self.catalog().keyspaces.contains_key(ks) {
@@ -222,9 +329,6 @@ impl Node {
             | Statement::CreateType(_)
             | Statement::AlterType(_)
             | Statement::DropType(_) => self.run_ddl(ctx, stmt),
-            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_) => {
-                Err(QueryError::invalid("Data modification is not supported yet"))
-            }
             Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
                 "Secondary indexes are not supported by ringdb",
             )),
@@ -236,6 +340,85 @@ impl Node {
                 "Authentication and authorization statements are not supported yet",
             )),
         }
+    }
+
+    fn run_plan(&self, plan: &Plan, values: &Values<'_>, inputs: &Inputs<'_>) -> Result<ResultBody, QueryError> {
+        match plan {
+            Plan::Virtual(v) => {
+                let catalog = self.catalog();
+                let rows = crate::system::rows_for(self.info(), &catalog, v.table());
+                Ok(ResultBody::Rows(v.execute(rows, values, inputs.page_size, inputs.paging_state)?))
+            }
+            Plan::Select(s) => Ok(ResultBody::Rows(s.execute(
+                self.storage(),
+                values,
+                inputs.page_size,
+                inputs.paging_state,
+            )?)),
+            Plan::Modify(m) => {
+                let mutations = m.mutations(values, inputs.timestamp, self.storage())?;
+                self.apply(mutations.into_iter().map(|x| (m.table().clone(), x)).collect())?;
+                Ok(ResultBody::Void)
+            }
+            Plan::Batch(plans, timestamp) => {
+                let ts = match timestamp {
+                    Some(t) => match values.bind(t)? {
+                        terms::Bound::Value(cql::types::Value::Bigint(ts)) => ts,
+                        _ => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
+                    },
+                    None => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
+                };
+                let mut writes = Vec::new();
+                for p in plans {
+                    for m in p.mutations(values, Some(ts), self.storage())? {
+                        writes.push((p.table().clone(), m));
+                    }
+                }
+                self.apply(writes)?;
+                Ok(ResultBody::Void)
+            }
+        }
+    }
+
+    fn batch(&self, ctx: &SessionContext, batch: &cql::request::Batch) -> Result<ResultBody, QueryError> {
+        if batch.statements.len() > u16::MAX as usize {
+            return Err(QueryError::invalid("Too many statements in BATCH"));
+        }
+        let ts = batch.timestamp.unwrap_or_else(clock::next_timestamp);
+        let mut writes = Vec::new();
+        let mut counters = Vec::new();
+        for entry in &batch.statements {
+            let (stmt, ctx_ks) = match &entry.kind {
+                cql::request::BatchStatementKind::Query(text) => (Arc::new(cql::parse_statement(text)?), ctx.keyspace.clone()),
+                cql::request::BatchStatementKind::Prepared(id) => {
+                    let p = self.prepared().get(id).ok_or_else(|| QueryError::Unprepared(id.clone()))?;
+                    (Arc::new(p.statement.clone()), p.keyspace.clone().or_else(|| ctx.keyspace.clone()))
+                }
+            };
+            let inner_ctx = SessionContext { keyspace: ctx_ks, peer: ctx.peer };
+            let mut markers = Markers::default();
+            let plan = match self.plan(&inner_ctx, &stmt, &mut markers)? {
+                Some(Plan::Modify(m)) => m,
+                _ => {
+                    return Err(QueryError::invalid(
+                        "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
+                    ))
+                }
+            };
+            counters.push(plan.table().is_counter());
+            let values = Values::new(&entry.values, None, &markers.specs)?;
+            for m in plan.mutations(&values, Some(ts), self.storage())? {
+                writes.push((plan.table().clone(), m));
+            }
+        }
+        let kind = match batch.batch_type {
+            cql::request::BatchType::Logged => cql::ast::BatchType::Logged,
+            cql::request::BatchType::Unlogged => cql::ast::BatchType::Unlogged,
+            cql::request::BatchType::Counter => cql::ast::BatchType::Counter,
+        };
+        check_batch_kind(kind, counters.into_iter())?;
+        self.apply(writes)?;
+        Ok(ResultBody::Void)
     }
 
     fn run_ddl(&self, ctx: &SessionContext, stmt: &Statement) -> Result<ResultBody, QueryError> {
@@ -260,6 +443,25 @@ impl Node {
             None => Ok(ResultBody::Void),
         }
     }
+}
+
+/// Counter batches hold only counter updates; other batches none.
+fn check_batch_kind(kind: cql::ast::BatchType, counters: impl Iterator<Item = bool>) -> Result<(), QueryError> {
+    for is_counter in counters {
+        match (kind, is_counter) {
+            (cql::ast::BatchType::Counter, false) => {
+                return Err(QueryError::invalid("Cannot include non-counter statement in a counter batch"))
+            }
+            (cql::ast::BatchType::Logged, true) => {
+                return Err(QueryError::invalid("Cannot include a counter statement in a logged batch"))
+            }
+            (cql::ast::BatchType::Unlogged, true) => {
+                return Err(QueryError::invalid("Counter and non-counter mutations cannot exist in the same batch"))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A single node with replication factor 1 answers as Cassandra would.

@@ -73,44 +73,31 @@ impl StoredCell {
         }
     }
 
-    /// When a dead cell (tombstone, or expired) stopped being live; `None` while live.
-    pub(crate) fn dead_since(&self, now: i64) -> Option<i64> {
-        match self {
-            StoredCell::Tombstone { deleted_at, .. } => Some(*deleted_at),
-            StoredCell::Expiring { expires_at, .. } if *expires_at <= now => Some(*expires_at),
-            _ => None,
-        }
-    }
-
-    /// Cassandra's reconciliation: does `self` win over `other`?
+    /// Cassandra's reconciliation (`Cells.resolveRegular`): does `self` win over `other`?
     ///
-    /// Higher timestamp wins; on a tie a dead cell (tombstone or expired) beats a live one,
-    /// two dead ones keep the later deletion, two live ones keep the greater value, then the
-    /// longer-lived one.
-    pub(crate) fn wins_over(&self, other: &StoredCell, now: i64) -> bool {
-        self.reconcile_order(other, now) == Ordering::Greater
+    /// Higher timestamp wins. On a tie, independently of the clock (CASSANDRA-14592): an
+    /// expiring cell or tombstone beats a regular live cell, a tombstone beats an expiring
+    /// cell, then the later local deletion (or expiry) time wins, then the greater value.
+    pub(crate) fn wins_over(&self, other: &StoredCell) -> bool {
+        self.reconcile_order(other) == Ordering::Greater
     }
 
-    fn reconcile_order(&self, other: &StoredCell, now: i64) -> Ordering {
-        let by_ts = self.timestamp().cmp(&other.timestamp());
-        if by_ts != Ordering::Equal {
-            return by_ts;
-        }
-        match (self.dead_since(now), other.dead_since(now)) {
-            (Some(_), None) => Ordering::Greater,
-            (None, Some(_)) => Ordering::Less,
-            (Some(a), Some(b)) => a.cmp(&b),
-            (None, None) => {
-                let expiry = |c: &StoredCell| match c {
-                    StoredCell::Expiring { expires_at, .. } => *expires_at,
-                    _ => i64::MAX,
-                };
-                let value = |c: &StoredCell| c.live_value(now).map(<[u8]>::to_vec);
-                value(self)
-                    .cmp(&value(other))
-                    .then_with(|| expiry(self).cmp(&expiry(other)))
+    fn reconcile_order(&self, other: &StoredCell) -> Ordering {
+        let rank = |c: &StoredCell| match c {
+            StoredCell::Live { .. } => (0, 0),
+            StoredCell::Expiring { expires_at, .. } => (1, *expires_at),
+            StoredCell::Tombstone { deleted_at, .. } => (2, *deleted_at),
+        };
+        fn value(c: &StoredCell) -> Option<&Vec<u8>> {
+            match c {
+                StoredCell::Live { value, .. } | StoredCell::Expiring { value, .. } => Some(value),
+                StoredCell::Tombstone { .. } => None,
             }
         }
+        self.timestamp()
+            .cmp(&other.timestamp())
+            .then_with(|| rank(self).cmp(&rank(other)))
+            .then_with(|| value(self).cmp(&value(other)))
     }
 
     /// The on-disk bytes.
@@ -210,14 +197,15 @@ mod tests {
 
     #[test]
     fn reconcile_follows_cassandra() {
-        assert!(live(2, b"a").wins_over(&live(1, b"z"), 0));
-        assert!(tomb(2).wins_over(&live(2, b"z"), 0));
-        assert!(!live(2, b"z").wins_over(&tomb(2), 0));
-        assert!(live(3, b"a").wins_over(&tomb(2), 0));
-        assert!(live(2, b"b").wins_over(&live(2, b"a"), 0));
-        let expired = StoredCell::live(2, Some(10), 0, b"z".to_vec());
-        assert!(expired.wins_over(&live(2, b"z"), 50));
-        assert!(!expired.wins_over(&live(2, b"zz"), 5));
+        assert!(live(2, b"a").wins_over(&live(1, b"z")));
+        assert!(tomb(2).wins_over(&live(2, b"z")));
+        assert!(!live(2, b"z").wins_over(&tomb(2)));
+        assert!(live(3, b"a").wins_over(&tomb(2)));
+        assert!(live(2, b"b").wins_over(&live(2, b"a")));
+        // Whatever the clock says, expiring beats regular and loses to a tombstone on a tie.
+        let expiring = StoredCell::live(2, Some(10), 0, b"a".to_vec());
+        assert!(expiring.wins_over(&live(2, b"zz")));
+        assert!(tomb(2).wins_over(&expiring));
     }
 
     #[test]

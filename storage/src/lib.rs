@@ -50,9 +50,9 @@ pub mod token;
 mod write;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod tests;
 
 pub use cell::CellValue;
 pub use engine::{Clock, MetaEntry, Storage, StorageOptions, SyncPolicy, TableStats};

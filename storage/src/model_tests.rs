@@ -18,19 +18,62 @@ const CKS: i32 = 6;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Insert { pk: i32, ck: i32, val: u8, ts: i64, ttl: Option<u32> },
-    Update { pk: i32, ck: i32, val: u8, ts: i64 },
-    DeleteCell { pk: i32, ck: i32, ts: i64 },
-    DeleteRow { pk: i32, ck: i32, ts: i64 },
-    DeleteRange { pk: i32, lo: (i32, bool), hi: (i32, bool), ts: i64 },
-    DeletePartition { pk: i32, ts: i64 },
-    AddElem { pk: i32, ck: i32, elem: u8, ts: i64 },
-    DelElem { pk: i32, ck: i32, elem: u8, ts: i64 },
+    Insert {
+        pk: i32,
+        ck: i32,
+        val: u8,
+        ts: i64,
+        ttl: Option<u32>,
+    },
+    Update {
+        pk: i32,
+        ck: i32,
+        val: u8,
+        ts: i64,
+    },
+    DeleteCell {
+        pk: i32,
+        ck: i32,
+        ts: i64,
+    },
+    DeleteRow {
+        pk: i32,
+        ck: i32,
+        ts: i64,
+    },
+    DeleteRange {
+        pk: i32,
+        lo: (i32, bool),
+        hi: (i32, bool),
+        ts: i64,
+    },
+    DeletePartition {
+        pk: i32,
+        ts: i64,
+    },
+    AddElem {
+        pk: i32,
+        ck: i32,
+        elem: u8,
+        ts: i64,
+    },
+    DelElem {
+        pk: i32,
+        ck: i32,
+        elem: u8,
+        ts: i64,
+    },
     Advance(i64),
     Flush,
     Compact,
     Reopen,
-    Check { pk: i32, lo: Option<(i32, bool)>, hi: Option<(i32, bool)>, reversed: bool, limit: usize },
+    Check {
+        pk: i32,
+        lo: Option<(i32, bool)>,
+        hi: Option<(i32, bool)>,
+        reversed: bool,
+        limit: usize,
+    },
 }
 
 fn arb_op() -> impl Strategy<Value = Op> {
@@ -58,15 +101,28 @@ fn arb_op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A write as the model keeps it: (timestamp, value or None for a tombstone, expires_at).
+/// A write as the model keeps it: (timestamp, value or None for a tombstone, local deletion
+/// time: the expiry of a TTL cell, the deletion time of a tombstone).
 type Version = (i64, Option<Vec<u8>>, Option<i64>);
 
 /// Cassandra's winner among versions of one cell, with expired cells acting as tombstones.
-fn winner(versions: &[Version], now: i64) -> Option<Version> {
-    let dead = |v: &Version| v.1.is_none() || v.2.is_some_and(|e| e <= now);
+fn winner(versions: &[Version], _now: i64) -> Option<Version> {
+    // Cassandra's `Cells.resolveRegular` (CASSANDRA-14592): timestamp, then
+    // tombstone > expiring > regular, then local deletion time, then value.
     versions.iter().cloned().reduce(|a, b| {
-        let key = |v: &Version| (v.0, dead(v), if dead(v) { None } else { v.1.clone() }, v.2.map_or(i64::MAX, |e| e));
-        if key(&b) > key(&a) { b } else { a }
+        let key = |v: &Version| {
+            let rank = match (&v.1, v.2) {
+                (None, _) => 2,
+                (Some(_), Some(_)) => 1,
+                (Some(_), None) => 0,
+            };
+            (v.0, rank, v.2.unwrap_or(0), v.1.clone())
+        };
+        if key(&b) > key(&a) {
+            b
+        } else {
+            a
+        }
     })
 }
 
@@ -78,6 +134,9 @@ fn live(v: &Option<Version>, deleted: i64, now: i64) -> Option<Vec<u8>> {
     v.1.clone()
 }
 
+/// (pk, start bound, end bound, timestamp); bounds are (ck, inclusive) in clustering order.
+type RangeDel = (i32, (i32, bool), (i32, bool), i64);
+
 #[derive(Default)]
 struct Model {
     now: i64,
@@ -86,7 +145,7 @@ struct Model {
     cells: BTreeMap<(i32, i32), Vec<Version>>,
     elems: BTreeMap<(i32, i32, u8), Vec<Version>>,
     row_dels: BTreeMap<(i32, i32), i64>,
-    range_dels: Vec<(i32, (i32, bool), (i32, bool), i64)>,
+    range_dels: Vec<RangeDel>,
     partition_dels: BTreeMap<i32, i64>,
 }
 
@@ -103,11 +162,27 @@ impl Model {
                     del = del.max(*ts);
                 }
             }
-            let get = |m: &BTreeMap<(i32, i32), Vec<Version>>| live(&winner(m.get(&(pk, ck)).map_or(&[][..], |v| v), self.now), del, self.now);
+            let get = |m: &BTreeMap<(i32, i32), Vec<Version>>| {
+                live(
+                    &winner(m.get(&(pk, ck)).map_or(&[][..], |v| v), self.now),
+                    del,
+                    self.now,
+                )
+            };
             let marker = get(&self.markers);
             let cell = get(&self.cells);
             let elems: Vec<u8> = (0..3u8)
-                .filter(|e| live(&winner(self.elems.get(&(pk, ck, *e)).map_or(&[][..], |v| v), self.now), del, self.now).is_some())
+                .filter(|e| {
+                    live(
+                        &winner(
+                            self.elems.get(&(pk, ck, *e)).map_or(&[][..], |v| v),
+                            self.now,
+                        ),
+                        del,
+                        self.now,
+                    )
+                    .is_some()
+                })
                 .collect();
             if marker.is_some() || cell.is_some() || !elems.is_empty() {
                 out.push((ck, cell, elems));
@@ -123,8 +198,20 @@ impl Model {
 /// Is `ck` within the bounds, given in clustering order?
 fn in_range(order: Order, ck: i32, lo: Option<(i32, bool)>, hi: Option<(i32, bool)>) -> bool {
     let pos = |v: i32| if order == Order::Desc { -v } else { v };
-    let after_lo = lo.is_none_or(|(b, incl)| if incl { pos(ck) >= pos(b) } else { pos(ck) > pos(b) });
-    let before_hi = hi.is_none_or(|(b, incl)| if incl { pos(ck) <= pos(b) } else { pos(ck) < pos(b) });
+    let after_lo = lo.is_none_or(|(b, incl)| {
+        if incl {
+            pos(ck) >= pos(b)
+        } else {
+            pos(ck) > pos(b)
+        }
+    });
+    let before_hi = hi.is_none_or(|(b, incl)| {
+        if incl {
+            pos(ck) <= pos(b)
+        } else {
+            pos(ck) < pos(b)
+        }
+    });
     after_lo && before_hi
 }
 
@@ -140,7 +227,9 @@ fn table_layout(order: Order) -> TableLayout {
     TableLayout {
         partition_key: vec![N::Int.into()],
         clustering: vec![(N::Int.into(), order)],
-        columns: [(3, DataType::Set(Box::new(N::Tinyint.into())))].into_iter().collect(),
+        columns: [(3, DataType::Set(Box::new(N::Tinyint.into())))]
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -191,31 +280,81 @@ fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(AtomicI64::new(1_000));
     let mut db = open(dir.path(), &clock, order);
-    let mut model = Model { now: 1_000, ..Default::default() };
+    let mut model = Model {
+        now: 1_000,
+        ..Default::default()
+    };
     for (i, op) in ops.iter().enumerate() {
         let now = model.now;
-        let version = |ts: i64, val: Option<Vec<u8>>, ttl: Option<u32>| (ts, val, ttl.map(|t| now + i64::from(t)));
+        let version = |ts: i64, val: Option<Vec<u8>>, ttl: Option<u32>| {
+            (ts, val, ttl.map(|t| now + i64::from(t)))
+        };
         let mut m = Mutation::default();
         fn rw(m: &mut Mutation, pk: i32, ck: i32) -> &mut RowWrite {
             m.partition_key = vec![int(pk)];
-            m.rows.push(RowWrite { clustering: vec![int(ck)], ..Default::default() });
+            m.rows.push(RowWrite {
+                clustering: vec![int(ck)],
+                ..Default::default()
+            });
             m.rows.last_mut().unwrap()
         }
         match op {
-            Op::Insert { pk, ck, val, ts, ttl } => {
+            Op::Insert {
+                pk,
+                ck,
+                val,
+                ts,
+                ttl,
+            } => {
                 let r = rw(&mut m, *pk, *ck);
-                r.liveness = Some(Liveness { timestamp: *ts, ttl: *ttl });
-                r.columns.push(ColumnWrite { column: 1, op: ColumnOp::Set { value: vec![*val], timestamp: *ts, ttl: *ttl } });
-                model.markers.entry((*pk, *ck)).or_default().push(version(*ts, Some(vec![]), *ttl));
-                model.cells.entry((*pk, *ck)).or_default().push(version(*ts, Some(vec![*val]), *ttl));
+                r.liveness = Some(Liveness {
+                    timestamp: *ts,
+                    ttl: *ttl,
+                });
+                r.columns.push(ColumnWrite {
+                    column: 1,
+                    op: ColumnOp::Set {
+                        value: vec![*val],
+                        timestamp: *ts,
+                        ttl: *ttl,
+                    },
+                });
+                model
+                    .markers
+                    .entry((*pk, *ck))
+                    .or_default()
+                    .push(version(*ts, Some(vec![]), *ttl));
+                model.cells.entry((*pk, *ck)).or_default().push(version(
+                    *ts,
+                    Some(vec![*val]),
+                    *ttl,
+                ));
             }
             Op::Update { pk, ck, val, ts } => {
-                rw(&mut m, *pk, *ck).columns.push(ColumnWrite { column: 1, op: ColumnOp::Set { value: vec![*val], timestamp: *ts, ttl: None } });
-                model.cells.entry((*pk, *ck)).or_default().push(version(*ts, Some(vec![*val]), None));
+                rw(&mut m, *pk, *ck).columns.push(ColumnWrite {
+                    column: 1,
+                    op: ColumnOp::Set {
+                        value: vec![*val],
+                        timestamp: *ts,
+                        ttl: None,
+                    },
+                });
+                model.cells.entry((*pk, *ck)).or_default().push(version(
+                    *ts,
+                    Some(vec![*val]),
+                    None,
+                ));
             }
             Op::DeleteCell { pk, ck, ts } => {
-                rw(&mut m, *pk, *ck).columns.push(ColumnWrite { column: 1, op: ColumnOp::Delete { timestamp: *ts } });
-                model.cells.entry((*pk, *ck)).or_default().push(version(*ts, None, None));
+                rw(&mut m, *pk, *ck).columns.push(ColumnWrite {
+                    column: 1,
+                    op: ColumnOp::Delete { timestamp: *ts },
+                });
+                model
+                    .cells
+                    .entry((*pk, *ck))
+                    .or_default()
+                    .push((*ts, None, Some(now)));
             }
             Op::DeleteRow { pk, ck, ts } => {
                 rw(&mut m, *pk, *ck).deletion = Some(Deletion { timestamp: *ts });
@@ -223,16 +362,42 @@ fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
                 *d = (*d).max(*ts);
             }
             Op::AddElem { pk, ck, elem, ts } => {
-                rw(&mut m, *pk, *ck).columns.push(ColumnWrite { column: 3, op: ColumnOp::SetElement { key: vec![*elem], value: vec![], timestamp: *ts, ttl: None } });
-                model.elems.entry((*pk, *ck, *elem)).or_default().push(version(*ts, Some(vec![]), None));
+                rw(&mut m, *pk, *ck).columns.push(ColumnWrite {
+                    column: 3,
+                    op: ColumnOp::SetElement {
+                        key: vec![*elem],
+                        value: vec![],
+                        timestamp: *ts,
+                        ttl: None,
+                    },
+                });
+                model
+                    .elems
+                    .entry((*pk, *ck, *elem))
+                    .or_default()
+                    .push(version(*ts, Some(vec![]), None));
             }
             Op::DelElem { pk, ck, elem, ts } => {
-                rw(&mut m, *pk, *ck).columns.push(ColumnWrite { column: 3, op: ColumnOp::DeleteElement { key: vec![*elem], timestamp: *ts } });
-                model.elems.entry((*pk, *ck, *elem)).or_default().push(version(*ts, None, None));
+                rw(&mut m, *pk, *ck).columns.push(ColumnWrite {
+                    column: 3,
+                    op: ColumnOp::DeleteElement {
+                        key: vec![*elem],
+                        timestamp: *ts,
+                    },
+                });
+                model
+                    .elems
+                    .entry((*pk, *ck, *elem))
+                    .or_default()
+                    .push((*ts, None, Some(now)));
             }
             Op::DeleteRange { pk, lo, hi, ts } => {
                 m.partition_key = vec![int(*pk)];
-                m.range_deletions.push(RangeDeletion { start: bound(Some(*lo)), end: bound(Some(*hi)), deletion: Deletion { timestamp: *ts } });
+                m.range_deletions.push(RangeDeletion {
+                    start: bound(Some(*lo)),
+                    end: bound(Some(*hi)),
+                    deletion: Deletion { timestamp: *ts },
+                });
                 model.range_dels.push((*pk, *lo, *hi, *ts));
             }
             Op::DeletePartition { pk, ts } => {
@@ -245,18 +410,39 @@ fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
                 model.now += s;
                 clock.store(model.now, AtomicOrdering::SeqCst);
             }
-            Op::Flush => db.table(T).unwrap().keyspace.rotate_memtable_and_wait().unwrap(),
+            Op::Flush => db
+                .table(T)
+                .unwrap()
+                .keyspace
+                .rotate_memtable_and_wait()
+                .unwrap(),
             Op::Compact => db.table(T).unwrap().keyspace.major_compact().unwrap(),
             Op::Reopen => {
                 drop(db);
                 db = open(dir.path(), &clock, order);
             }
-            Op::Check { pk, lo, hi, reversed, limit } => {
-                let mut want: Vec<ModelRow> = model.rows(*pk, order).into_iter().filter(|r| in_range(order, r.0, *lo, *hi)).collect();
+            Op::Check {
+                pk,
+                lo,
+                hi,
+                reversed,
+                limit,
+            } => {
+                let mut want: Vec<ModelRow> = model
+                    .rows(*pk, order)
+                    .into_iter()
+                    .filter(|r| in_range(order, r.0, *lo, *hi))
+                    .collect();
                 if *reversed {
                     want.reverse();
                 }
-                let slice = Slice { start: bound(*lo), end: bound(*hi), reversed: *reversed, limit: Some(*limit), cursor: None };
+                let slice = Slice {
+                    start: bound(*lo),
+                    end: bound(*hi),
+                    reversed: *reversed,
+                    limit: Some(*limit),
+                    cursor: None,
+                };
                 let (got, _) = storage_rows(&db, *pk, &slice);
                 prop_assert_eq!(&got, &want, "op #{} {:?} (order {:?})", i, op, order);
             }
@@ -279,16 +465,19 @@ fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
             None => break,
         }
     }
-    let want: BTreeMap<i32, Vec<ModelRow>> = (0..PKS).map(|pk| (pk, model.rows(pk, order))).filter(|(_, r)| !r.is_empty()).collect();
+    let want: BTreeMap<i32, Vec<ModelRow>> = (0..PKS)
+        .map(|pk| (pk, model.rows(pk, order)))
+        .filter(|(_, r)| !r.is_empty())
+        .collect();
     prop_assert_eq!(got, want, "final scan (order {:?})", order);
     Ok(())
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, max_shrink_iters: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, max_shrink_iters: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn storage_matches_model(ops in prop::collection::vec(arb_op(), 1..80), desc in any::<bool>()) {
+    fn storage_matches_model(ops in prop::collection::vec(arb_op(), 1..120), desc in any::<bool>()) {
         let order = if desc { Order::Desc } else { Order::Asc };
         let result = run(&ops, order);
         if result.is_err() {

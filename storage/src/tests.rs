@@ -626,3 +626,102 @@ impl StoredCellBytes {
         .encode()
     }
 }
+
+/// Child half of the crash test: writes forever, printing each acknowledged partition key.
+fn crash_child(dir: &str) {
+    use std::io::Write;
+    let db = Storage::open(dir, StorageOptions::default()).unwrap();
+    db.create_table(T, layout(Order::Asc)).unwrap();
+    let mut out = std::io::stdout().lock();
+    for pk in 0.. {
+        put(&db, pk, vec![insert(1, 1)]);
+        writeln!(out, "ack {pk}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill() {
+    use std::io::BufRead;
+    if let Ok(dir) = std::env::var("STORAGE_CRASH_CHILD") {
+        crash_child(&dir);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "tests::acknowledged_writes_survive_sigkill",
+            "--nocapture",
+        ])
+        .env("STORAGE_CRASH_CHILD", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut acked = -1;
+    for line in std::io::BufReader::new(stdout).lines() {
+        if let Some(n) = line.unwrap().strip_prefix("ack ") {
+            acked = n.parse().unwrap();
+            if acked >= 500 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap(); // SIGKILL: no destructor, no final fsync
+    child.wait().unwrap();
+    assert!(acked >= 500);
+    let db = Storage::open(dir.path(), StorageOptions::default()).unwrap();
+    db.create_table(T, layout(Order::Asc)).unwrap();
+    for pk in 0..=acked {
+        assert_eq!(
+            cks(&read(&db, pk, &Slice::default())),
+            vec![1],
+            "pk {pk} lost"
+        );
+    }
+}
+
+/// Rough figures, run with `cargo test -p storage --release -- --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_throughput() {
+    use std::time::Instant;
+    let e = env();
+    let n = 100_000;
+    let value = vec![b'x'; 100];
+    let t = Instant::now();
+    for i in 0..n {
+        put(
+            &e.db,
+            i % 1000,
+            vec![row(i / 1000, vec![set(1, &value, 1)])],
+        );
+    }
+    let write_ns = t.elapsed().as_nanos() / n as u128;
+    let t = Instant::now();
+    for i in 0..n {
+        let s = Slice {
+            start: ClusteringBound::Inclusive(vec![int(i / 1000)]),
+            end: ClusteringBound::Inclusive(vec![int(i / 1000)]),
+            ..Default::default()
+        };
+        assert_eq!(read(&e.db, i % 1000, &s).rows.len(), 1);
+    }
+    let read_ns = t.elapsed().as_nanos() / n as u128;
+    let t = Instant::now();
+    let mut rows = 0;
+    for pk in 0..1000 {
+        rows += read(&e.db, pk, &Slice::default()).rows.len();
+    }
+    let slice_rows_s = rows as f64 / t.elapsed().as_secs_f64();
+    let table = e.db.table(T).unwrap();
+    table.keyspace.rotate_memtable_and_wait().unwrap();
+    table.keyspace.major_compact().unwrap();
+    let bytes = e.db.table_stats(T).unwrap().disk_bytes;
+    println!(
+        "write {write_ns} ns/row, point read {read_ns} ns, slice {slice_rows_s:.0} rows/s, \
+         {:.1} bytes on disk per 100-byte row",
+        bytes as f64 / n as f64
+    );
+}

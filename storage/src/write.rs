@@ -275,7 +275,7 @@ impl Storage {
             };
             let wins = match (&existing, pending) {
                 (None, _) | (Some(_), Pending::Counter { .. }) => true,
-                (Some(old), Pending::Cell(_)) => new.wins_over(old, now),
+                (Some(old), Pending::Cell(_)) => new.wins_over(old),
             };
             if wins {
                 batch.insert(&table.keyspace, k.as_slice(), new.encode());

@@ -169,23 +169,31 @@ test('table metadata agrees with the schema created', async () => {
     vc: dataTypes.varchar, vi: dataTypes.varint, l: dataTypes.list, st: dataTypes.set, m: dataTypes.map,
     fl: dataTypes.list, tp: dataTypes.tuple, ud: dataTypes.udt,
   };
+  // the driver reports 'text' as dataTypes.text (0x0a), an alias of varchar (0x0d)
+  const sameType = (got, want) => got === want ||
+    ([dataTypes.text, dataTypes.varchar].includes(got) && [dataTypes.text, dataTypes.varchar].includes(want));
   for (const [name, code] of Object.entries(expect)) {
     assert.ok(col[name], `column ${name} missing`);
-    assert.equal(col[name].type.code, code, `column ${name}: type code ${col[name].type.code}, want ${code}`);
+    assert.ok(sameType(col[name].type.code, code), `column ${name}: type code ${col[name].type.code}, want ${code}`);
   }
   // duration: a custom type in v4 or the native code
   assert.ok(col.du.type.code === dataTypes.duration ||
     (col.du.type.code === dataTypes.custom && /DurationType/.test(col.du.type.info)), JSON.stringify(col.du.type));
   assert.equal(col.l.type.info.code, dataTypes.int);
-  assert.equal(col.st.type.info.code, dataTypes.varchar);
-  assert.deepEqual(col.m.type.info.map((x) => x.code), [dataTypes.varchar, dataTypes.bigint]);
-  assert.deepEqual(col.tp.type.info.map((x) => x.code), [dataTypes.int, dataTypes.varchar]);
+  assert.ok(sameType(col.st.type.info.code, dataTypes.varchar));
+  assert.ok(sameType(col.m.type.info[0].code, dataTypes.varchar));
+  assert.equal(col.m.type.info[1].code, dataTypes.bigint);
+  assert.equal(col.tp.type.info.length, 2);
+  assert.equal(col.tp.type.info[0].code, dataTypes.int);
+  assert.ok(sameType(col.tp.type.info[1].code, dataTypes.varchar));
   assert.equal(col.ud.type.info.name, 'addr');
   assert.deepEqual(col.ud.type.info.fields.map((f) => f.name), ['street', 'zip']);
   assert.equal(t.columns.length, Object.keys(expect).length + 2); // + s, du
 
   const udt = await client.metadata.getUdt(ks, 'addr');
-  assert.deepEqual(udt.fields.map((f) => [f.name, f.type.code]), [['street', dataTypes.varchar], ['zip', dataTypes.int]]);
+  assert.deepEqual(udt.fields.map((f) => f.name), ['street', 'zip']);
+  assert.ok(sameType(udt.fields[0].type.code, dataTypes.varchar));
+  assert.equal(udt.fields[1].type.code, dataTypes.int);
 
   const k = client.metadata.keyspaces[ks];
   assert.ok(k, 'keyspace missing from client.metadata.keyspaces');

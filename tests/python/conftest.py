@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -31,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 LOG_TAIL_LINES = 60
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def ringdb_bin() -> Path:
@@ -127,7 +129,7 @@ class RingServer:
 
     def log_tail(self, n: int = LOG_TAIL_LINES) -> str:
         try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
+            lines = ANSI.sub("", self.log_path.read_text(errors="replace")).splitlines()
         except OSError:
             return "(no server log)"
         return f"--- last {min(n, len(lines))} lines of {self.log_path} ---\n" + "\n".join(lines[-n:])

@@ -94,7 +94,7 @@ def test_forced_v5_is_refused_cleanly_and_default_settles_on_v4(server):
             assert c5.protocol_version == 5, "pinned v5 but connected with another version"
             pytest.fail("ringdb accepted protocol v5, which it does not implement")
         except NoHostAvailable as e:
-            assert "protocol version" in str(e).lower() or "unsupported" in str(e).lower(), str(e)
+            assert "protocol" in str(e).lower(), str(e)
     finally:
         c5.shutdown()
     c = make_cluster(server)

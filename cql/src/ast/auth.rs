@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use super::{if_exists, if_not_exists, Comma, Ident, OptionValue, QualifiedName, StrLit, TypeSyntax};
+use super::{
+    if_exists, if_not_exists, Comma, Ident, OptionValue, QualifiedName, StrLit, TypeSyntax,
+};
 use crate::types::DataType;
 
 /// One option of `CREATE ROLE` / `ALTER ROLE` (and the password of `CREATE USER`).
@@ -318,14 +320,24 @@ impl fmt::Display for CreateRole {
 
 impl fmt::Display for AlterRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ALTER ROLE{} {}", if_exists(self.if_exists), Ident(&self.name))?;
+        write!(
+            f,
+            "ALTER ROLE{} {}",
+            if_exists(self.if_exists),
+            Ident(&self.name)
+        )?;
         write_role_options(f, &self.options)
     }
 }
 
 impl fmt::Display for DropRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DROP ROLE{} {}", if_exists(self.if_exists), Ident(&self.name))
+        write!(
+            f,
+            "DROP ROLE{} {}",
+            if_exists(self.if_exists),
+            Ident(&self.name)
+        )
     }
 }
 
@@ -343,14 +355,24 @@ impl fmt::Display for CreateUser {
 
 impl fmt::Display for AlterUser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ALTER USER{} {}", if_exists(self.if_exists), StrLit(&self.name))?;
+        write!(
+            f,
+            "ALTER USER{} {}",
+            if_exists(self.if_exists),
+            StrLit(&self.name)
+        )?;
         write_user_tail(f, &self.password, self.superuser)
     }
 }
 
 impl fmt::Display for DropUser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DROP USER{} {}", if_exists(self.if_exists), StrLit(&self.name))
+        write!(
+            f,
+            "DROP USER{} {}",
+            if_exists(self.if_exists),
+            StrLit(&self.name)
+        )
     }
 }
 
@@ -362,7 +384,12 @@ impl fmt::Display for GrantRole {
 
 impl fmt::Display for RevokeRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "REVOKE {} FROM {}", Ident(&self.role), Ident(&self.revokee))
+        write!(
+            f,
+            "REVOKE {} FROM {}",
+            Ident(&self.role),
+            Ident(&self.revokee)
+        )
     }
 }
 

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use super::{if_exists, if_not_exists, Comma, Ident, Order, Properties, QualifiedName, StrLit, TypeSyntax};
+use super::{
+    if_exists, if_not_exists, Comma, Ident, Order, Properties, QualifiedName, StrLit, TypeSyntax,
+};
 use crate::types::DataType;
 
 /// The value of a `WITH name = value` property.
@@ -318,7 +320,12 @@ impl fmt::Display for AlterKeyspace {
 
 impl fmt::Display for DropKeyspace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DROP KEYSPACE{} {}", if_exists(self.if_exists), Ident(&self.name))
+        write!(
+            f,
+            "DROP KEYSPACE{} {}",
+            if_exists(self.if_exists),
+            Ident(&self.name)
+        )
     }
 }
 

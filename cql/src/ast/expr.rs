@@ -379,14 +379,24 @@ impl fmt::Display for Relation {
                 write!(f, "{} {op} {}", Columns(columns), RelationValue(*op, value))
             }
             Relation::Token { columns, op, value } => {
-                write!(f, "token{} {op} {}", Columns(columns), RelationValue(*op, value))
+                write!(
+                    f,
+                    "token{} {op} {}",
+                    Columns(columns),
+                    RelationValue(*op, value)
+                )
             }
             Relation::MapElement {
                 column,
                 key,
                 op,
                 value,
-            } => write!(f, "{}[{key}] {op} {}", Ident(column), RelationValue(*op, value)),
+            } => write!(
+                f,
+                "{}[{key}] {op} {}",
+                Ident(column),
+                RelationValue(*op, value)
+            ),
         }
     }
 }

@@ -16,9 +16,9 @@ use std::fmt;
 use crate::types::{write_identifier, DataType};
 
 pub use auth::{
-    AlterRole, AlterUser, CreateRole, CreateUser, DropRole, DropUser, GrantPermissions,
-    GrantRole, ListPermissions, ListRoles, Permission, Permissions, Resource, RevokePermissions,
-    RevokeRole, RoleOption,
+    AlterRole, AlterUser, CreateRole, CreateUser, DropRole, DropUser, GrantPermissions, GrantRole,
+    ListPermissions, ListRoles, Permission, Permissions, Resource, RevokePermissions, RevokeRole,
+    RoleOption,
 };
 pub use ddl::{
     AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateIndex,

@@ -71,10 +71,14 @@ impl fmt::Display for Select {
         if self.distinct {
             f.write_str("DISTINCT ")?;
         }
-        if self.selectors.is_empty() {
-            f.write_str("*")?;
-        } else {
-            Comma(&self.selectors).fmt(f)?;
+        match self.selectors.split_first() {
+            None => f.write_str("*")?,
+            Some((first, rest)) => {
+                write_first_selector(f, first, self.distinct)?;
+                for s in rest {
+                    write!(f, ", {s}")?;
+                }
+            }
         }
         write!(f, " FROM {}{}", self.table, WhereClause(&self.where_clause))?;
         if !self.group_by.is_empty() {
@@ -96,4 +100,24 @@ impl fmt::Display for Select {
         }
         Ok(())
     }
+}
+
+/// Writes the first selector, quoting a leading `json`/`distinct` column: unquoted, `SELECT
+/// json - x` would re-parse with the JSON flag (Cassandra's `(K_JSON selectClause)=>`).
+fn write_first_selector(
+    f: &mut fmt::Formatter<'_>,
+    first: &Selector,
+    distinct: bool,
+) -> fmt::Result {
+    let printed = first.to_string();
+    if !distinct {
+        for word in ["json", "distinct"] {
+            if let Some(rest) = printed.strip_prefix(word) {
+                if !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                    return write!(f, "\"{word}\"{rest}");
+                }
+            }
+        }
+    }
+    f.write_str(&printed)
 }

@@ -131,10 +131,16 @@ pub fn tokenize(text: &str) -> Result<Vec<Token<'_>>, ParseError> {
             pos += rest.find(['\n', '\r']).unwrap_or(rest.len());
             continue;
         }
-        if rest.starts_with("/*") {
-            match rest[2..].find("*/") {
+        if let Some(body) = rest.strip_prefix("/*") {
+            match body.find("*/") {
                 Some(end) => pos += end + 4,
-                None => return Err(error_at(text, text.len(), "mismatched input '<EOF>' expecting '*/'")),
+                None => {
+                    return Err(error_at(
+                        text,
+                        text.len(),
+                        "mismatched input '<EOF>' expecting '*/'",
+                    ))
+                }
             }
             continue;
         }
@@ -301,7 +307,11 @@ fn lex_quoted(rest: &str, quote: u8) -> Result<usize, LexFailure> {
         }
         i += 1;
     }
-    Err(LexFailure::Unterminated(if quote == b'\'' { "'" } else { "\"" }))
+    Err(LexFailure::Unterminated(if quote == b'\'' {
+        "'"
+    } else {
+        "\""
+    }))
 }
 
 fn ident_len(s: &str) -> usize {
@@ -449,7 +459,13 @@ fn iso_alternative_len(b: &[u8]) -> Option<usize> {
     PATTERN
         .iter()
         .zip(b)
-        .all(|(p, c)| if *p == b'9' { c.is_ascii_digit() } else { p == c })
+        .all(|(p, c)| {
+            if *p == b'9' {
+                c.is_ascii_digit()
+            } else {
+                p == c
+            }
+        })
         .then_some(PATTERN.len())
 }
 

@@ -11,9 +11,9 @@ use super::common::{
 };
 use super::{Expected, Input, PResult};
 use crate::ast::{
-    AlterRole, AlterUser, CreateRole, CreateUser, DropRole, DropUser, GrantPermissions,
-    GrantRole, ListPermissions, ListRoles, Permission, Permissions, Resource, RevokePermissions,
-    RevokeRole, RoleOption, Statement,
+    AlterRole, AlterUser, CreateRole, CreateUser, DropRole, DropUser, GrantPermissions, GrantRole,
+    ListPermissions, ListRoles, Permission, Permissions, Resource, RevokePermissions, RevokeRole,
+    RoleOption, Statement,
 };
 use crate::syntax::lexer::{unescape_quoted_ident, unescape_string, TokenKind};
 
@@ -67,7 +67,9 @@ fn username(i: Input<'_>) -> PResult<'_, String> {
         Some(t) if t.kind == TokenKind::Ident && !is_reserved(t.text) => {
             Ok((i.advance(1), t.text.to_string()))
         }
-        Some(t) if t.kind == TokenKind::QuotedIdent => Ok((i.advance(1), unescape_quoted_ident(t.text))),
+        Some(t) if t.kind == TokenKind::QuotedIdent => {
+            Ok((i.advance(1), unescape_quoted_ident(t.text)))
+        }
         _ => string(i),
     }
 }

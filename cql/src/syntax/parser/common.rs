@@ -14,12 +14,63 @@ use crate::types::{DataType, NativeType, UserType};
 /// Keywords that can never be unquoted identifiers: Cassandra's lexer keywords minus its
 /// `unreserved_keyword` rule (a subset of [`crate::types::RESERVED_KEYWORDS`]).
 const RESERVED: &[&str] = &[
-    "add", "allow", "alter", "and", "apply", "asc", "authorize", "batch", "begin", "by",
-    "columnfamily", "create", "delete", "desc", "describe", "drop", "entries", "execute", "from",
-    "full", "grant", "if", "in", "index", "infinity", "insert", "into", "is", "keyspace", "limit",
-    "materialized", "modify", "nan", "norecursive", "not", "null", "of", "on", "or", "order",
-    "primary", "rename", "revoke", "schema", "select", "set", "table", "to", "token", "truncate",
-    "unlogged", "update", "use", "using", "view", "where", "with",
+    "add",
+    "allow",
+    "alter",
+    "and",
+    "apply",
+    "asc",
+    "authorize",
+    "batch",
+    "begin",
+    "by",
+    "columnfamily",
+    "create",
+    "delete",
+    "desc",
+    "describe",
+    "drop",
+    "entries",
+    "execute",
+    "from",
+    "full",
+    "grant",
+    "if",
+    "in",
+    "index",
+    "infinity",
+    "insert",
+    "into",
+    "is",
+    "keyspace",
+    "limit",
+    "materialized",
+    "modify",
+    "nan",
+    "norecursive",
+    "not",
+    "null",
+    "of",
+    "on",
+    "or",
+    "order",
+    "primary",
+    "rename",
+    "revoke",
+    "schema",
+    "select",
+    "set",
+    "table",
+    "to",
+    "token",
+    "truncate",
+    "unlogged",
+    "update",
+    "use",
+    "using",
+    "view",
+    "where",
+    "with",
 ];
 
 /// True when `word` (any case) is a reserved keyword.
@@ -148,9 +199,7 @@ pub(crate) fn data_type(i: Input<'_>) -> PResult<'_, DataType> {
         _ => return i.expected(Expected::Other("type")),
     }
     let word = t.text.to_ascii_lowercase();
-    let generic = i
-        .peek_nth(1)
-        .is_some_and(|n| n.kind == TokenKind::Lt);
+    let generic = i.peek_nth(1).is_some_and(|n| n.kind == TokenKind::Lt);
     if generic {
         let lt = i.advance(2);
         let (rest, ty) = match word.as_str() {

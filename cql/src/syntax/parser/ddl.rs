@@ -6,8 +6,8 @@ use nom::multi::separated_list1;
 use nom::Parser;
 
 use super::common::{
-    comma, data_type, ident, ident_list, if_exists as opt_if_exists, if_not_exists, kw, kws, lparen, opt_kw,
-    peek_is, properties, property, qualified_name, rparen,
+    comma, data_type, ident, ident_list, if_exists as opt_if_exists, if_not_exists, kw, kws,
+    lparen, opt_kw, peek_is, properties, property, qualified_name, rparen,
 };
 use super::select::ordering;
 use super::{Input, PResult};
@@ -165,6 +165,9 @@ fn create_table(i: Input<'_>) -> PResult<'_, CreateTable> {
         }
         i = r;
         // `( ',' tableColumns? )*`: trailing commas are allowed.
+        if !peek_is(&i, TokenKind::Comma) {
+            break;
+        }
         while peek_is(&i, TokenKind::Comma) {
             i = i.advance(1);
         }
@@ -324,6 +327,9 @@ fn create_type(i: Input<'_>) -> PResult<'_, CreateType> {
         let (r, t) = data_type(r)?;
         fields.push((field, t));
         i = r;
+        if !peek_is(&i, TokenKind::Comma) {
+            break;
+        }
         while peek_is(&i, TokenKind::Comma) {
             i = i.advance(1);
         }

@@ -5,8 +5,12 @@ use nom::combinator::opt;
 use nom::multi::{many0, separated_list0, separated_list1};
 use nom::Parser;
 
-use super::common::{comma, eq, ident, ident_list, if_not_exists, kw, kws, lparen, qualified_name, rparen, sym};
-use super::expr::{condition_predicate, field_suffix, int_value, literal, marker, term, where_clause};
+use super::common::{
+    comma, eq, ident, ident_list, if_not_exists, kw, kws, lparen, qualified_name, rparen, sym,
+};
+use super::expr::{
+    condition_predicate, field_suffix, int_value, literal, marker, term, where_clause,
+};
 use super::{Input, PResult};
 use crate::ast::{
     Assignment, Batch, BatchType, Condition, Conditions, Delete, DeleteTarget, Expr, Insert,
@@ -37,7 +41,11 @@ pub(crate) fn insert(i: Input<'_>) -> PResult<'_, Insert> {
             .parse(i)?;
             Ok((
                 i,
-                (Vec::new(), InsertValues::Json(value), default.unwrap_or(false)),
+                (
+                    Vec::new(),
+                    InsertValues::Json(value),
+                    default.unwrap_or(false),
+                ),
             ))
         },
     ))
@@ -156,10 +164,12 @@ fn normal_assignment(i: Input<'_>, column: String) -> PResult<'_, Assignment> {
             .peek()
             .is_some_and(|t| matches!(t.kind, TokenKind::Ident | TokenKind::QuotedIdent));
         let follow = i.peek_nth(1).map(|t| (t.kind, t.text));
-        word && matches!(
-            follow,
-            Some((TokenKind::Plus | TokenKind::Minus, _))
-        ) || word && matches!(follow, Some((TokenKind::Integer, text)) if text.starts_with('-'))
+        let sign = match follow {
+            Some((TokenKind::Plus | TokenKind::Minus, _)) => true,
+            Some((TokenKind::Integer, text)) => text.starts_with('-'),
+            _ => false,
+        };
+        word && sign
     };
     if self_ref(i) {
         let (r, other) = ident(i)?;

@@ -37,17 +37,24 @@ pub(crate) fn selector_expr(i: Input<'_>) -> PResult<'_, Expr> {
 
 fn expr(i: Input<'_>, mode: Mode) -> PResult<'_, Expr> {
     let _guard = i.nest()?;
-    binary(i, &[(TokenKind::Plus, BinaryOp::Add), (TokenKind::Minus, BinaryOp::Sub)], |i| {
-        binary(
-            i,
-            &[
-                (TokenKind::Star, BinaryOp::Mul),
-                (TokenKind::Slash, BinaryOp::Div),
-                (TokenKind::Percent, BinaryOp::Rem),
-            ],
-            |i| group(i, mode),
-        )
-    })
+    binary(
+        i,
+        &[
+            (TokenKind::Plus, BinaryOp::Add),
+            (TokenKind::Minus, BinaryOp::Sub),
+        ],
+        |i| {
+            binary(
+                i,
+                &[
+                    (TokenKind::Star, BinaryOp::Mul),
+                    (TokenKind::Slash, BinaryOp::Div),
+                    (TokenKind::Percent, BinaryOp::Rem),
+                ],
+                |i| group(i, mode),
+            )
+        },
+    )
 }
 
 /// A left-associative chain `operand (op operand)*`; an operator whose right operand does not
@@ -261,8 +268,8 @@ fn name_expr(i: Input<'_>, mode: Mode) -> PResult<'_, Expr> {
             ));
         }
     }
-    let qualified_call = next == Some(TokenKind::Dot)
-        && i.peek_nth(3).is_some_and(|t| t.kind == TokenKind::LParen);
+    let qualified_call =
+        next == Some(TokenKind::Dot) && i.peek_nth(3).is_some_and(|t| t.kind == TokenKind::LParen);
     if next == Some(TokenKind::LParen) || qualified_call {
         let (r, name) = function_name(i)?;
         let (r, _) = lparen(r)?;
@@ -473,12 +480,17 @@ fn column_predicate(i: Input<'_>) -> PResult<'_, (Operator, Expr)> {
 /// `relation`.
 pub(crate) fn relation(i: Input<'_>) -> PResult<'_, Relation> {
     let _guard = i.nest()?;
-    alt((token_relation, multi_column_relation, single_relation, |i| {
-        let (i, _) = lparen(i)?;
-        let (i, r) = relation(i)?;
-        let (i, _) = rparen(i)?;
-        Ok((i, r))
-    }))
+    alt((
+        token_relation,
+        multi_column_relation,
+        single_relation,
+        |i| {
+            let (i, _) = lparen(i)?;
+            let (i, r) = relation(i)?;
+            let (i, _) = rparen(i)?;
+            Ok((i, r))
+        },
+    ))
     .parse(i)
 }
 
@@ -497,15 +509,12 @@ fn multi_column_relation(i: Input<'_>) -> PResult<'_, Relation> {
         (relation_type, tuple_or_marker),
         (
             kw("in").map(|_| Operator::In),
-            alt((
-                marker,
-                |i| {
-                    let (i, _) = lparen(i)?;
-                    let (i, items) = separated_list0(comma, tuple_or_marker).parse(i)?;
-                    let (i, _) = rparen(i)?;
-                    Ok((i, Expr::List(items)))
-                },
-            )),
+            alt((marker, |i| {
+                let (i, _) = lparen(i)?;
+                let (i, items) = separated_list0(comma, tuple_or_marker).parse(i)?;
+                let (i, _) = rparen(i)?;
+                Ok((i, Expr::List(items)))
+            })),
         ),
     ))
     .parse(i)?;

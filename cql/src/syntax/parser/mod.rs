@@ -102,7 +102,10 @@ impl<'a> Input<'a> {
     /// The source text of the tokens consumed between `self` and `end`.
     pub(crate) fn text_until(&self, end: &Input<'a>) -> &'a str {
         let consumed = self.tokens.len().saturating_sub(end.tokens.len());
-        match (self.tokens.first(), consumed.checked_sub(1).and_then(|n| self.tokens.get(n))) {
+        match (
+            self.tokens.first(),
+            consumed.checked_sub(1).and_then(|n| self.tokens.get(n)),
+        ) {
             (Some(first), Some(last)) => self
                 .state
                 .source
@@ -243,6 +246,13 @@ impl<'a> State<'a> {
             let far = self.farthest.borrow();
             match far.1.as_slice() {
                 [one] => format!("mismatched input '{shown}' expecting {one}"),
+                [init @ .., last] if !init.is_empty() && init.len() < 3 => {
+                    let init: Vec<String> = init.iter().map(ToString::to_string).collect();
+                    format!(
+                        "mismatched input '{shown}' expecting {} or {last}",
+                        init.join(", ")
+                    )
+                }
                 _ => format!("no viable alternative at input '{shown}'"),
             }
         });

@@ -1,0 +1,443 @@
+//! WHERE clauses on user tables: which partitions (keys, token range or all), which clustering
+//! slice, and which rows must be filtered in memory; with Cassandra's rules and messages.
+
+use crate::error::QueryError;
+use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::schema::{ClusteringOrder, Column, ColumnKind, Table};
+use cql::ast::{Expr, Operator, Relation};
+use cql::types::{DataType, NativeType, Value};
+use storage::ClusteringBound;
+
+/// Values for one key column: `= x`, `IN (a, b)` or `IN ?`.
+#[derive(Debug, Clone)]
+pub enum KeyValues {
+    /// One value.
+    Eq(Term),
+    /// A list of values.
+    In(Vec<Term>),
+    /// One marker holding a list.
+    InMarker(Term),
+}
+
+/// One side of a range.
+#[derive(Debug, Clone)]
+pub struct RangeEnd {
+    /// The bound value.
+    pub term: Term,
+    /// Whether the value itself is included.
+    pub inclusive: bool,
+}
+
+/// A filter evaluated on each row.
+#[derive(Debug, Clone)]
+pub struct RowFilter {
+    /// Column index in `table.columns`.
+    pub column: usize,
+    /// Operator.
+    pub op: Operator,
+    /// Operand (a list for IN).
+    pub values: KeyValues,
+}
+
+/// A planned WHERE clause.
+#[derive(Debug, Clone, Default)]
+pub struct Restrictions {
+    /// Per partition-key column (in key order), when every one is restricted by = or IN.
+    pub partition: Option<Vec<KeyValues>>,
+    /// token(pk) > / >= lower bound.
+    pub token_start: Option<RangeEnd>,
+    /// token(pk) < / <= upper bound.
+    pub token_end: Option<RangeEnd>,
+    /// Clustering prefix restricted by = or IN.
+    pub clustering_eq: Vec<KeyValues>,
+    /// A slice on the clustering column after the prefix: (lower, upper) in value order.
+    pub clustering_slice: Option<(Option<RangeEnd>, Option<RangeEnd>)>,
+    /// Filters on any column, applied to each row (need ALLOW FILTERING unless on keys served above).
+    pub filters: Vec<RowFilter>,
+}
+
+fn undefined(name: &str) -> QueryError {
+    QueryError::invalid(format!("Undefined column name {name}"))
+}
+
+const FILTERING: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+fn key_values(
+    markers: &mut Markers,
+    table: &Table,
+    col: &Column,
+    op: Operator,
+    value: &Expr,
+) -> Result<KeyValues, QueryError> {
+    let (ks, tn) = (&table.keyspace, &table.name);
+    Ok(match (op, value) {
+        (Operator::Eq, _) => KeyValues::Eq(markers.term(value, &col.data_type, ks, tn, &col.name)?),
+        (Operator::In, Expr::BindMarker(_)) => KeyValues::InMarker(markers.term_named(
+            value,
+            &DataType::List(Box::new(col.data_type.clone())),
+            ks,
+            tn,
+            &col.name,
+            &format!("in({})", col.name),
+        )?),
+        (Operator::In, Expr::List(items) | Expr::Tuple(items)) => KeyValues::In(
+            items
+                .iter()
+                .map(|e| markers.term(e, &col.data_type, ks, tn, &col.name))
+                .collect::<Result<_, _>>()?,
+        ),
+        _ => {
+            return Err(QueryError::invalid(format!(
+                "Invalid operator for column {}",
+                col.name
+            )))
+        }
+    })
+}
+
+impl Restrictions {
+    /// Plans the WHERE clause of a SELECT (`for_select`) or a modification.
+    ///
+    /// # Errors
+    /// InvalidRequest with Cassandra's messages.
+    pub fn plan(
+        relations: &[Relation],
+        table: &Table,
+        markers: &mut Markers,
+        allow_filtering: bool,
+        for_select: bool,
+    ) -> Result<Restrictions, QueryError> {
+        let pk: Vec<&Column> = table.partition_key().collect();
+        let ck: Vec<&Column> = table.clustering().collect();
+        let index_of = |name: &str| table.columns.iter().position(|c| c.name == name);
+        let mut pk_values: Vec<Option<KeyValues>> = vec![None; pk.len()];
+        let mut ck_eq: Vec<Option<KeyValues>> = vec![None; ck.len()];
+        let mut ck_slices: Vec<(Option<RangeEnd>, Option<RangeEnd>)> = vec![(None, None); ck.len()];
+        let mut r = Restrictions::default();
+        let mut needs_filtering = false;
+        for rel in relations {
+            match rel {
+                Relation::Simple { column, op, value } => {
+                    let i = index_of(column).ok_or_else(|| undefined(column))?;
+                    let col = &table.columns[i];
+                    match (col.kind, op) {
+                        (ColumnKind::PartitionKey, Operator::Eq | Operator::In) => {
+                            let pos = col.position as usize;
+                            if pk_values[pos].is_some() {
+                                return Err(QueryError::invalid(format!(
+                                    "{} cannot be restricted by more than one relation if it includes an Equal",
+                                    col.name
+                                )));
+                            }
+                            pk_values[pos] = Some(key_values(markers, table, col, *op, value)?);
+                        }
+                        (ColumnKind::Clustering, Operator::Eq | Operator::In) => {
+                            let pos = col.position as usize;
+                            if ck_eq[pos].is_some() || ck_slices[pos].0.is_some() || ck_slices[pos].1.is_some() {
+                                return Err(QueryError::invalid(format!(
+                                    "{} cannot be restricted by more than one relation if it includes an Equal",
+                                    col.name
+                                )));
+                            }
+                            ck_eq[pos] = Some(key_values(markers, table, col, *op, value)?);
+                        }
+                        (ColumnKind::Clustering, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) => {
+                            let pos = col.position as usize;
+                            if ck_eq[pos].is_some() {
+                                return Err(QueryError::invalid(format!(
+                                    "{} cannot be restricted by both an equality and an inequality relation",
+                                    col.name
+                                )));
+                            }
+                            let term = markers.term(value, &col.data_type, &table.keyspace, &table.name, &col.name)?;
+                            let end = RangeEnd { term, inclusive: matches!(op, Operator::Le | Operator::Ge) };
+                            let slot = if matches!(op, Operator::Gt | Operator::Ge) {
+                                &mut ck_slices[pos].0
+                            } else {
+                                &mut ck_slices[pos].1
+                            };
+                            if slot.is_some() {
+                                return Err(QueryError::invalid(format!(
+                                    "More than one restriction was found for the {} bound on {}",
+                                    if matches!(op, Operator::Gt | Operator::Ge) { "start" } else { "end" },
+                                    col.name
+                                )));
+                            }
+                            *slot = Some(end);
+                        }
+                        (ColumnKind::PartitionKey, _) => {
+                            if !for_select {
+                                return Err(QueryError::invalid(format!(
+                                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function)"
+                                )));
+                            }
+                            needs_filtering = true;
+                            r.filters.push(RowFilter {
+                                column: i,
+                                op: *op,
+                                values: filter_values(markers, table, col, *op, value)?,
+                            });
+                        }
+                        _ => {
+                            if !for_select {
+                                return Err(QueryError::invalid(format!(
+                                    "Non PRIMARY KEY columns found in where clause: {}",
+                                    col.name
+                                )));
+                            }
+                            needs_filtering = true;
+                            r.filters.push(RowFilter {
+                                column: i,
+                                op: *op,
+                                values: filter_values(markers, table, col, *op, value)?,
+                            });
+                        }
+                    }
+                }
+                Relation::Token { columns, op, value } => {
+                    let names: Vec<&str> = pk.iter().map(|c| c.name.as_str()).collect();
+                    if columns.iter().map(String::as_str).collect::<Vec<_>>() != names {
+                        return Err(QueryError::invalid(format!(
+                            "The token() function must be applied to all partition key components or none of them"
+                        )));
+                    }
+                    if !for_select {
+                        return Err(QueryError::invalid("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"));
+                    }
+                    let term = markers.term_named(
+                        value,
+                        &DataType::Native(NativeType::Bigint),
+                        &table.keyspace,
+                        &table.name,
+                        "partition key token",
+                        "partition key token",
+                    )?;
+                    match op {
+                        Operator::Gt | Operator::Ge => {
+                            r.token_start = Some(RangeEnd { term, inclusive: *op == Operator::Ge })
+                        }
+                        Operator::Lt | Operator::Le => {
+                            r.token_end = Some(RangeEnd { term, inclusive: *op == Operator::Le })
+                        }
+                        Operator::Eq => {
+                            r.token_start = Some(RangeEnd { term: term.clone(), inclusive: true });
+                            r.token_end = Some(RangeEnd { term, inclusive: true });
+                        }
+                        _ => return Err(QueryError::invalid("Unsupported operator on token()")),
+                    }
+                }
+                other => {
+                    return Err(QueryError::invalid(format!(
+                        "Restriction {other} is not supported by ringdb yet"
+                    )))
+                }
+            }
+        }
+        // Partition key: all or nothing.
+        let restricted = pk_values.iter().filter(|v| v.is_some()).count();
+        if restricted == pk.len() {
+            if r.token_start.is_some() || r.token_end.is_some() {
+                return Err(QueryError::invalid(
+                    "Columns of the partition key cannot be restricted by both token() and = or IN",
+                ));
+            }
+            r.partition = Some(pk_values.into_iter().flatten().collect());
+        } else if restricted > 0 {
+            if !for_select {
+                let missing = pk.iter().zip(&pk_values).find(|(_, v)| v.is_none()).map(|(c, _)| c.name.clone()).unwrap_or_default();
+                return Err(QueryError::invalid(format!("Some partition key parts are missing: {missing}")));
+            }
+            // A partial partition key is a filter.
+            needs_filtering = true;
+            for (c, v) in pk.iter().zip(pk_values) {
+                if let Some(v) = v {
+                    let i = index_of(&c.name).ok_or_else(|| undefined(&c.name))?;
+                    r.filters.push(RowFilter { column: i, op: match v { KeyValues::Eq(_) => Operator::Eq, _ => Operator::In }, values: v });
+                }
+            }
+        } else if !for_select {
+            let missing = pk.first().map(|c| c.name.clone()).unwrap_or_default();
+            return Err(QueryError::invalid(format!("Some partition key parts are missing: {missing}")));
+        }
+        // Clustering: an = / IN prefix, then at most one slice.
+        let mut prefix_done = false;
+        for (pos, col) in ck.iter().enumerate() {
+            let eq = ck_eq[pos].take();
+            let slice = std::mem::take(&mut ck_slices[pos]);
+            let has_slice = slice.0.is_some() || slice.1.is_some();
+            if prefix_done {
+                if eq.is_some() || has_slice {
+                    if !allow_filtering || !for_select {
+                        let prev = &ck[pos - 1].name;
+                        return Err(QueryError::invalid(if r.clustering_slice.is_some() {
+                            format!("Clustering column \"{}\" cannot be restricted (preceding column \"{prev}\" is restricted by a non-EQ relation)", col.name)
+                        } else {
+                            format!("PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{prev}\" is not restricted", col.name)
+                        }));
+                    }
+                    needs_filtering = true;
+                    let i = index_of(&col.name).ok_or_else(|| undefined(&col.name))?;
+                    if let Some(v) = eq {
+                        r.filters.push(RowFilter { column: i, op: match v { KeyValues::Eq(_) => Operator::Eq, _ => Operator::In }, values: v });
+                    }
+                    if let Some(lo) = slice.0 {
+                        r.filters.push(RowFilter { column: i, op: if lo.inclusive { Operator::Ge } else { Operator::Gt }, values: KeyValues::Eq(lo.term) });
+                    }
+                    if let Some(hi) = slice.1 {
+                        r.filters.push(RowFilter { column: i, op: if hi.inclusive { Operator::Le } else { Operator::Lt }, values: KeyValues::Eq(hi.term) });
+                    }
+                }
+                continue;
+            }
+            match (eq, has_slice) {
+                (Some(v), _) => r.clustering_eq.push(v),
+                (None, true) => {
+                    r.clustering_slice = Some(slice);
+                    prefix_done = true;
+                }
+                (None, false) => prefix_done = true,
+            }
+        }
+        if for_select
+            && needs_filtering
+            && !allow_filtering
+            && !(r.partition.is_some() && r.filters.iter().all(|f| table.columns[f.column].kind == ColumnKind::Clustering))
+        {
+            return Err(QueryError::invalid(FILTERING));
+        }
+        if for_select && r.partition.is_none() && (!r.clustering_eq.is_empty() || r.clustering_slice.is_some()) && !allow_filtering {
+            return Err(QueryError::invalid(FILTERING));
+        }
+        Ok(r)
+    }
+
+    /// The order of the sliced clustering column (slices on DESC columns swap ends).
+    pub fn slice_column_order(&self, table: &Table) -> ClusteringOrder {
+        table
+            .clustering()
+            .nth(self.clustering_eq.len())
+            .map(|c| c.order)
+            .unwrap_or_default()
+    }
+}
+
+fn filter_values(
+    markers: &mut Markers,
+    table: &Table,
+    col: &Column,
+    op: Operator,
+    value: &Expr,
+) -> Result<KeyValues, QueryError> {
+    let (ks, tn) = (&table.keyspace, &table.name);
+    match op {
+        Operator::In => key_values(markers, table, col, op, value),
+        Operator::Contains => {
+            let elem = match col.data_type.unfrozen() {
+                DataType::List(e) | DataType::Set(e) => (**e).clone(),
+                DataType::Map(_, v) => (**v).clone(),
+                _ => return Err(QueryError::invalid(format!("Cannot use CONTAINS on non-collection column {}", col.name))),
+            };
+            Ok(KeyValues::Eq(markers.term(value, &elem, ks, tn, &col.name)?))
+        }
+        Operator::ContainsKey => {
+            let DataType::Map(k, _) = col.data_type.unfrozen() else {
+                return Err(QueryError::invalid(format!("Cannot use CONTAINS KEY on non-map column {}", col.name)));
+            };
+            Ok(KeyValues::Eq(markers.term(value, k, ks, tn, &col.name)?))
+        }
+        Operator::Eq | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge | Operator::Ne => {
+            if col.data_type.is_multi_cell() && op != Operator::Eq {
+                return Err(QueryError::invalid(format!("Collection column '{}' can only be restricted by CONTAINS, CONTAINS KEY, or map-entry equality", col.name)));
+            }
+            Ok(KeyValues::Eq(markers.term(value, &col.data_type, ks, tn, &col.name)?))
+        }
+        _ => Err(QueryError::invalid(format!("Unsupported operator {op:?} on column {}", col.name))),
+    }
+}
+
+/// Binds key values: one entry per value (IN expands).
+///
+/// # Errors
+/// InvalidRequest for null or unset key values.
+pub fn bind_key_values(v: &KeyValues, values: &Values<'_>, name: &str) -> Result<Vec<Value>, QueryError> {
+    let one = |t: &Term| -> Result<Value, QueryError> {
+        match values.bind(t)? {
+            Bound::Value(v) => Ok(v),
+            Bound::Null => Err(QueryError::invalid(format!("Invalid null value in condition for column {name}"))),
+            Bound::Unset => Err(QueryError::invalid(format!("Invalid unset value for column {name}"))),
+        }
+    };
+    match v {
+        KeyValues::Eq(t) => Ok(vec![one(t)?]),
+        KeyValues::In(ts) => ts.iter().map(one).collect(),
+        KeyValues::InMarker(t) => match values.bind(t)? {
+            Bound::Value(Value::List(items)) => Ok(items),
+            Bound::Null => Err(QueryError::invalid(format!("Invalid null value for IN restriction on {name}"))),
+            Bound::Unset => Err(QueryError::invalid(format!("Invalid unset value for column {name}"))),
+            Bound::Value(other) => Ok(vec![other]),
+        },
+    }
+}
+
+/// The cartesian product of per-column value lists, in order (Cassandra caps it).
+///
+/// # Errors
+/// InvalidRequest when the product exceeds 65,535 combinations.
+pub fn cartesian(columns: Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>, QueryError> {
+    let mut out: Vec<Vec<Value>> = vec![Vec::new()];
+    for col in columns {
+        let mut next = Vec::with_capacity(out.len() * col.len());
+        for prefix in &out {
+            for v in &col {
+                let mut p = prefix.clone();
+                p.push(v.clone());
+                next.push(p);
+            }
+        }
+        if next.len() > 65_535 {
+            return Err(QueryError::invalid(
+                "Cartesian product of IN restrictions is too large (more than 65535 combinations)",
+            ));
+        }
+        out = next;
+    }
+    Ok(out)
+}
+
+/// A clustering slice bound in storage (clustering) order for one prefix.
+pub fn storage_bounds(
+    prefix: &[Vec<u8>],
+    slice: Option<(Option<(Vec<u8>, bool)>, Option<(Vec<u8>, bool)>)>,
+    order: ClusteringOrder,
+) -> (ClusteringBound, ClusteringBound) {
+    let with = |v: &Vec<u8>| {
+        let mut p = prefix.to_vec();
+        p.push(v.clone());
+        p
+    };
+    let whole = || {
+        if prefix.is_empty() {
+            ClusteringBound::Unbounded
+        } else {
+            ClusteringBound::Inclusive(prefix.to_vec())
+        }
+    };
+    let Some((lo, hi)) = slice else {
+        return (whole(), whole());
+    };
+    let (first, last) = match order {
+        ClusteringOrder::Asc => (lo, hi),
+        ClusteringOrder::Desc => (hi, lo),
+    };
+    let start = match first {
+        Some((v, true)) => ClusteringBound::Inclusive(with(&v)),
+        Some((v, false)) => ClusteringBound::Exclusive(with(&v)),
+        None => whole(),
+    };
+    let end = match last {
+        Some((v, true)) => ClusteringBound::Inclusive(with(&v)),
+        Some((v, false)) => ClusteringBound::Exclusive(with(&v)),
+        None => whole(),
+    };
+    (start, end)
+}

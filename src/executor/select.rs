@@ -1,0 +1,760 @@
+//! SELECT on user tables: partition keys, token ranges or full scans from storage, clustering
+//! slices (reversed by ORDER BY), selectors (columns, writetime, ttl, token, count), in-memory
+//! filters (ALLOW FILTERING), LIMIT / PER PARTITION LIMIT and resumable paging.
+
+use crate::error::QueryError;
+use crate::executor::order::compare_values;
+use crate::executor::restrictions::{bind_key_values, cartesian, storage_bounds, KeyValues, RangeEnd, Restrictions};
+use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::node::table_id;
+use crate::schema::{ClusteringOrder, ColumnKind, Table};
+use bytes::{BufMut, Bytes, BytesMut};
+use cql::ast::{Expr, Operator, Order, Select};
+use cql::response::{ColumnSpec, ResultMetadata, Rows};
+use cql::types::{DataType, NativeType, Value};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use storage::{ColumnValue, Cursor, Slice, Storage, TokenRange};
+
+const MIN_TOKEN: i64 = i64::MIN;
+
+/// One output column.
+#[derive(Debug, Clone)]
+enum Selection {
+    Column(usize),
+    WriteTime(usize),
+    Ttl(usize),
+    Token,
+    Count,
+}
+
+/// A planned SELECT on a user table.
+#[derive(Debug, Clone)]
+pub struct SelectPlan {
+    table: Arc<Table>,
+    outputs: Vec<(Selection, ColumnSpec)>,
+    restrictions: Restrictions,
+    reversed: bool,
+    limit: Option<Term>,
+    per_partition_limit: Option<Term>,
+    distinct: bool,
+    count: bool,
+}
+
+/// A row being produced: partition key, statics and the storage row.
+struct RowContext<'a> {
+    token: i64,
+    pk: &'a [Vec<u8>],
+    statics: &'a BTreeMap<u32, ColumnValue>,
+    row: Option<&'a storage::Row>,
+}
+
+fn selector_name(expr: &Expr) -> String {
+    match expr {
+        Expr::Column(c) => c.clone(),
+        Expr::FunctionCall { name, args } => {
+            let args: Vec<String> = args.iter().map(selector_name).collect();
+            let fname = if name.name == "token" { "system.token".to_string() } else { name.name.clone() };
+            format!("{fname}({})", args.join(", "))
+        }
+        Expr::Star => "*".into(),
+        other => other.to_string(),
+    }
+}
+
+impl SelectPlan {
+    /// Plans `select` against `table`.
+    ///
+    /// # Errors
+    /// InvalidRequest with Cassandra's messages.
+    pub fn plan(select: &Select, table: Arc<Table>, markers: &mut Markers) -> Result<SelectPlan, QueryError> {
+        if select.json {
+            return Err(QueryError::invalid("SELECT JSON is not supported by ringdb yet"));
+        }
+        if !select.group_by.is_empty() {
+            return Err(QueryError::invalid("GROUP BY is not supported by ringdb yet"));
+        }
+        let (ks, tn) = (table.keyspace.clone(), table.name.clone());
+        let spec = |name: &str, ty: DataType| ColumnSpec {
+            keyspace: ks.clone(),
+            table: tn.clone(),
+            name: name.to_string(),
+            data_type: ty,
+        };
+        let index_of = |name: &str| {
+            table
+                .columns
+                .iter()
+                .position(|c| c.name == name)
+                .ok_or_else(|| QueryError::invalid(format!("Undefined column name {name} in selection clause")))
+        };
+        let mut outputs = Vec::new();
+        let mut count = false;
+        if select.selectors.is_empty() {
+            for c in table.select_star_order() {
+                if select.distinct && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                    continue;
+                }
+                outputs.push((Selection::Column(index_of(&c.name)?), spec(&c.name, c.data_type.clone())));
+            }
+        } else {
+            for sel in &select.selectors {
+                let name = sel.alias.clone().unwrap_or_else(|| selector_name(&sel.expr));
+                let selection = match &sel.expr {
+                    Expr::Column(c) => {
+                        let i = index_of(c)?;
+                        (Selection::Column(i), table.columns[i].data_type.clone())
+                    }
+                    Expr::FunctionCall { name: f, args } if f.keyspace.is_none() || f.keyspace.as_deref() == Some("system") => {
+                        match (f.name.as_str(), args.as_slice()) {
+                            ("writetime" | "ttl", [Expr::Column(c)]) => {
+                                let i = index_of(c)?;
+                                let col = &table.columns[i];
+                                if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                                    return Err(QueryError::invalid(format!("Cannot use selection function {} on PRIMARY KEY part {c}", if f.name == "ttl" { "ttl" } else { "writeTime" })));
+                                }
+                                if col.data_type.is_multi_cell() {
+                                    return Err(QueryError::invalid(format!("Cannot use selection function {} on non-frozen {} {c}", if f.name == "ttl" { "ttl" } else { "writeTime" }, if matches!(col.data_type, DataType::Udt(_)) { "UDT" } else { "collection" })));
+                                }
+                                if col.data_type.is_counter() {
+                                    return Err(QueryError::invalid(format!("Cannot use selection function {} on counter column {c}", if f.name == "ttl" { "ttl" } else { "writeTime" })));
+                                }
+                                if f.name == "ttl" {
+                                    (Selection::Ttl(i), DataType::Native(NativeType::Int))
+                                } else {
+                                    (Selection::WriteTime(i), DataType::Native(NativeType::Bigint))
+                                }
+                            }
+                            ("token", cols) => {
+                                let names: Vec<String> = table.partition_key().map(|c| c.name.clone()).collect();
+                                let given: Vec<String> = cols.iter().map(selector_name).collect();
+                                if names != given {
+                                    return Err(QueryError::invalid(format!(
+                                        "Type error: {} cannot be passed as argument 0 of function system.token of type {}",
+                                        given.join(", "),
+                                        names.join(", ")
+                                    )));
+                                }
+                                (Selection::Token, DataType::Native(NativeType::Bigint))
+                            }
+                            ("count", [Expr::Star]) | ("count", [Expr::Literal(_)]) => {
+                                count = true;
+                                (Selection::Count, DataType::Native(NativeType::Bigint))
+                            }
+                            _ => {
+                                return Err(QueryError::invalid(format!(
+                                    "Unknown function {} or not supported by ringdb yet",
+                                    selector_name(&sel.expr)
+                                )))
+                            }
+                        }
+                    }
+                    other => {
+                        return Err(QueryError::invalid(format!("Selector {other} is not supported by ringdb yet")))
+                    }
+                };
+                outputs.push((selection.0, spec(&name, selection.1)));
+            }
+        }
+        if count && outputs.iter().any(|(s, _)| !matches!(s, Selection::Count)) {
+            return Err(QueryError::invalid("Only count(*) alone is supported as an aggregate by ringdb yet"));
+        }
+        let restrictions = Restrictions::plan(&select.where_clause, &table, markers, select.allow_filtering, true)?;
+        // ORDER BY: all clustering columns in table order, all same or all reversed.
+        let mut reversed = false;
+        if !select.order_by.is_empty() {
+            if restrictions.partition.is_none() {
+                return Err(QueryError::invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
+            }
+            let ck: Vec<_> = table.clustering().collect();
+            let mut flip: Option<bool> = None;
+            for (i, (name, order)) in select.order_by.iter().enumerate() {
+                let Some(c) = ck.get(i).filter(|c| &c.name == name) else {
+                    return Err(QueryError::invalid(if ck.iter().any(|c| &c.name == name) {
+                        "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".to_string()
+                    } else {
+                        format!("Order by on unknown column {name}")
+                    }));
+                };
+                let natural = match c.order {
+                    ClusteringOrder::Asc => Order::Asc,
+                    ClusteringOrder::Desc => Order::Desc,
+                };
+                let this_flip = *order != natural;
+                if flip.is_some_and(|f| f != this_flip) {
+                    return Err(QueryError::invalid("Unsupported order by relation"));
+                }
+                flip = Some(this_flip);
+            }
+            reversed = flip.unwrap_or(false);
+        }
+        let int = DataType::Native(NativeType::Int);
+        let per_partition_limit = match &select.per_partition_limit {
+            Some(e) => Some(markers.term_named(e, &int, &ks, &tn, "[per_partition_limit]", "[per_partition_limit]")?),
+            None => None,
+        };
+        let limit = match &select.limit {
+            Some(e) => Some(markers.term_named(e, &int, &ks, &tn, "[limit]", "[limit]")?),
+            None => None,
+        };
+        if select.distinct {
+            for (s, _) in &outputs {
+                if let Selection::Column(i) = s {
+                    if !matches!(table.columns[*i].kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                        return Err(QueryError::invalid(format!(
+                            "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                            table.columns[*i].name
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(SelectPlan {
+            table,
+            outputs,
+            restrictions,
+            reversed,
+            limit,
+            per_partition_limit,
+            distinct: select.distinct,
+            count,
+        })
+    }
+
+    /// Result columns.
+    pub fn columns(&self) -> Vec<ColumnSpec> {
+        self.outputs.iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Marker indexes of the partition-key components, when each is bound by `pk = ?`.
+    pub fn pk_indexes(&self) -> Vec<u16> {
+        let Some(partition) = &self.restrictions.partition else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for v in partition {
+            match v {
+                KeyValues::Eq(Term::Marker { index, .. }) => out.push(*index as u16),
+                _ => return Vec::new(),
+            }
+        }
+        out
+    }
+
+    /// Runs the SELECT.
+    ///
+    /// # Errors
+    /// InvalidRequest for bad values, ProtocolError for a foreign paging state.
+    pub fn execute(
+        &self,
+        storage: &Storage,
+        values: &Values<'_>,
+        page_size: Option<i32>,
+        paging_state: Option<&Bytes>,
+    ) -> Result<Rows, QueryError> {
+        let limit = bind_limit(&self.limit, values, "LIMIT")?;
+        let per_partition = if self.distinct { Some(1) } else { bind_limit(&self.per_partition_limit, values, "PER PARTITION LIMIT")? };
+        let filters = self.bind_filters(values)?;
+        let state = match paging_state {
+            Some(b) => PagingState::decode(b)?,
+            None => PagingState::default(),
+        };
+        let page = if self.count { None } else { page_size.filter(|p| *p > 0).map(|p| p as usize) };
+        let mut remaining_total = limit.map(|l| l.saturating_sub(state.returned as usize));
+        let want = match (page, remaining_total) {
+            (Some(p), Some(r)) => Some(p.min(r)),
+            (Some(p), None) => Some(p),
+            (None, r) => r,
+        };
+        let mut out: Vec<Vec<Option<Bytes>>> = Vec::new();
+        let mut counted: i64 = 0;
+        let mut next_state: Option<PagingState> = None;
+        let full = |n: usize| want.is_some_and(|w| n >= w);
+
+        match &self.restrictions.partition {
+            Some(partition) => {
+                let pk_cols: Vec<_> = self.table.partition_key().collect();
+                let mut lists = Vec::new();
+                for (v, c) in partition.iter().zip(&pk_cols) {
+                    lists.push(bind_key_values(v, values, &c.name)?);
+                }
+                let mut keys: Vec<Vec<Vec<u8>>> = Vec::new();
+                for k in cartesian(lists)? {
+                    let bytes: Vec<Vec<u8>> = k.iter().map(Value::to_bytes).collect();
+                    if !keys.contains(&bytes) {
+                        keys.push(bytes);
+                    }
+                }
+                let slices = self.slices(values)?;
+                let mut pk_index = state.pk_index as usize;
+                let mut slice_index = state.slice_index as usize;
+                let mut cursor = state.cursor.clone().map(Cursor::from_bytes);
+                let mut in_partition = state.in_partition as usize;
+                'keys: while pk_index < keys.len() {
+                    let pk = &keys[pk_index];
+                    if pk.len() == 1 && pk[0].is_empty() {
+                        pk_index += 1;
+                        continue;
+                    }
+                    let token = storage::token::token(&storage::token::serialize_partition_key(
+                        &pk.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                    ));
+                    while slice_index < slices.len() {
+                        let (start, end) = slices[slice_index].clone();
+                        let remaining_pp = per_partition.map(|p| p.saturating_sub(in_partition));
+                        if remaining_pp == Some(0) {
+                            break;
+                        }
+                        let batch = match (want.map(|w| w - out.len()), remaining_pp) {
+                            (Some(a), Some(b)) => a.min(b),
+                            (Some(a), None) => a,
+                            (None, Some(b)) => b,
+                            (None, None) => 1000,
+                        }
+                        .max(1);
+                        let read = storage.read_partition(
+                            table_id(&self.table),
+                            pk,
+                            &Slice { start, end, reversed: self.reversed, limit: Some(batch), cursor: cursor.take() },
+                        )?;
+                        let static_only = read.rows.is_empty()
+                            && !read.static_cells.is_empty()
+                            && in_partition == 0
+                            && self.restrictions.clustering_eq.is_empty()
+                            && self.restrictions.clustering_slice.is_none();
+                        let rows: Vec<Option<&storage::Row>> = if static_only {
+                            vec![None]
+                        } else {
+                            read.rows.iter().map(Some).collect()
+                        };
+                        for row in rows {
+                            let ctx = RowContext { token, pk, statics: &read.static_cells, row };
+                            if self.matches(&ctx, &filters) {
+                                in_partition += 1;
+                                if self.count {
+                                    counted += 1;
+                                } else {
+                                    out.push(self.project(&ctx));
+                                }
+                            }
+                        }
+                        match read.cursor {
+                            Some(c) if !per_partition.is_some_and(|p| in_partition >= p) => {
+                                if full(out.len()) {
+                                    next_state = Some(PagingState { mode: 1, returned: 0, pk_index: pk_index as u32, slice_index: slice_index as u32, in_partition: in_partition as u32, cursor: Some(c.as_bytes().to_vec()), last_pk: None });
+                                    break 'keys;
+                                }
+                                cursor = Some(c);
+                            }
+                            _ => {
+                                slice_index += 1;
+                                cursor = None;
+                                if full(out.len()) {
+                                    let (pi, si, ip) = if slice_index < slices.len() { (pk_index, slice_index, in_partition) } else { (pk_index + 1, 0, 0) };
+                                    if pi < keys.len() {
+                                        next_state = Some(PagingState { mode: 1, returned: 0, pk_index: pi as u32, slice_index: si as u32, in_partition: ip as u32, cursor: None, last_pk: None });
+                                    }
+                                    break 'keys;
+                                }
+                            }
+                        }
+                    }
+                    pk_index += 1;
+                    slice_index = 0;
+                    in_partition = 0;
+                }
+            }
+            None => {
+                let Some(range) = self.token_range(values)? else {
+                    return self.finish(out, counted, None);
+                };
+                let mut cursor = state.cursor.clone().map(Cursor::from_bytes);
+                let mut last_pk: Option<Vec<Vec<u8>>> = state.last_pk.clone();
+                let mut in_partition = state.in_partition as usize;
+                loop {
+                    let batch = want.map(|w| w.saturating_sub(out.len())).unwrap_or(1000).clamp(1, 5000);
+                    let page_read = storage.scan(table_id(&self.table), range, batch, cursor.as_ref())?;
+                    for p in &page_read.partitions {
+                        if last_pk.as_ref() != Some(&p.partition_key) {
+                            last_pk = Some(p.partition_key.clone());
+                            in_partition = 0;
+                        }
+                        let rows: Vec<Option<&storage::Row>> = if p.rows.is_empty() { vec![None] } else { p.rows.iter().map(Some).collect() };
+                        for row in rows {
+                            if per_partition.is_some_and(|pp| in_partition >= pp) {
+                                break;
+                            }
+                            let ctx = RowContext { token: p.token, pk: &p.partition_key, statics: &p.static_cells, row };
+                            if row.is_none() && p.static_cells.is_empty() {
+                                continue;
+                            }
+                            if self.matches(&ctx, &filters) {
+                                in_partition += 1;
+                                if self.count {
+                                    counted += 1;
+                                } else {
+                                    out.push(self.project(&ctx));
+                                }
+                            }
+                        }
+                    }
+                    match page_read.cursor {
+                        Some(c) => {
+                            if full(out.len()) {
+                                next_state = Some(PagingState { mode: 2, returned: 0, pk_index: 0, slice_index: 0, in_partition: in_partition as u32, cursor: Some(c.as_bytes().to_vec()), last_pk });
+                                break;
+                            }
+                            cursor = Some(c);
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+        if let (Some(w), true) = (want, !self.count) {
+            out.truncate(w);
+        }
+        if let Some(r) = remaining_total.as_mut() {
+            *r = r.saturating_sub(out.len());
+            if *r == 0 {
+                next_state = None;
+            }
+        }
+        let next = next_state.map(|mut s| {
+            s.returned = state.returned + out.len() as u32;
+            s.encode()
+        });
+        self.finish(out, counted, next)
+    }
+
+    fn finish(&self, rows: Vec<Vec<Option<Bytes>>>, counted: i64, next: Option<Bytes>) -> Result<Rows, QueryError> {
+        let rows = if self.count {
+            vec![self.outputs.iter().map(|_| Some(Bytes::copy_from_slice(&counted.to_be_bytes()))).collect()]
+        } else {
+            rows
+        };
+        Ok(Rows {
+            metadata: ResultMetadata { columns: self.columns(), paging_state: next, no_metadata: false },
+            rows,
+        })
+    }
+
+    /// The clustering slices to read in each partition (one per IN combination).
+    fn slices(&self, values: &Values<'_>) -> Result<Vec<(storage::ClusteringBound, storage::ClusteringBound)>, QueryError> {
+        let ck: Vec<_> = self.table.clustering().collect();
+        let mut lists = Vec::new();
+        for (v, c) in self.restrictions.clustering_eq.iter().zip(&ck) {
+            lists.push(bind_key_values(v, values, &c.name)?);
+        }
+        let mut prefixes: Vec<Vec<Vec<u8>>> = Vec::new();
+        for p in cartesian(lists)? {
+            prefixes.push(p.iter().map(Value::to_bytes).collect());
+        }
+        // IN on clustering: read in clustering order.
+        if prefixes.len() > 1 {
+            let types: Vec<(DataType, ClusteringOrder)> = ck.iter().map(|c| (c.data_type.clone(), c.order)).collect();
+            prefixes.sort_by(|a, b| {
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    let (ty, order) = &types[i];
+                    let (Ok(xv), Ok(yv)) = (Value::decode(ty, x), Value::decode(ty, y)) else { continue };
+                    let o = compare_values(&xv, &yv, ty);
+                    let o = if *order == ClusteringOrder::Desc { o.reverse() } else { o };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            });
+            prefixes.dedup();
+            if self.reversed {
+                prefixes.reverse();
+            }
+        }
+        let slice = match &self.restrictions.clustering_slice {
+            None => None,
+            Some((lo, hi)) => {
+                let bind = |e: &Option<RangeEnd>| -> Result<Option<(Vec<u8>, bool)>, QueryError> {
+                    match e {
+                        None => Ok(None),
+                        Some(r) => match values.bind(&r.term)? {
+                            Bound::Value(v) => Ok(Some((v.to_bytes(), r.inclusive))),
+                            _ => Err(QueryError::invalid("Invalid null value in clustering restriction")),
+                        },
+                    }
+                };
+                Some((bind(lo)?, bind(hi)?))
+            }
+        };
+        let order = self.restrictions.slice_column_order(&self.table);
+        Ok(prefixes.iter().map(|p| storage_bounds(p, slice.clone(), order)).collect())
+    }
+
+    /// The storage token range for token restrictions (None when provably empty).
+    fn token_range(&self, values: &Values<'_>) -> Result<Option<TokenRange>, QueryError> {
+        let bind = |e: &Option<RangeEnd>| -> Result<Option<(i64, bool)>, QueryError> {
+            match e {
+                None => Ok(None),
+                Some(r) => match values.bind(&r.term)? {
+                    Bound::Value(Value::Bigint(t)) => Ok(Some((t, r.inclusive))),
+                    _ => Err(QueryError::invalid("Invalid null value for partition key token")),
+                },
+            }
+        };
+        let start = bind(&self.restrictions.token_start)?;
+        let end = bind(&self.restrictions.token_end)?;
+        // (start, end] with MIN meaning the ring's start/end.
+        let start_excl = match start {
+            None => MIN_TOKEN,
+            Some((t, _)) if t == MIN_TOKEN => MIN_TOKEN,
+            Some((t, true)) => t - 1,
+            Some((t, false)) => t,
+        };
+        let end_incl = match end {
+            None => MIN_TOKEN,
+            Some((t, _)) if t == MIN_TOKEN => MIN_TOKEN,
+            Some((t, true)) => t,
+            Some((t, false)) => t - 1,
+        };
+        if end_incl != MIN_TOKEN && start_excl >= end_incl {
+            return Ok(None);
+        }
+        if start_excl == i64::MAX {
+            return Ok(None);
+        }
+        Ok(Some(TokenRange { start: start_excl, end: end_incl }))
+    }
+
+    fn bind_filters(&self, values: &Values<'_>) -> Result<Vec<(usize, Operator, Vec<Value>)>, QueryError> {
+        let mut out = Vec::new();
+        for f in &self.restrictions.filters {
+            let name = &self.table.columns[f.column].name;
+            let vals = bind_key_values(&f.values, values, name)?;
+            out.push((f.column, f.op, vals));
+        }
+        Ok(out)
+    }
+
+    fn cell_value(&self, ctx: &RowContext<'_>, i: usize) -> Option<Bytes> {
+        let col = &self.table.columns[i];
+        match col.kind {
+            ColumnKind::PartitionKey => ctx.pk.get(col.position as usize).map(|b| Bytes::copy_from_slice(b)),
+            ColumnKind::Clustering => ctx.row.and_then(|r| r.clustering.get(col.position as usize)).map(|b| Bytes::copy_from_slice(b)),
+            ColumnKind::Static => ctx.statics.get(&col.id).and_then(|v| serialize_column(v, &col.data_type)),
+            ColumnKind::Regular => ctx.row.and_then(|r| r.cells.get(&col.id)).and_then(|v| serialize_column(v, &col.data_type)),
+        }
+    }
+
+    fn matches(&self, ctx: &RowContext<'_>, filters: &[(usize, Operator, Vec<Value>)]) -> bool {
+        for (i, op, vals) in filters {
+            let col = &self.table.columns[*i];
+            let Some(bytes) = self.cell_value(ctx, *i) else { return false };
+            let Ok(cell) = Value::decode(&col.data_type, &bytes) else { return false };
+            let ty = &col.data_type;
+            let ok = match op {
+                Operator::In => vals.iter().any(|v| compare_values(&cell, v, ty) == Ordering::Equal),
+                Operator::Contains => match (&cell, ty.unfrozen()) {
+                    (Value::List(items) | Value::Set(items), DataType::List(e) | DataType::Set(e)) => {
+                        vals.iter().all(|v| items.iter().any(|x| compare_values(x, v, e) == Ordering::Equal))
+                    }
+                    (Value::Map(entries), DataType::Map(_, vt)) => {
+                        vals.iter().all(|v| entries.iter().any(|(_, x)| compare_values(x, v, vt) == Ordering::Equal))
+                    }
+                    _ => false,
+                },
+                Operator::ContainsKey => match (&cell, ty.unfrozen()) {
+                    (Value::Map(entries), DataType::Map(kt, _)) => {
+                        vals.iter().all(|v| entries.iter().any(|(k, _)| compare_values(k, v, kt) == Ordering::Equal))
+                    }
+                    _ => false,
+                },
+                _ => vals.first().is_some_and(|v| {
+                    let o = compare_values(&cell, v, ty);
+                    match op {
+                        Operator::Eq => o == Ordering::Equal,
+                        Operator::Ne => o != Ordering::Equal,
+                        Operator::Lt => o == Ordering::Less,
+                        Operator::Le => o != Ordering::Greater,
+                        Operator::Gt => o == Ordering::Greater,
+                        Operator::Ge => o != Ordering::Less,
+                        _ => false,
+                    }
+                }),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn project(&self, ctx: &RowContext<'_>) -> Vec<Option<Bytes>> {
+        self.outputs
+            .iter()
+            .map(|(s, _)| match s {
+                Selection::Column(i) => self.cell_value(ctx, *i),
+                Selection::WriteTime(i) | Selection::Ttl(i) => {
+                    let col = &self.table.columns[*i];
+                    let cell = if col.kind == ColumnKind::Static {
+                        ctx.statics.get(&col.id)
+                    } else {
+                        ctx.row.and_then(|r| r.cells.get(&col.id))
+                    };
+                    match cell {
+                        Some(ColumnValue::Simple(c)) => match s {
+                            Selection::WriteTime(_) => Some(Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
+                            _ => c.ttl.map(|t| Bytes::copy_from_slice(&(t as i32).to_be_bytes())),
+                        },
+                        _ => None,
+                    }
+                }
+                Selection::Token => Some(Bytes::copy_from_slice(&ctx.token.to_be_bytes())),
+                Selection::Count => None,
+            })
+            .collect()
+    }
+}
+
+fn bind_limit(term: &Option<Term>, values: &Values<'_>, what: &str) -> Result<Option<usize>, QueryError> {
+    match term {
+        None => Ok(None),
+        Some(t) => match values.bind(t)? {
+            Bound::Value(Value::Int(n)) if n > 0 => Ok(Some(n as usize)),
+            Bound::Unset => Ok(None),
+            Bound::Null => Err(QueryError::invalid(format!("Invalid null value of {}", what.to_lowercase()))),
+            _ => Err(QueryError::invalid(format!("{what} must be strictly positive"))),
+        },
+    }
+}
+
+/// Serializes a stored column for a result: simple cells as stored, collections rebuilt.
+fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> {
+    match v {
+        ColumnValue::Simple(c) => Some(Bytes::copy_from_slice(&c.value)),
+        ColumnValue::Collection(items) => {
+            if items.is_empty() {
+                return None;
+            }
+            let mut out = BytesMut::new();
+            match ty.unfrozen() {
+                DataType::List(_) => {
+                    out.put_i32(items.len() as i32);
+                    for (_, c) in items {
+                        out.put_i32(c.value.len() as i32);
+                        out.put_slice(&c.value);
+                    }
+                }
+                DataType::Set(_) => {
+                    out.put_i32(items.len() as i32);
+                    for (k, _) in items {
+                        out.put_i32(k.len() as i32);
+                        out.put_slice(k);
+                    }
+                }
+                DataType::Map(_, _) => {
+                    out.put_i32(items.len() as i32);
+                    for (k, c) in items {
+                        out.put_i32(k.len() as i32);
+                        out.put_slice(k);
+                        out.put_i32(c.value.len() as i32);
+                        out.put_slice(&c.value);
+                    }
+                }
+                DataType::Udt(u) => {
+                    for i in 0..u.fields.len() {
+                        let key = (i as i16).to_be_bytes();
+                        match items.iter().find(|(k, _)| k.as_slice() == key) {
+                            Some((_, c)) => {
+                                out.put_i32(c.value.len() as i32);
+                                out.put_slice(&c.value);
+                            }
+                            None => out.put_i32(-1),
+                        }
+                    }
+                }
+                _ => return None,
+            }
+            Some(out.freeze())
+        }
+    }
+}
+
+/// Where a paged SELECT resumes.
+#[derive(Debug, Clone, Default)]
+struct PagingState {
+    /// 1: partition keys; 2: token scan.
+    mode: u8,
+    returned: u32,
+    pk_index: u32,
+    slice_index: u32,
+    in_partition: u32,
+    cursor: Option<Vec<u8>>,
+    last_pk: Option<Vec<Vec<u8>>>,
+}
+
+const PAGING_MAGIC: &[u8; 3] = b"rgp";
+
+impl PagingState {
+    fn encode(&self) -> Bytes {
+        let mut b = BytesMut::new();
+        b.put_slice(PAGING_MAGIC);
+        b.put_u8(self.mode);
+        b.put_u32(self.returned);
+        b.put_u32(self.pk_index);
+        b.put_u32(self.slice_index);
+        b.put_u32(self.in_partition);
+        match &self.last_pk {
+            Some(pk) => {
+                b.put_u16(pk.len() as u16);
+                for c in pk {
+                    b.put_u32(c.len() as u32);
+                    b.put_slice(c);
+                }
+            }
+            None => b.put_u16(u16::MAX),
+        }
+        if let Some(c) = &self.cursor {
+            b.put_slice(c);
+        }
+        b.freeze()
+    }
+
+    fn decode(b: &[u8]) -> Result<PagingState, QueryError> {
+        let bad = || QueryError::Protocol("Invalid value for the paging state".into());
+        let mut r = b;
+        let take = |r: &mut &[u8], n: usize| -> Result<Vec<u8>, QueryError> {
+            if r.len() < n {
+                return Err(bad());
+            }
+            let (a, rest) = r.split_at(n);
+            *r = rest;
+            Ok(a.to_vec())
+        };
+        let u32_of = |v: Vec<u8>| u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+        if take(&mut r, 3)? != PAGING_MAGIC {
+            return Err(bad());
+        }
+        let mode = take(&mut r, 1)?[0];
+        let returned = u32_of(take(&mut r, 4)?);
+        let pk_index = u32_of(take(&mut r, 4)?);
+        let slice_index = u32_of(take(&mut r, 4)?);
+        let in_partition = u32_of(take(&mut r, 4)?);
+        let n = take(&mut r, 2)?;
+        let n = u16::from_be_bytes([n[0], n[1]]);
+        let last_pk = if n == u16::MAX {
+            None
+        } else {
+            let mut pk = Vec::new();
+            for _ in 0..n {
+                let len = u32_of(take(&mut r, 4)?) as usize;
+                pk.push(take(&mut r, len)?);
+            }
+            Some(pk)
+        };
+        let cursor = (!r.is_empty()).then(|| r.to_vec());
+        if mode != 1 && mode != 2 {
+            return Err(bad());
+        }
+        Ok(PagingState { mode, returned, pk_index, slice_index, in_partition, cursor, last_pk })
+    }
+}
