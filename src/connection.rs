@@ -4,8 +4,8 @@
 use crate::node::Node;
 use crate::session::Session;
 use bytes::{Bytes, BytesMut};
-use cql::frame::{self, Frame, FrameError, Opcode};
 use cql::compression::Compression;
+use cql::frame::{self, Frame, FrameError, Opcode};
 use cql::request::Request;
 use cql::response::{ErrorBody, Event, Response};
 use std::net::SocketAddr;
@@ -29,7 +29,12 @@ pub(crate) enum Outgoing {
 }
 
 /// Serves one TCP connection until the client leaves, a fatal protocol error, or shutdown.
-pub async fn run(socket: TcpStream, peer: SocketAddr, node: Arc<Node>, shutdown: CancellationToken) {
+pub async fn run(
+    socket: TcpStream,
+    peer: SocketAddr,
+    node: Arc<Node>,
+    shutdown: CancellationToken,
+) {
     let _ = socket.set_nodelay(true);
     let (mut reader, writer) = socket.into_split();
     let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
@@ -127,7 +132,11 @@ fn dispatch(
         match session.decompress(&frame.body, node.config().max_frame_bytes as usize) {
             Ok(b) => b,
             Err(message) => {
-                session.send(version, stream, &Response::Error(ErrorBody::ProtocolError(message)));
+                session.send(
+                    version,
+                    stream,
+                    &Response::Error(ErrorBody::ProtocolError(message)),
+                );
                 return true;
             }
         }

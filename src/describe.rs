@@ -3,7 +3,9 @@
 
 use crate::error::QueryError;
 use crate::executor::virtual_select::page;
-use crate::schema::{is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, Keyspace, Table, TypeDef};
+use crate::schema::{
+    is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, Keyspace, Table, TypeDef,
+};
 use crate::system::{is_virtual_keyspace, NodeInfo, PARTITIONER};
 use bytes::Bytes;
 use cql::ast::{Describe, DescribeTarget, QualifiedName};
@@ -23,7 +25,10 @@ fn quote(s: &str) -> String {
 }
 
 fn text_map(m: &BTreeMap<String, String>) -> String {
-    let items: Vec<String> = m.iter().map(|(k, v)| format!("{}: {}", quote(k), quote(v))).collect();
+    let items: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
+        .collect();
     format!("{{{}}}", items.join(", "))
 }
 
@@ -72,7 +77,12 @@ pub fn table_statement(t: &Table, virtual_table: bool) -> String {
         let _ = write!(s, "{}.{} is a virtual table and cannot be recreated with CQL.\nStructure, for reference:\n", ident(&t.keyspace), ident(&t.name));
         s.push_str("VIRTUAL ");
     }
-    let _ = writeln!(s, "CREATE TABLE {}.{} (", ident(&t.keyspace), ident(&t.name));
+    let _ = writeln!(
+        s,
+        "CREATE TABLE {}.{} (",
+        ident(&t.keyspace),
+        ident(&t.name)
+    );
     let pk: Vec<_> = t.partition_key().collect();
     let ck: Vec<_> = t.clustering().collect();
     let single_pk = pk.len() == 1 && ck.is_empty();
@@ -114,14 +124,24 @@ pub fn table_statement(t: &Table, virtual_table: bool) -> String {
                 format!(
                     "{} {}",
                     ident(&c.name),
-                    if c.order == ClusteringOrder::Desc { "DESC" } else { "ASC" }
+                    if c.order == ClusteringOrder::Desc {
+                        "DESC"
+                    } else {
+                        "ASC"
+                    }
                 )
             })
             .collect();
         opts.push(format!("CLUSTERING ORDER BY ({})", order.join(", ")));
     }
-    opts.push(format!("additional_write_policy = {}", quote(&p.additional_write_policy)));
-    opts.push(format!("bloom_filter_fp_chance = {}", float(p.bloom_filter_fp_chance)));
+    opts.push(format!(
+        "additional_write_policy = {}",
+        quote(&p.additional_write_policy)
+    ));
+    opts.push(format!(
+        "bloom_filter_fp_chance = {}",
+        float(p.bloom_filter_fp_chance)
+    ));
     opts.push(format!("caching = {}", text_map(&p.caching)));
     opts.push(format!("cdc = {}", p.cdc));
     opts.push(format!("comment = {}", quote(&p.comment)));
@@ -132,10 +152,16 @@ pub fn table_statement(t: &Table, virtual_table: bool) -> String {
     opts.push("extensions = {}".to_string());
     opts.push(format!("gc_grace_seconds = {}", p.gc_grace_seconds));
     opts.push(format!("max_index_interval = {}", p.max_index_interval));
-    opts.push(format!("memtable_flush_period_in_ms = {}", p.memtable_flush_period_in_ms));
+    opts.push(format!(
+        "memtable_flush_period_in_ms = {}",
+        p.memtable_flush_period_in_ms
+    ));
     opts.push(format!("min_index_interval = {}", p.min_index_interval));
     opts.push(format!("read_repair = {}", quote(&p.read_repair)));
-    opts.push(format!("speculative_retry = {}", quote(&p.speculative_retry)));
+    opts.push(format!(
+        "speculative_retry = {}",
+        quote(&p.speculative_retry)
+    ));
     s.push_str(" WITH ");
     s.push_str(&opts.join("\n    AND "));
     s.push(';');
@@ -169,7 +195,12 @@ fn keyspace_elements(ks: &Keyspace, only: bool) -> Vec<Element> {
         out.push((ks.name.clone(), "type", t.name.clone(), type_statement(t)));
     }
     for t in ks.tables.values() {
-        out.push((ks.name.clone(), "table", t.name.clone(), table_statement(t, virt)));
+        out.push((
+            ks.name.clone(),
+            "table",
+            t.name.clone(),
+            table_statement(t, virt),
+        ));
     }
     out
 }
@@ -182,9 +213,9 @@ fn types_in_dependency_order(ks: &Keyspace) -> Vec<&TypeDef> {
         let before = remaining.len();
         remaining.retain(|t| {
             let ready = t.field_types.iter().all(|ft| {
-                udt_names(ft)
-                    .iter()
-                    .all(|n| n == &t.name || out.iter().any(|o| &o.name == n) || !ks.types.contains_key(n))
+                udt_names(ft).iter().all(|n| {
+                    n == &t.name || out.iter().any(|o| &o.name == n) || !ks.types.contains_key(n)
+                })
             });
             if ready {
                 out.push(t);
@@ -212,7 +243,11 @@ fn udt_names(t: &DataType) -> Vec<String> {
     }
 }
 
-fn element_rows(elements: Vec<Element>, page_size: Option<i32>, state: Option<&Bytes>) -> Result<Rows, QueryError> {
+fn element_rows(
+    elements: Vec<Element>,
+    page_size: Option<i32>,
+    state: Option<&Bytes>,
+) -> Result<Rows, QueryError> {
     let text = || DataType::Native(NativeType::Text);
     let (elements, next) = page(elements, page_size, state)?;
     Ok(Rows {
@@ -233,12 +268,20 @@ fn element_rows(elements: Vec<Element>, page_size: Option<i32>, state: Option<&B
     })
 }
 
-fn listing_rows(items: Vec<(String, &'static str, String)>, page_size: Option<i32>, state: Option<&Bytes>) -> Result<Rows, QueryError> {
+fn listing_rows(
+    items: Vec<(String, &'static str, String)>,
+    page_size: Option<i32>,
+    state: Option<&Bytes>,
+) -> Result<Rows, QueryError> {
     let text = || DataType::Native(NativeType::Text);
     let (items, next) = page(items, page_size, state)?;
     Ok(Rows {
         metadata: ResultMetadata {
-            columns: vec![spec("keyspace_name", text()), spec("type", text()), spec("name", text())],
+            columns: vec![
+                spec("keyspace_name", text()),
+                spec("type", text()),
+                spec("name", text()),
+            ],
             paging_state: next,
             no_metadata: false,
         },
@@ -312,25 +355,35 @@ pub fn describe(
             }
             listing_rows(items, page_size, state)
         }
-        DescribeTarget::Functions | DescribeTarget::Aggregates => listing_rows(Vec::new(), page_size, state),
+        DescribeTarget::Functions | DescribeTarget::Aggregates => {
+            listing_rows(Vec::new(), page_size, state)
+        }
         DescribeTarget::Keyspace { name, only } => {
             let name = match name {
                 Some(n) => n.clone(),
-                None => current
-                    .map(str::to_string)
-                    .ok_or_else(|| QueryError::invalid("No keyspace specified and no current keyspace"))?,
+                None => current.map(str::to_string).ok_or_else(|| {
+                    QueryError::invalid("No keyspace specified and no current keyspace")
+                })?,
             };
-            element_rows(keyspace_elements(keyspace(catalog, &name)?, *only), page_size, state)
+            element_rows(
+                keyspace_elements(keyspace(catalog, &name)?, *only),
+                page_size,
+                state,
+            )
         }
         DescribeTarget::Table(name) => {
             let ks = ks_of(name, current)?;
             let k = keyspace(catalog, &ks)?;
-            let t = k
-                .tables
-                .get(&name.name)
-                .ok_or_else(|| QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))?;
+            let t = k.tables.get(&name.name).ok_or_else(|| {
+                QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
+            })?;
             element_rows(
-                vec![(ks.clone(), "table", t.name.clone(), table_statement(t, is_virtual_keyspace(&ks)))],
+                vec![(
+                    ks.clone(),
+                    "table",
+                    t.name.clone(),
+                    table_statement(t, is_virtual_keyspace(&ks)),
+                )],
                 page_size,
                 state,
             )
@@ -338,11 +391,14 @@ pub fn describe(
         DescribeTarget::Type(name) => {
             let ks = ks_of(name, current)?;
             let k = keyspace(catalog, &ks)?;
-            let t = k
-                .types
-                .get(&name.name)
-                .ok_or_else(|| QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))?;
-            element_rows(vec![(ks.clone(), "type", t.name.clone(), type_statement(t))], page_size, state)
+            let t = k.types.get(&name.name).ok_or_else(|| {
+                QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
+            })?;
+            element_rows(
+                vec![(ks.clone(), "type", t.name.clone(), type_statement(t))],
+                page_size,
+                state,
+            )
         }
         DescribeTarget::Schema { full } => {
             let mut elements = Vec::new();
@@ -363,7 +419,11 @@ pub fn describe(
             ];
             Ok(Rows {
                 metadata: ResultMetadata {
-                    columns: vec![spec("cluster", text()), spec("partitioner", text()), spec("snitch", text())],
+                    columns: vec![
+                        spec("cluster", text()),
+                        spec("partitioner", text()),
+                        spec("snitch", text()),
+                    ],
                     paging_state: None,
                     no_metadata: false,
                 },
@@ -380,16 +440,30 @@ pub fn describe(
             let k = keyspace(catalog, &ks)?;
             if let Some(t) = k.tables.get(&name.name) {
                 return element_rows(
-                    vec![(ks.clone(), "table", t.name.clone(), table_statement(t, is_virtual_keyspace(&ks)))],
+                    vec![(
+                        ks.clone(),
+                        "table",
+                        t.name.clone(),
+                        table_statement(t, is_virtual_keyspace(&ks)),
+                    )],
                     page_size,
                     state,
                 );
             }
             if let Some(t) = k.types.get(&name.name) {
-                return element_rows(vec![(ks.clone(), "type", t.name.clone(), type_statement(t))], page_size, state);
+                return element_rows(
+                    vec![(ks.clone(), "type", t.name.clone(), type_statement(t))],
+                    page_size,
+                    state,
+                );
             }
-            Err(QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name)))
+            Err(QueryError::invalid(format!(
+                "'{}' not found in keyspace '{ks}'",
+                name.name
+            )))
         }
-        other => Err(QueryError::invalid(format!("DESCRIBE {other:?}: no such object in ringdb"))),
+        other => Err(QueryError::invalid(format!(
+            "DESCRIBE {other:?}: no such object in ringdb"
+        ))),
     }
 }

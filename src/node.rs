@@ -88,7 +88,12 @@ pub fn layout_of(table: &Table) -> TableLayout {
         columns: table
             .columns
             .iter()
-            .filter(|c| matches!(c.kind, schema::ColumnKind::Regular | schema::ColumnKind::Static))
+            .filter(|c| {
+                matches!(
+                    c.kind,
+                    schema::ColumnKind::Regular | schema::ColumnKind::Static
+                )
+            })
             .map(|c| (c.id, c.data_type.clone()))
             .collect(),
     }

@@ -35,10 +35,16 @@ pub fn statement_id(keyspace: Option<&str>, query: &str) -> [u8; 16] {
     ctx.compute().0
 }
 
+/// Statements by id, plus ids in insertion order for eviction.
+type Entries = (
+    HashMap<[u8; 16], Arc<PreparedStatement>>,
+    VecDeque<[u8; 16]>,
+);
+
 /// A bounded map from id to prepared statement; the oldest entry is evicted first.
 pub struct PreparedCache {
     capacity: usize,
-    inner: Mutex<(HashMap<[u8; 16], Arc<PreparedStatement>>, VecDeque<[u8; 16]>)>,
+    inner: Mutex<Entries>,
 }
 
 impl PreparedCache {

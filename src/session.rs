@@ -171,7 +171,10 @@ impl Session {
                     self.send(version, stream, &unexpected("REGISTER"));
                     return;
                 }
-                if events.iter().any(|e| e.eq_ignore_ascii_case("SCHEMA_CHANGE")) {
+                if events
+                    .iter()
+                    .any(|e| e.eq_ignore_ascii_case("SCHEMA_CHANGE"))
+                {
                     self.forward_events(version, node);
                 }
                 self.send(version, stream, &Response::Ready);
@@ -197,7 +200,8 @@ impl Session {
                 .find(|(k, _)| k.eq_ignore_ascii_case(key))
                 .map(|(_, v)| v.as_str())
         };
-        let cql_version = get("CQL_VERSION").ok_or("Missing value CQL_VERSION in STARTUP message")?;
+        let cql_version =
+            get("CQL_VERSION").ok_or("Missing value CQL_VERSION in STARTUP message")?;
         let major = cql_version
             .split('.')
             .next()

@@ -21,17 +21,30 @@ async fn scylla_driver_sees_the_schema_as_created() {
     let server = TestServer::start().await;
     let session = server.session().await;
     for ddl in DDL {
-        session.query_unpaged(*ddl, &[]).await.unwrap_or_else(|e| panic!("{ddl}: {e}"));
+        session
+            .query_unpaged(*ddl, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{ddl}: {e}"));
     }
-    session.await_schema_agreement().await.expect("schema agreement");
+    session
+        .await_schema_agreement()
+        .await
+        .expect("schema agreement");
     session.refresh_metadata().await.expect("metadata refresh");
     let state = session.get_cluster_state();
     let ks = state.get_keyspace("ks").expect("keyspace ks");
-    assert_eq!(ks.strategy, Strategy::SimpleStrategy { replication_factor: 1 });
+    assert_eq!(
+        ks.strategy,
+        Strategy::SimpleStrategy {
+            replication_factor: 1
+        }
+    );
     let nts = state.get_keyspace("nts").expect("keyspace nts");
     assert!(!nts.durable_writes);
     match &nts.strategy {
-        Strategy::NetworkTopologyStrategy { datacenter_repfactors } => {
+        Strategy::NetworkTopologyStrategy {
+            datacenter_repfactors,
+        } => {
             assert_eq!(datacenter_repfactors.get("datacenter1"), Some(&3))
         }
         other => panic!("NTS expected, got {other:?}"),
@@ -45,18 +58,33 @@ async fn scylla_driver_sees_the_schema_as_created() {
     assert_eq!(t.columns["c2"].typ, ColumnType::Native(NativeType::BigInt));
     assert_eq!(t.columns["s"].kind, ColumnKind::Static);
     match &t.columns["v"].typ {
-        ColumnType::Collection { frozen: false, typ: CollectionType::Map(k, v) } => {
+        ColumnType::Collection {
+            frozen: false,
+            typ: CollectionType::Map(k, v),
+        } => {
             assert_eq!(**k, ColumnType::Native(NativeType::Text));
-            assert!(matches!(**v, ColumnType::Collection { frozen: true, typ: CollectionType::List(_) }));
+            assert!(matches!(
+                **v,
+                ColumnType::Collection {
+                    frozen: true,
+                    typ: CollectionType::List(_)
+                }
+            ));
         }
         other => panic!("map expected, got {other:?}"),
     }
-    assert!(matches!(t.columns["addr"].typ, ColumnType::UserDefinedType { frozen: true, .. }));
+    assert!(matches!(
+        t.columns["addr"].typ,
+        ColumnType::UserDefinedType { frozen: true, .. }
+    ));
 
     let t = ks.tables.get("composite").expect("table composite");
     assert_eq!(t.partition_key, vec!["p1", "p2"]);
     assert_eq!(t.clustering_key, vec!["c1"]);
-    assert_eq!(t.columns["c1"].typ, ColumnType::Native(NativeType::Timeuuid));
+    assert_eq!(
+        t.columns["c1"].typ,
+        ColumnType::Native(NativeType::Timeuuid)
+    );
     assert!(matches!(t.columns["v"].typ, ColumnType::Tuple(_)));
 
     let t = ks.tables.get("single").expect("table single");
@@ -90,7 +118,10 @@ async fn ddl_errors_are_cassandra_errors_and_the_session_keeps_working() {
     let server = TestServer::start().await;
     let session = server.session().await;
     session.query_unpaged(DDL[0], &[]).await.expect("create ks");
-    let err = session.query_unpaged(DDL[0], &[]).await.expect_err("already exists");
+    let err = session
+        .query_unpaged(DDL[0], &[])
+        .await
+        .expect_err("already exists");
     assert!(format!("{err:?}").contains("AlreadyExists"), "{err:?}");
     session
         .query_unpaged(
@@ -99,9 +130,15 @@ async fn ddl_errors_are_cassandra_errors_and_the_session_keeps_working() {
         )
         .await
         .expect("IF NOT EXISTS is quiet");
-    let err = session.query_unpaged("SELECT * FROM ks.nope", &[]).await.expect_err("unknown table");
+    let err = session
+        .query_unpaged("SELECT * FROM ks.nope", &[])
+        .await
+        .expect_err("unknown table");
     assert!(format!("{err:?}").contains("Invalid"), "{err:?}");
-    let err = session.query_unpaged("SELEKT 1", &[]).await.expect_err("syntax");
+    let err = session
+        .query_unpaged("SELEKT 1", &[])
+        .await
+        .expect_err("syntax");
     assert!(format!("{err:?}").contains("SyntaxError"), "{err:?}");
     let err = session
         .query_unpaged("SELECT * FROM system_schema.scylla_tables", &[])
@@ -166,7 +203,10 @@ async fn schema_survives_graceful_restart_and_sigkill() {
         .expect("reconnect after SIGKILL");
     let state = session.get_cluster_state();
     let ks = state.get_keyspace("ks").expect("ks after SIGKILL");
-    assert!(ks.tables.contains_key("after_restart"), "acknowledged DDL survives SIGKILL");
+    assert!(
+        ks.tables.contains_key("after_restart"),
+        "acknowledged DDL survives SIGKILL"
+    );
     let status = proc.terminate();
     assert!(status.success());
 }

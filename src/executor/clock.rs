@@ -38,7 +38,8 @@ fn next_tick() -> i64 {
     let mut last = LAST_LIST_TICK.load(Ordering::Relaxed);
     loop {
         let next = if now > last { now } else { last + 1 };
-        match LAST_LIST_TICK.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+        match LAST_LIST_TICK.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed)
+        {
             Ok(_) => return next,
             Err(seen) => last = seen,
         }

@@ -11,7 +11,11 @@ use std::net::IpAddr;
 ///
 /// # Errors
 /// InvalidRequest when the literal does not fit the type, naming `receiver`.
-pub fn literal_value(expr: &Expr, ty: &DataType, receiver: &str) -> Result<Option<Value>, QueryError> {
+pub fn literal_value(
+    expr: &Expr,
+    ty: &DataType,
+    receiver: &str,
+) -> Result<Option<Value>, QueryError> {
     let invalid = || {
         QueryError::invalid(format!(
             "Invalid {} constant ({expr}) for \"{receiver}\" of type {ty}",
@@ -27,14 +31,18 @@ pub fn literal_value(expr: &Expr, ty: &DataType, receiver: &str) -> Result<Optio
             Expr::Literal(Literal::Float(s)) => float(&format!("-{s}"), ty_un, receiver)?,
             Expr::Literal(Literal::Infinity { negative }) => {
                 return literal_value(
-                    &Expr::Literal(Literal::Infinity { negative: !negative }),
+                    &Expr::Literal(Literal::Infinity {
+                        negative: !negative,
+                    }),
                     ty,
                     receiver,
                 )
             }
             _ => return Err(invalid()),
         },
-        (Expr::Literal(lit), DataType::Native(n)) => native(lit, *n, receiver).ok_or_else(invalid)??,
+        (Expr::Literal(lit), DataType::Native(n)) => {
+            native(lit, *n, receiver).ok_or_else(invalid)??
+        }
         (Expr::List(items), DataType::List(elem)) => Value::List(elements(items, elem, receiver)?),
         (Expr::List(items), DataType::Set(elem)) | (Expr::Set(items), DataType::Set(elem)) => {
             let mut v = elements(items, elem, receiver)?;
@@ -46,10 +54,10 @@ pub fn literal_value(expr: &Expr, ty: &DataType, receiver: &str) -> Result<Optio
             let mut out = Vec::with_capacity(entries.len());
             for (k, v) in entries {
                 let k = literal_value(k, kt, receiver)?.ok_or_else(|| {
-                    QueryError::invalid(format!("null is not supported inside collections"))
+                    QueryError::invalid("null is not supported inside collections".to_string())
                 })?;
                 let v = literal_value(v, vt, receiver)?.ok_or_else(|| {
-                    QueryError::invalid(format!("null is not supported inside collections"))
+                    QueryError::invalid("null is not supported inside collections".to_string())
                 })?;
                 out.push((k, v));
             }
@@ -98,7 +106,9 @@ fn kind_name(expr: &Expr) -> &'static str {
     match expr {
         Expr::Literal(Literal::String(_)) => "STRING",
         Expr::Literal(Literal::Integer(_)) => "INTEGER",
-        Expr::Literal(Literal::Float(_)) | Expr::Literal(Literal::NaN) | Expr::Literal(Literal::Infinity { .. }) => "FLOAT",
+        Expr::Literal(Literal::Float(_))
+        | Expr::Literal(Literal::NaN)
+        | Expr::Literal(Literal::Infinity { .. }) => "FLOAT",
         Expr::Literal(Literal::Boolean(_)) => "BOOLEAN",
         Expr::Literal(Literal::Uuid(_)) => "UUID",
         Expr::Literal(Literal::Blob(_)) => "HEX",
@@ -132,37 +142,54 @@ fn native(lit: &Literal, n: NativeType, receiver: &str) -> Option<Result<Value, 
             if s.is_ascii() {
                 Ok(Value::Ascii(s.clone()))
             } else {
-                Err(QueryError::invalid(format!("Invalid ASCII character in string literal for {receiver}")))
+                Err(QueryError::invalid(format!(
+                    "Invalid ASCII character in string literal for {receiver}"
+                )))
             }
         }
         (Literal::String(s), N::Inet) => s
             .parse::<IpAddr>()
             .map(Value::Inet)
             .map_err(|_| QueryError::invalid(format!("Unable to make inet address from '{s}'"))),
-        (Literal::String(s), N::Timestamp) => crate::executor::time::parse_timestamp(s).map(Value::Timestamp),
+        (Literal::String(s), N::Timestamp) => {
+            crate::executor::time::parse_timestamp(s).map(Value::Timestamp)
+        }
         (Literal::String(s), N::Date) => crate::executor::time::parse_date(s).map(Value::Date),
         (Literal::String(s), N::Time) => crate::executor::time::parse_time(s).map(Value::Time),
         (Literal::Integer(s), _) => integer(s, &ty, receiver),
         (Literal::Float(s), _) => float(s, &ty, receiver),
         (Literal::NaN, N::Double) => Ok(Value::Double(f64::NAN)),
         (Literal::NaN, N::Float) => Ok(Value::Float(f32::NAN)),
-        (Literal::Infinity { negative }, N::Double) => {
-            Ok(Value::Double(if *negative { f64::NEG_INFINITY } else { f64::INFINITY }))
-        }
-        (Literal::Infinity { negative }, N::Float) => {
-            Ok(Value::Float(if *negative { f32::NEG_INFINITY } else { f32::INFINITY }))
-        }
+        (Literal::Infinity { negative }, N::Double) => Ok(Value::Double(if *negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        })),
+        (Literal::Infinity { negative }, N::Float) => Ok(Value::Float(if *negative {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        })),
         (Literal::Boolean(b), N::Boolean) => Ok(Value::Boolean(*b)),
         (Literal::Uuid(u), N::Uuid) => Ok(Value::Uuid(*u)),
         (Literal::Uuid(u), N::Timeuuid) => {
             if u.get_version_num() == 1 {
                 Ok(Value::Timeuuid(*u))
             } else {
-                Err(QueryError::invalid(format!("Unsupported UUID for timeuuid {receiver}: {u} is not a version 1 UUID")))
+                Err(QueryError::invalid(format!(
+                    "Unsupported UUID for timeuuid {receiver}: {u} is not a version 1 UUID"
+                )))
             }
         }
         (Literal::Blob(b), N::Blob) => Ok(Value::Blob(b.clone())),
-        (Literal::Duration { months, days, nanos }, N::Duration) => Ok(Value::Duration {
+        (
+            Literal::Duration {
+                months,
+                days,
+                nanos,
+            },
+            N::Duration,
+        ) => Ok(Value::Duration {
             months: *months,
             days: *days,
             nanos: *nanos,
@@ -172,7 +199,9 @@ fn native(lit: &Literal, n: NativeType, receiver: &str) -> Option<Result<Value, 
 }
 
 fn out_of_range(s: &str, ty: &DataType, receiver: &str) -> QueryError {
-    QueryError::invalid(format!("Invalid INTEGER constant ({s}) for \"{receiver}\" of type {ty}"))
+    QueryError::invalid(format!(
+        "Invalid INTEGER constant ({s}) for \"{receiver}\" of type {ty}"
+    ))
 }
 
 fn integer(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> {
@@ -199,7 +228,9 @@ fn integer(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> 
             let v: i64 = s.parse().map_err(|_| bad())?;
             Value::Date(u32::try_from(v).map_err(|_| bad())?)
         }
-        N::Varint => Value::Varint(crate::executor::numeric::varint_from_decimal_str(s).ok_or_else(bad)?),
+        N::Varint => {
+            Value::Varint(crate::executor::numeric::varint_from_decimal_str(s).ok_or_else(bad)?)
+        }
         N::Decimal => crate::executor::numeric::decimal_from_str(s).ok_or_else(bad)?,
         N::Double => Value::Double(s.parse().map_err(|_| bad())?),
         N::Float => Value::Float(s.parse().map_err(|_| bad())?),
@@ -209,11 +240,17 @@ fn integer(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> 
 
 fn float(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> {
     use NativeType as N;
-    let bad = || QueryError::invalid(format!("Invalid FLOAT constant ({s}) for \"{receiver}\" of type {ty}"));
+    let bad = || {
+        QueryError::invalid(format!(
+            "Invalid FLOAT constant ({s}) for \"{receiver}\" of type {ty}"
+        ))
+    };
     Ok(match ty {
         DataType::Native(N::Double) => Value::Double(s.parse().map_err(|_| bad())?),
         DataType::Native(N::Float) => Value::Float(s.parse().map_err(|_| bad())?),
-        DataType::Native(N::Decimal) => crate::executor::numeric::decimal_from_str(s).ok_or_else(bad)?,
+        DataType::Native(N::Decimal) => {
+            crate::executor::numeric::decimal_from_str(s).ok_or_else(bad)?
+        }
         _ => return Err(bad()),
     })
 }

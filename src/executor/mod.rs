@@ -23,12 +23,18 @@ use cql::request::{Consistency, QueryParameters, RawValue, Request};
 use cql::response::{
     ColumnSpec, Event, Prepared, PreparedMetadata, Response, ResultBody, ResultMetadata,
 };
-use std::sync::Arc;
-use terms::{Markers, Values};
 use modify::ModifyPlan;
 use select::SelectPlan;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use terms::{Markers, Values};
 use virtual_select::VirtualSelect;
+
+/// Bind-marker specs, result columns and partition-key marker indexes.
+type MarkerInfo = (Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>);
+
+/// Writes grouped by (table id, partition key).
+type WritesByPartition = BTreeMap<(u128, Vec<Vec<u8>>), (Arc<schema::Table>, storage::Mutation)>;
 
 /// A statement planned against the catalog.
 enum Plan {
@@ -144,7 +150,7 @@ impl Node {
         &self,
         ctx: &SessionContext,
         stmt: &Statement,
-    ) -> Result<(Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>), QueryError> {
+    ) -> Result<MarkerInfo, QueryError> {
         let mut markers = Markers::default();
         let Some(plan) = self.plan(ctx, stmt, &mut markers)? else {
             return Ok((Vec::new(), Vec::new(), Vec::new()));
@@ -179,9 +185,21 @@ impl Node {
                     Plan::Select(SelectPlan::plan(select, table, markers)?)
                 }
             }
-            Statement::Insert(s) => Plan::Modify(ModifyPlan::insert(s, self.writable_table(ctx, &s.table)?, markers)?),
-            Statement::Update(s) => Plan::Modify(ModifyPlan::update(s, self.writable_table(ctx, &s.table)?, markers)?),
-            Statement::Delete(s) => Plan::Modify(ModifyPlan::delete(s, self.writable_table(ctx, &s.table)?, markers)?),
+            Statement::Insert(s) => Plan::Modify(ModifyPlan::insert(
+                s,
+                self.writable_table(ctx, &s.table)?,
+                markers,
+            )?),
+            Statement::Update(s) => Plan::Modify(ModifyPlan::update(
+                s,
+                self.writable_table(ctx, &s.table)?,
+                markers,
+            )?),
+            Statement::Delete(s) => Plan::Modify(ModifyPlan::delete(
+                s,
+                self.writable_table(ctx, &s.table)?,
+                markers,
+            )?),
             Statement::Batch(b) => {
                 let timestamp = match &b.using.timestamp {
                     Some(e) => Some(markers.term_named(
@@ -228,13 +246,17 @@ impl Node {
     }
 
     /// Applies mutations, merging those of one partition of one table into one atomic write.
-    fn apply(&self, writes: Vec<(Arc<schema::Table>, storage::Mutation)>) -> Result<(), QueryError> {
-        let mut merged: BTreeMap<(u128, Vec<Vec<u8>>), (Arc<schema::Table>, storage::Mutation)> = BTreeMap::new();
+    fn apply(
+        &self,
+        writes: Vec<(Arc<schema::Table>, storage::Mutation)>,
+    ) -> Result<(), QueryError> {
+        let mut merged: WritesByPartition = BTreeMap::new();
         for (table, m) in writes {
             let key = (table.id.as_u128(), m.partition_key.clone());
             match merged.get_mut(&key) {
                 Some((_, into)) => {
-                    into.partition_deletion = match (into.partition_deletion, m.partition_deletion) {
+                    into.partition_deletion = match (into.partition_deletion, m.partition_deletion)
+                    {
                         (Some(a), Some(b)) => Some(if a.timestamp >= b.timestamp { a } else { b }),
                         (a, b) => a.or(b),
                     };
@@ -301,7 +323,9 @@ impl Node {
                 if self.catalog().keyspaces.contains_key(ks) {
                     Ok(ResultBody::SetKeyspace(ks.clone()))
                 } else {
-                    Err(QueryError::invalid(format!("Keyspace '{ks}' does not exist")))
+                    Err(QueryError::invalid(format!(
+                        "Keyspace '{ks}' does not exist"
+                    )))
                 }
             }
             Statement::Truncate(name) => {
@@ -317,8 +341,15 @@ impl Node {
             }
             Statement::Describe(d) => {
                 let catalog = self.catalog();
-                crate::describe::describe(&catalog, self.info(), ctx.keyspace.as_deref(), d, inputs.page_size, inputs.paging_state)
-                    .map(ResultBody::Rows)
+                crate::describe::describe(
+                    &catalog,
+                    self.info(),
+                    ctx.keyspace.as_deref(),
+                    d,
+                    inputs.page_size,
+                    inputs.paging_state,
+                )
+                .map(ResultBody::Rows)
             }
             Statement::CreateKeyspace(_)
             | Statement::AlterKeyspace(_)
@@ -342,12 +373,22 @@ impl Node {
         }
     }
 
-    fn run_plan(&self, plan: &Plan, values: &Values<'_>, inputs: &Inputs<'_>) -> Result<ResultBody, QueryError> {
+    fn run_plan(
+        &self,
+        plan: &Plan,
+        values: &Values<'_>,
+        inputs: &Inputs<'_>,
+    ) -> Result<ResultBody, QueryError> {
         match plan {
             Plan::Virtual(v) => {
                 let catalog = self.catalog();
                 let rows = crate::system::rows_for(self.info(), &catalog, v.table());
-                Ok(ResultBody::Rows(v.execute(rows, values, inputs.page_size, inputs.paging_state)?))
+                Ok(ResultBody::Rows(v.execute(
+                    rows,
+                    values,
+                    inputs.page_size,
+                    inputs.paging_state,
+                )?))
             }
             Plan::Select(s) => Ok(ResultBody::Rows(s.execute(
                 self.storage(),
@@ -357,7 +398,12 @@ impl Node {
             )?)),
             Plan::Modify(m) => {
                 let mutations = m.mutations(values, inputs.timestamp, self.storage())?;
-                self.apply(mutations.into_iter().map(|x| (m.table().clone(), x)).collect())?;
+                self.apply(
+                    mutations
+                        .into_iter()
+                        .map(|x| (m.table().clone(), x))
+                        .collect(),
+                )?;
                 Ok(ResultBody::Void)
             }
             Plan::Batch(plans, timestamp) => {
@@ -380,7 +426,11 @@ impl Node {
         }
     }
 
-    fn batch(&self, ctx: &SessionContext, batch: &cql::request::Batch) -> Result<ResultBody, QueryError> {
+    fn batch(
+        &self,
+        ctx: &SessionContext,
+        batch: &cql::request::Batch,
+    ) -> Result<ResultBody, QueryError> {
         if batch.statements.len() > u16::MAX as usize {
             return Err(QueryError::invalid("Too many statements in BATCH"));
         }
@@ -389,13 +439,24 @@ impl Node {
         let mut counters = Vec::new();
         for entry in &batch.statements {
             let (stmt, ctx_ks) = match &entry.kind {
-                cql::request::BatchStatementKind::Query(text) => (Arc::new(cql::parse_statement(text)?), ctx.keyspace.clone()),
+                cql::request::BatchStatementKind::Query(text) => {
+                    (Arc::new(cql::parse_statement(text)?), ctx.keyspace.clone())
+                }
                 cql::request::BatchStatementKind::Prepared(id) => {
-                    let p = self.prepared().get(id).ok_or_else(|| QueryError::Unprepared(id.clone()))?;
-                    (Arc::new(p.statement.clone()), p.keyspace.clone().or_else(|| ctx.keyspace.clone()))
+                    let p = self
+                        .prepared()
+                        .get(id)
+                        .ok_or_else(|| QueryError::Unprepared(id.clone()))?;
+                    (
+                        Arc::new(p.statement.clone()),
+                        p.keyspace.clone().or_else(|| ctx.keyspace.clone()),
+                    )
                 }
             };
-            let inner_ctx = SessionContext { keyspace: ctx_ks, peer: ctx.peer };
+            let inner_ctx = SessionContext {
+                keyspace: ctx_ks,
+                peer: ctx.peer,
+            };
             let mut markers = Markers::default();
             let plan = match self.plan(&inner_ctx, &stmt, &mut markers)? {
                 Some(Plan::Modify(m)) => m,
@@ -446,17 +507,26 @@ impl Node {
 }
 
 /// Counter batches hold only counter updates; other batches none.
-fn check_batch_kind(kind: cql::ast::BatchType, counters: impl Iterator<Item = bool>) -> Result<(), QueryError> {
+fn check_batch_kind(
+    kind: cql::ast::BatchType,
+    counters: impl Iterator<Item = bool>,
+) -> Result<(), QueryError> {
     for is_counter in counters {
         match (kind, is_counter) {
             (cql::ast::BatchType::Counter, false) => {
-                return Err(QueryError::invalid("Cannot include non-counter statement in a counter batch"))
+                return Err(QueryError::invalid(
+                    "Cannot include non-counter statement in a counter batch",
+                ))
             }
             (cql::ast::BatchType::Logged, true) => {
-                return Err(QueryError::invalid("Cannot include a counter statement in a logged batch"))
+                return Err(QueryError::invalid(
+                    "Cannot include a counter statement in a logged batch",
+                ))
             }
             (cql::ast::BatchType::Unlogged, true) => {
-                return Err(QueryError::invalid("Counter and non-counter mutations cannot exist in the same batch"))
+                return Err(QueryError::invalid(
+                    "Counter and non-counter mutations cannot exist in the same batch",
+                ))
             }
             _ => {}
         }

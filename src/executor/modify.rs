@@ -3,13 +3,20 @@
 
 use crate::error::QueryError;
 use crate::executor::clock;
-use crate::executor::restrictions::{bind_key_values, cartesian, storage_bounds, KeyValues, Restrictions};
+use crate::executor::restrictions::{
+    bind_key_values, cartesian, storage_bounds, KeyValues, Restrictions, SliceBounds,
+};
 use crate::executor::terms::{Bound, Markers, Term, Values};
 use crate::schema::{ColumnKind, Table};
 use cql::ast::{Assignment, Delete, DeleteTarget, Insert, InsertValues, Update, Using};
 use cql::types::{DataType, NativeType, Value};
 use std::sync::Arc;
-use storage::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite, Storage};
+use storage::{
+    ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite, Storage,
+};
+
+/// A collection element: (element key, serialized value).
+type ElementCell = (Vec<u8>, Vec<u8>);
 
 /// Cassandra's maximum TTL: 20 years.
 pub const MAX_TTL: i64 = 630_720_000;
@@ -42,16 +49,34 @@ pub struct ModifyPlan {
     delete_rows: bool,
 }
 
-fn using_terms(using: &Using, table: &Table, markers: &mut Markers) -> Result<(Option<Term>, Option<Term>), QueryError> {
+fn using_terms(
+    using: &Using,
+    table: &Table,
+    markers: &mut Markers,
+) -> Result<(Option<Term>, Option<Term>), QueryError> {
     // Markers in USING come in the order written; TTL and TIMESTAMP may appear in either order,
     // but the AST keeps one of each, so number them in the order Cassandra's grammar reads
     // them most often (TTL first) unless only one is present.
     let ttl = match &using.ttl {
-        Some(e) => Some(markers.term_named(e, &DataType::Native(NativeType::Int), &table.keyspace, &table.name, "[ttl]", "[ttl]")?),
+        Some(e) => Some(markers.term_named(
+            e,
+            &DataType::Native(NativeType::Int),
+            &table.keyspace,
+            &table.name,
+            "[ttl]",
+            "[ttl]",
+        )?),
         None => None,
     };
     let ts = match &using.timestamp {
-        Some(e) => Some(markers.term_named(e, &DataType::Native(NativeType::Bigint), &table.keyspace, &table.name, "[timestamp]", "[timestamp]")?),
+        Some(e) => Some(markers.term_named(
+            e,
+            &DataType::Native(NativeType::Bigint),
+            &table.keyspace,
+            &table.name,
+            "[timestamp]",
+            "[timestamp]",
+        )?),
         None => None,
     };
     Ok((ttl, ts))
@@ -78,15 +103,25 @@ impl ModifyPlan {
     ///
     /// # Errors
     /// InvalidRequest with Cassandra's messages.
-    pub fn insert(s: &Insert, table: Arc<Table>, markers: &mut Markers) -> Result<ModifyPlan, QueryError> {
+    pub fn insert(
+        s: &Insert,
+        table: Arc<Table>,
+        markers: &mut Markers,
+    ) -> Result<ModifyPlan, QueryError> {
         if table.is_counter() {
-            return Err(QueryError::invalid("INSERT statements are not allowed on counter tables, use UPDATE instead"));
+            return Err(QueryError::invalid(
+                "INSERT statements are not allowed on counter tables, use UPDATE instead",
+            ));
         }
         if s.if_not_exists {
-            return Err(QueryError::invalid("Conditional (IF NOT EXISTS) inserts are not supported by ringdb yet"));
+            return Err(QueryError::invalid(
+                "Conditional (IF NOT EXISTS) inserts are not supported by ringdb yet",
+            ));
         }
         let InsertValues::Values(values) = &s.values else {
-            return Err(QueryError::invalid("INSERT JSON is not supported by ringdb yet"));
+            return Err(QueryError::invalid(
+                "INSERT JSON is not supported by ringdb yet",
+            ));
         };
         if values.len() != s.columns.len() {
             return Err(QueryError::invalid(format!(
@@ -104,11 +139,19 @@ impl ModifyPlan {
         let mut seen = std::collections::HashSet::new();
         for (name, expr) in s.columns.iter().zip(values) {
             if !seen.insert(name.as_str()) {
-                return Err(QueryError::invalid(format!("Multiple definitions found for column {name}")));
+                return Err(QueryError::invalid(format!(
+                    "Multiple definitions found for column {name}"
+                )));
             }
             let i = column_index(&table, name)?;
             let col = &table.columns[i];
-            let term = markers.term(expr, &col.data_type, &table.keyspace, &table.name, &col.name)?;
+            let term = markers.term(
+                expr,
+                &col.data_type,
+                &table.keyspace,
+                &table.name,
+                &col.name,
+            )?;
             match col.kind {
                 ColumnKind::PartitionKey => pk[col.position as usize] = Some(KeyValues::Eq(term)),
                 ColumnKind::Clustering => ck[col.position as usize] = Some(KeyValues::Eq(term)),
@@ -117,27 +160,47 @@ impl ModifyPlan {
         }
         for (c, v) in table.partition_key().zip(&pk) {
             if v.is_none() {
-                return Err(QueryError::invalid(format!("Some partition key parts are missing: {}", c.name)));
+                return Err(QueryError::invalid(format!(
+                    "Some partition key parts are missing: {}",
+                    c.name
+                )));
             }
         }
         for (c, v) in table.clustering().zip(&ck) {
             if v.is_none() {
-                return Err(QueryError::invalid(format!("Some clustering keys are missing: {}", c.name)));
+                return Err(QueryError::invalid(format!(
+                    "Some clustering keys are missing: {}",
+                    c.name
+                )));
             }
         }
         keys.partition = Some(pk.into_iter().flatten().collect());
         keys.clustering_eq = ck.into_iter().flatten().collect();
         let (ttl, timestamp) = using_terms(&s.using, &table, markers)?;
-        Ok(ModifyPlan { table, keys, ops, ttl, timestamp, liveness: true, delete_rows: false })
+        Ok(ModifyPlan {
+            table,
+            keys,
+            ops,
+            ttl,
+            timestamp,
+            liveness: true,
+            delete_rows: false,
+        })
     }
 
     /// Plans an UPDATE.
     ///
     /// # Errors
     /// InvalidRequest with Cassandra's messages.
-    pub fn update(s: &Update, table: Arc<Table>, markers: &mut Markers) -> Result<ModifyPlan, QueryError> {
+    pub fn update(
+        s: &Update,
+        table: Arc<Table>,
+        markers: &mut Markers,
+    ) -> Result<ModifyPlan, QueryError> {
         if s.conditions.is_some() {
-            return Err(QueryError::invalid("Conditional updates (IF ...) are not supported by ringdb yet"));
+            return Err(QueryError::invalid(
+                "Conditional updates (IF ...) are not supported by ringdb yet",
+            ));
         }
         let (ttl, timestamp) = using_terms(&s.using, &table, markers)?;
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
@@ -150,7 +213,10 @@ impl ModifyPlan {
                     if col.data_type.is_counter() {
                         return Err(QueryError::invalid(format!("Cannot set the value of counter column {column} (counters can only be incremented/decremented, not set)")));
                     }
-                    (column, Op::Set(markers.term(value, &col.data_type, &ks, &tn, column)?))
+                    (
+                        column,
+                        Op::Set(markers.term(value, &col.data_type, &ks, &tn, column)?),
+                    )
                 }
                 Assignment::Add { column, value } | Assignment::Subtract { column, value } => {
                     let i = column_index(&table, column)?;
@@ -167,7 +233,14 @@ impl ModifyPlan {
                         }
                     };
                     let term = markers.term(value, &operand_type, &ks, &tn, column)?;
-                    (column, if matches!(a, Assignment::Add { .. }) { Op::Add(term) } else { Op::Subtract(term) })
+                    (
+                        column,
+                        if matches!(a, Assignment::Add { .. }) {
+                            Op::Add(term)
+                        } else {
+                            Op::Subtract(term)
+                        },
+                    )
                 }
                 Assignment::Prepend { column, value } => {
                     let i = column_index(&table, column)?;
@@ -175,51 +248,100 @@ impl ModifyPlan {
                     if !matches!(col.data_type, DataType::List(_)) {
                         return Err(QueryError::invalid(format!("Invalid operation ({column} = ? + {column}) for non list column {column}")));
                     }
-                    (column, Op::Prepend(markers.term(value, &col.data_type, &ks, &tn, column)?))
+                    (
+                        column,
+                        Op::Prepend(markers.term(value, &col.data_type, &ks, &tn, column)?),
+                    )
                 }
                 Assignment::SetElement { column, key, value } => {
                     let i = column_index(&table, column)?;
                     let col = &table.columns[i];
-                    let Some((kt, vt)) = element_types(&col.data_type).filter(|_| col.data_type.is_multi_cell()) else {
+                    let Some((kt, vt)) =
+                        element_types(&col.data_type).filter(|_| col.data_type.is_multi_cell())
+                    else {
                         return Err(QueryError::invalid(format!("Invalid operation ({column}[?] = ?) for non-collection or frozen column {column}")));
                     };
-                    let k = markers.term_named(key, &kt, &ks, &tn, column, &format!("key({column})"))?;
-                    let v = markers.term_named(value, &vt, &ks, &tn, column, &format!("value({column})"))?;
+                    let k = markers.term_named(
+                        key,
+                        &kt,
+                        &ks,
+                        &tn,
+                        column,
+                        &format!("key({column})"),
+                    )?;
+                    let v = markers.term_named(
+                        value,
+                        &vt,
+                        &ks,
+                        &tn,
+                        column,
+                        &format!("value({column})"),
+                    )?;
                     (column, Op::SetElement(k, v))
                 }
-                Assignment::SetField { column, field, value } => {
+                Assignment::SetField {
+                    column,
+                    field,
+                    value,
+                } => {
                     let i = column_index(&table, column)?;
                     let col = &table.columns[i];
                     let DataType::Udt(u) = &col.data_type else {
                         return Err(QueryError::invalid(format!("Invalid operation ({column}.{field} = ?) for non-UDT or frozen column {column}")));
                     };
                     let Some(fi) = u.fields.iter().position(|(n, _)| n == field) else {
-                        return Err(QueryError::invalid(format!("UDT column {column} does not have a field named {field}")));
+                        return Err(QueryError::invalid(format!(
+                            "UDT column {column} does not have a field named {field}"
+                        )));
                     };
                     let ft = u.fields[fi].1.clone();
-                    (column, Op::SetField(fi, markers.term(value, &ft, &ks, &tn, &format!("{column}.{field}"))?))
+                    (
+                        column,
+                        Op::SetField(
+                            fi,
+                            markers.term(value, &ft, &ks, &tn, &format!("{column}.{field}"))?,
+                        ),
+                    )
                 }
             };
             let i = column_index(&table, name)?;
             let col = &table.columns[i];
             if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(QueryError::invalid(format!("PRIMARY KEY part {name} found in SET part")));
+                return Err(QueryError::invalid(format!(
+                    "PRIMARY KEY part {name} found in SET part"
+                )));
             }
             ops.push((i, op));
         }
         let keys = Restrictions::plan(&s.where_clause, &table, markers, false, false)?;
-        let only_static = ops.iter().all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
+        let only_static = ops
+            .iter()
+            .all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
         check_full_clustering(&table, &keys, only_static && keys.clustering_eq.is_empty())?;
-        Ok(ModifyPlan { table, keys, ops, ttl, timestamp, liveness: false, delete_rows: false })
+        Ok(ModifyPlan {
+            table,
+            keys,
+            ops,
+            ttl,
+            timestamp,
+            liveness: false,
+            delete_rows: false,
+        })
     }
 
     /// Plans a DELETE.
     ///
     /// # Errors
     /// InvalidRequest with Cassandra's messages.
-    pub fn delete(s: &Delete, table: Arc<Table>, markers: &mut Markers) -> Result<ModifyPlan, QueryError> {
+    pub fn delete(
+        s: &Delete,
+        table: Arc<Table>,
+        markers: &mut Markers,
+    ) -> Result<ModifyPlan, QueryError> {
         if s.conditions.is_some() {
-            return Err(QueryError::invalid("Conditional deletes (IF ...) are not supported by ringdb yet"));
+            return Err(QueryError::invalid(
+                "Conditional deletes (IF ...) are not supported by ringdb yet",
+            ));
         }
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
         let mut ops = Vec::new();
@@ -229,39 +351,74 @@ impl ModifyPlan {
                 DeleteTarget::Element(c, key) => {
                     let i = column_index(&table, c)?;
                     let col = &table.columns[i];
-                    let Some((kt, _)) = element_types(&col.data_type).filter(|_| col.data_type.is_multi_cell()) else {
-                        return Err(QueryError::invalid(format!("Invalid operation ({c}[?]) for non-list/map or frozen column {c}")));
+                    let Some((kt, _)) =
+                        element_types(&col.data_type).filter(|_| col.data_type.is_multi_cell())
+                    else {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid operation ({c}[?]) for non-list/map or frozen column {c}"
+                        )));
                     };
-                    (c, Op::DeleteElement(markers.term_named(key, &kt, &ks, &tn, c, &format!("key({c})"))?))
+                    (
+                        c,
+                        Op::DeleteElement(markers.term_named(
+                            key,
+                            &kt,
+                            &ks,
+                            &tn,
+                            c,
+                            &format!("key({c})"),
+                        )?),
+                    )
                 }
                 DeleteTarget::Field(c, field) => {
                     let i = column_index(&table, c)?;
                     let DataType::Udt(u) = &table.columns[i].data_type else {
-                        return Err(QueryError::invalid(format!("Invalid deletion operation for non-UDT column {c}")));
+                        return Err(QueryError::invalid(format!(
+                            "Invalid deletion operation for non-UDT column {c}"
+                        )));
                     };
                     let Some(fi) = u.fields.iter().position(|(n, _)| n == field) else {
-                        return Err(QueryError::invalid(format!("UDT column {c} does not have a field named {field}")));
+                        return Err(QueryError::invalid(format!(
+                            "UDT column {c} does not have a field named {field}"
+                        )));
                     };
                     (c, Op::DeleteField(fi))
                 }
             };
             let i = column_index(&table, name)?;
-            if matches!(table.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                return Err(QueryError::invalid(format!("Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)")));
+            if matches!(
+                table.columns[i].kind,
+                ColumnKind::PartitionKey | ColumnKind::Clustering
+            ) {
+                return Err(QueryError::invalid(format!(
+                    "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                )));
             }
             ops.push((i, op));
         }
         if s.using.ttl.is_some() {
-            return Err(QueryError::invalid("TTL attribute is not allowed for DELETE statements"));
+            return Err(QueryError::invalid(
+                "TTL attribute is not allowed for DELETE statements",
+            ));
         }
         let (_, timestamp) = using_terms(&s.using, &table, markers)?;
         let keys = Restrictions::plan(&s.where_clause, &table, markers, false, false)?;
         let delete_rows = ops.is_empty();
         if !delete_rows {
-            let only_static = ops.iter().all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
+            let only_static = ops
+                .iter()
+                .all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
             check_full_clustering(&table, &keys, only_static && keys.clustering_eq.is_empty())?;
         }
-        Ok(ModifyPlan { table, keys, ops, ttl: None, timestamp, liveness: false, delete_rows })
+        Ok(ModifyPlan {
+            table,
+            keys,
+            ops,
+            ttl: None,
+            timestamp,
+            liveness: false,
+            delete_rows,
+        })
     }
 
     /// The table written.
@@ -313,16 +470,24 @@ impl ModifyPlan {
             None => i64::from(table.params.default_time_to_live),
         };
         if ttl < 0 {
-            return Err(QueryError::invalid(format!("A TTL must be greater or equal to 0, but was {ttl}")));
+            return Err(QueryError::invalid(format!(
+                "A TTL must be greater or equal to 0, but was {ttl}"
+            )));
         }
         if ttl > MAX_TTL {
-            return Err(QueryError::invalid(format!("ttl is too large. requested ({ttl}) maximum ({MAX_TTL})")));
+            return Err(QueryError::invalid(format!(
+                "ttl is too large. requested ({ttl}) maximum ({MAX_TTL})"
+            )));
         }
         let ttl = (ttl > 0).then_some(ttl as u32);
 
         let pk_cols: Vec<_> = table.partition_key().collect();
         let ck_cols: Vec<_> = table.clustering().collect();
-        let partition = self.keys.partition.as_ref().ok_or_else(|| QueryError::invalid("Missing partition key"))?;
+        let partition = self
+            .keys
+            .partition
+            .as_ref()
+            .ok_or_else(|| QueryError::invalid("Missing partition key"))?;
         let mut pk_lists = Vec::new();
         for (v, c) in partition.iter().zip(&pk_cols) {
             pk_lists.push(bind_key_values(v, values, &c.name)?);
@@ -338,10 +503,14 @@ impl ModifyPlan {
             .collect();
         for p in &prefixes {
             if let Some(c) = p.iter().find(|c| c.len() > 0xFFFF) {
-                return Err(QueryError::invalid(format!("Key length of {} is longer than maximum of 65535", c.len())));
+                return Err(QueryError::invalid(format!(
+                    "Key length of {} is longer than maximum of 65535",
+                    c.len()
+                )));
             }
         }
-        let full_row = prefixes.first().is_some_and(|p| p.len() == ck_cols.len()) || ck_cols.is_empty();
+        let full_row =
+            prefixes.first().is_some_and(|p| p.len() == ck_cols.len()) || ck_cols.is_empty();
 
         let mut mutations = Vec::with_capacity(partition_keys.len());
         for pk in partition_keys {
@@ -350,23 +519,37 @@ impl ModifyPlan {
                 return Err(QueryError::invalid("Key may not be empty"));
             }
             if let Some(c) = pk_bytes.iter().find(|c| c.len() > 0xFFFF) {
-                return Err(QueryError::invalid(format!("Key length of {} is longer than maximum of 65535", c.len())));
+                return Err(QueryError::invalid(format!(
+                    "Key length of {} is longer than maximum of 65535",
+                    c.len()
+                )));
             }
-            let mut m = Mutation { partition_key: pk_bytes.clone(), ..Mutation::default() };
+            let mut m = Mutation {
+                partition_key: pk_bytes.clone(),
+                ..Mutation::default()
+            };
             if self.delete_rows {
                 let deletion = Deletion { timestamp };
                 if self.keys.clustering_eq.is_empty() && self.keys.clustering_slice.is_none() {
                     m.partition_deletion = Some(deletion);
                 } else if full_row && self.keys.clustering_slice.is_none() {
                     for prefix in &prefixes {
-                        m.rows.push(RowWrite { clustering: prefix.clone(), deletion: Some(deletion), ..RowWrite::default() });
+                        m.rows.push(RowWrite {
+                            clustering: prefix.clone(),
+                            deletion: Some(deletion),
+                            ..RowWrite::default()
+                        });
                     }
                 } else {
                     let slice = self.bound_slice(values)?;
                     let order = self.keys.slice_column_order(table);
                     for prefix in &prefixes {
                         let (start, end) = storage_bounds(prefix, slice.clone(), order);
-                        m.range_deletions.push(RangeDeletion { start, end, deletion });
+                        m.range_deletions.push(RangeDeletion {
+                            start,
+                            end,
+                            deletion,
+                        });
                     }
                 }
                 mutations.push(m);
@@ -377,7 +560,9 @@ impl ModifyPlan {
             for (i, op) in &self.ops {
                 let col = &table.columns[*i];
                 if col.kind == ColumnKind::Static {
-                    let writes = self.column_writes(col, op, values, timestamp, ttl, storage, &pk_bytes, static_row)?;
+                    let writes = self.column_writes(
+                        col, op, values, timestamp, ttl, storage, &pk_bytes, static_row,
+                    )?;
                     m.static_columns.extend(writes);
                 }
             }
@@ -389,14 +574,26 @@ impl ModifyPlan {
                 Vec::new()
             };
             for clustering in rows {
-                let mut row = RowWrite { clustering: clustering.clone(), ..RowWrite::default() };
+                let mut row = RowWrite {
+                    clustering: clustering.clone(),
+                    ..RowWrite::default()
+                };
                 if self.liveness {
                     row.liveness = Some(Liveness { timestamp, ttl });
                 }
                 for (i, op) in &self.ops {
                     let col = &table.columns[*i];
                     if col.kind != ColumnKind::Static {
-                        let writes = self.column_writes(col, op, values, timestamp, ttl, storage, &pk_bytes, &clustering)?;
+                        let writes = self.column_writes(
+                            col,
+                            op,
+                            values,
+                            timestamp,
+                            ttl,
+                            storage,
+                            &pk_bytes,
+                            &clustering,
+                        )?;
                         row.columns.extend(writes);
                     }
                 }
@@ -409,7 +606,7 @@ impl ModifyPlan {
         Ok(mutations)
     }
 
-    fn bound_slice(&self, values: &Values<'_>) -> Result<Option<(Option<(Vec<u8>, bool)>, Option<(Vec<u8>, bool)>)>, QueryError> {
+    fn bound_slice(&self, values: &Values<'_>) -> Result<SliceBounds, QueryError> {
         let Some((lo, hi)) = &self.keys.clustering_slice else {
             return Ok(None);
         };
@@ -444,35 +641,76 @@ impl ModifyPlan {
         match op {
             Op::Set(t) => match values.bind(t)? {
                 Bound::Unset => {}
-                Bound::Null => out.push(w(if multi { ColumnOp::DeleteCollection { timestamp } } else { ColumnOp::Delete { timestamp } })),
+                Bound::Null => out.push(w(if multi {
+                    ColumnOp::DeleteCollection { timestamp }
+                } else {
+                    ColumnOp::Delete { timestamp }
+                })),
                 Bound::Value(v) if multi => {
-                    out.push(w(ColumnOp::DeleteCollection { timestamp: timestamp - 1 }));
-                    out.extend(element_writes(col, &v, timestamp, ttl, false)?.into_iter().map(w));
+                    out.push(w(ColumnOp::DeleteCollection {
+                        timestamp: timestamp - 1,
+                    }));
+                    out.extend(
+                        element_writes(col, &v, timestamp, ttl, false)?
+                            .into_iter()
+                            .map(w),
+                    );
                 }
-                Bound::Value(v) => out.push(w(ColumnOp::Set { value: v.to_bytes(), timestamp, ttl })),
+                Bound::Value(v) => out.push(w(ColumnOp::Set {
+                    value: v.to_bytes(),
+                    timestamp,
+                    ttl,
+                })),
             },
             Op::Add(t) => match values.bind(t)? {
                 Bound::Unset => {}
                 Bound::Null if col.data_type.is_counter() => {
-                    return Err(QueryError::invalid(format!("Invalid null value for counter increment of {}", col.name)))
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for counter increment of {}",
+                        col.name
+                    )))
                 }
                 Bound::Null => {}
-                Bound::Value(Value::Bigint(d)) if col.data_type.is_counter() => out.push(w(ColumnOp::AddCounter { delta: d, timestamp })),
-                Bound::Value(v) => out.extend(element_writes(col, &v, timestamp, ttl, false)?.into_iter().map(w)),
+                Bound::Value(Value::Bigint(d)) if col.data_type.is_counter() => {
+                    out.push(w(ColumnOp::AddCounter {
+                        delta: d,
+                        timestamp,
+                    }))
+                }
+                Bound::Value(v) => out.extend(
+                    element_writes(col, &v, timestamp, ttl, false)?
+                        .into_iter()
+                        .map(w),
+                ),
             },
             Op::Prepend(t) => {
                 if let Bound::Value(v) = values.bind(t)? {
-                    out.extend(element_writes(col, &v, timestamp, ttl, true)?.into_iter().map(w));
+                    out.extend(
+                        element_writes(col, &v, timestamp, ttl, true)?
+                            .into_iter()
+                            .map(w),
+                    );
                 }
             }
             Op::Subtract(t) => match values.bind(t)? {
                 Bound::Unset | Bound::Null => {}
                 Bound::Value(Value::Bigint(d)) if col.data_type.is_counter() => {
-                    out.push(w(ColumnOp::AddCounter { delta: d.wrapping_neg(), timestamp }))
+                    out.push(w(ColumnOp::AddCounter {
+                        delta: d.wrapping_neg(),
+                        timestamp,
+                    }))
                 }
-                Bound::Value(Value::Set(keys)) if matches!(col.data_type.unfrozen(), DataType::Set(_) | DataType::Map(_, _)) => {
+                Bound::Value(Value::Set(keys))
+                    if matches!(
+                        col.data_type.unfrozen(),
+                        DataType::Set(_) | DataType::Map(_, _)
+                    ) =>
+                {
                     for k in keys {
-                        out.push(w(ColumnOp::DeleteElement { key: k.to_bytes(), timestamp }));
+                        out.push(w(ColumnOp::DeleteElement {
+                            key: k.to_bytes(),
+                            timestamp,
+                        }));
                     }
                 }
                 Bound::Value(Value::List(remove)) => {
@@ -484,12 +722,22 @@ impl ModifyPlan {
                         }
                     }
                 }
-                Bound::Value(_) => return Err(QueryError::invalid(format!("Invalid subtraction for column {}", col.name))),
+                Bound::Value(_) => {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid subtraction for column {}",
+                        col.name
+                    )))
+                }
             },
             Op::SetElement(k, v) => {
                 let key = match values.bind(k)? {
                     Bound::Value(k) => k,
-                    _ => return Err(QueryError::invalid(format!("Invalid null value for the key of {}", col.name))),
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid null value for the key of {}",
+                            col.name
+                        )))
+                    }
                 };
                 let key_bytes = if matches!(col.data_type, DataType::List(_)) {
                     let Value::Int(idx) = key else {
@@ -501,49 +749,88 @@ impl ModifyPlan {
                         .into_iter()
                         .nth(usize::try_from(idx).unwrap_or(usize::MAX))
                         .map(|(k, _)| k)
-                        .ok_or_else(|| QueryError::invalid(format!("List index {idx} out of bound, list has size {n}")))?
+                        .ok_or_else(|| {
+                            QueryError::invalid(format!(
+                                "List index {idx} out of bound, list has size {n}"
+                            ))
+                        })?
                 } else {
                     key.to_bytes()
                 };
                 match values.bind(v)? {
-                    Bound::Value(v) => out.push(w(ColumnOp::SetElement { key: key_bytes, value: v.to_bytes(), timestamp, ttl })),
-                    Bound::Null => out.push(w(ColumnOp::DeleteElement { key: key_bytes, timestamp })),
+                    Bound::Value(v) => out.push(w(ColumnOp::SetElement {
+                        key: key_bytes,
+                        value: v.to_bytes(),
+                        timestamp,
+                        ttl,
+                    })),
+                    Bound::Null => out.push(w(ColumnOp::DeleteElement {
+                        key: key_bytes,
+                        timestamp,
+                    })),
                     Bound::Unset => {}
                 }
             }
             Op::SetField(fi, t) => {
                 let key = (*fi as i16).to_be_bytes().to_vec();
                 match values.bind(t)? {
-                    Bound::Value(v) => out.push(w(ColumnOp::SetElement { key, value: v.to_bytes(), timestamp, ttl })),
+                    Bound::Value(v) => out.push(w(ColumnOp::SetElement {
+                        key,
+                        value: v.to_bytes(),
+                        timestamp,
+                        ttl,
+                    })),
                     Bound::Null => out.push(w(ColumnOp::DeleteElement { key, timestamp })),
                     Bound::Unset => {}
                 }
             }
-            Op::Delete => out.push(w(if multi { ColumnOp::DeleteCollection { timestamp } } else { ColumnOp::Delete { timestamp } })),
+            Op::Delete => out.push(w(if multi {
+                ColumnOp::DeleteCollection { timestamp }
+            } else {
+                ColumnOp::Delete { timestamp }
+            })),
             Op::DeleteElement(k) => {
                 let key = match values.bind(k)? {
                     Bound::Value(k) => k,
-                    _ => return Err(QueryError::invalid(format!("Invalid null value for the element of {}", col.name))),
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid null value for the element of {}",
+                            col.name
+                        )))
+                    }
                 };
                 if matches!(col.data_type, DataType::List(_)) {
                     let Value::Int(idx) = key else {
                         return Err(QueryError::invalid("Invalid list index"));
                     };
                     let current = read_collection(storage, &self.table, pk, clustering, col)?;
-                    if let Some((k, _)) = current.into_iter().nth(usize::try_from(idx).unwrap_or(usize::MAX)) {
+                    if let Some((k, _)) = current
+                        .into_iter()
+                        .nth(usize::try_from(idx).unwrap_or(usize::MAX))
+                    {
                         out.push(w(ColumnOp::DeleteElement { key: k, timestamp }));
                     }
                 } else {
-                    out.push(w(ColumnOp::DeleteElement { key: key.to_bytes(), timestamp }));
+                    out.push(w(ColumnOp::DeleteElement {
+                        key: key.to_bytes(),
+                        timestamp,
+                    }));
                 }
             }
-            Op::DeleteField(fi) => out.push(w(ColumnOp::DeleteElement { key: (*fi as i16).to_be_bytes().to_vec(), timestamp })),
+            Op::DeleteField(fi) => out.push(w(ColumnOp::DeleteElement {
+                key: (*fi as i16).to_be_bytes().to_vec(),
+                timestamp,
+            })),
         }
         Ok(out)
     }
 }
 
-fn check_full_clustering(table: &Table, keys: &Restrictions, only_static: bool) -> Result<(), QueryError> {
+fn check_full_clustering(
+    table: &Table,
+    keys: &Restrictions,
+    only_static: bool,
+) -> Result<(), QueryError> {
     let ck: Vec<_> = table.clustering().collect();
     if keys.clustering_slice.is_some() {
         return Err(QueryError::invalid(format!(
@@ -551,19 +838,23 @@ fn check_full_clustering(table: &Table, keys: &Restrictions, only_static: bool) 
             ck.get(keys.clustering_eq.len()).map(|c| c.name.as_str()).unwrap_or("")
         )));
     }
-    if keys.clustering_eq.len() < ck.len() {
-        if !only_static {
-            return Err(QueryError::invalid(format!(
-                "Some clustering keys are missing: {}",
-                ck[keys.clustering_eq.len()].name
-            )));
-        }
+    if keys.clustering_eq.len() < ck.len() && !only_static {
+        return Err(QueryError::invalid(format!(
+            "Some clustering keys are missing: {}",
+            ck[keys.clustering_eq.len()].name
+        )));
     }
     Ok(())
 }
 
 /// Element cells for a collection value (a whole list, set, map or UDT).
-fn element_writes(col: &crate::schema::Column, v: &Value, timestamp: i64, ttl: Option<u32>, prepend: bool) -> Result<Vec<ColumnOp>, QueryError> {
+fn element_writes(
+    col: &crate::schema::Column,
+    v: &Value,
+    timestamp: i64,
+    ttl: Option<u32>,
+    prepend: bool,
+) -> Result<Vec<ColumnOp>, QueryError> {
     let mut out = Vec::new();
     match v {
         Value::List(items) => {
@@ -576,24 +867,44 @@ fn element_writes(col: &crate::schema::Column, v: &Value, timestamp: i64, ttl: O
                 items.iter().map(|_| clock::append_key()).collect()
             };
             for (k, item) in keys.into_iter().zip(items) {
-                out.push(ColumnOp::SetElement { key: k, value: item.to_bytes(), timestamp, ttl });
+                out.push(ColumnOp::SetElement {
+                    key: k,
+                    value: item.to_bytes(),
+                    timestamp,
+                    ttl,
+                });
             }
         }
         Value::Set(items) => {
             for item in items {
-                out.push(ColumnOp::SetElement { key: item.to_bytes(), value: Vec::new(), timestamp, ttl });
+                out.push(ColumnOp::SetElement {
+                    key: item.to_bytes(),
+                    value: Vec::new(),
+                    timestamp,
+                    ttl,
+                });
             }
         }
         Value::Map(entries) => {
             for (k, val) in entries {
-                out.push(ColumnOp::SetElement { key: k.to_bytes(), value: val.to_bytes(), timestamp, ttl });
+                out.push(ColumnOp::SetElement {
+                    key: k.to_bytes(),
+                    value: val.to_bytes(),
+                    timestamp,
+                    ttl,
+                });
             }
         }
         Value::Udt(fields) => {
             for (i, (_, f)) in fields.iter().enumerate() {
                 let key = (i as i16).to_be_bytes().to_vec();
                 match f {
-                    Some(f) => out.push(ColumnOp::SetElement { key, value: f.to_bytes(), timestamp, ttl }),
+                    Some(f) => out.push(ColumnOp::SetElement {
+                        key,
+                        value: f.to_bytes(),
+                        timestamp,
+                        ttl,
+                    }),
                     None => out.push(ColumnOp::DeleteElement { key, timestamp }),
                 }
             }
@@ -617,10 +928,18 @@ fn read_collection(
     pk: &[Vec<u8>],
     clustering: &[Vec<u8>],
     col: &crate::schema::Column,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, QueryError> {
+) -> Result<Vec<ElementCell>, QueryError> {
     let slice = storage::Slice {
-        start: if clustering.is_empty() { storage::ClusteringBound::Unbounded } else { storage::ClusteringBound::Inclusive(clustering.to_vec()) },
-        end: if clustering.is_empty() { storage::ClusteringBound::Unbounded } else { storage::ClusteringBound::Inclusive(clustering.to_vec()) },
+        start: if clustering.is_empty() {
+            storage::ClusteringBound::Unbounded
+        } else {
+            storage::ClusteringBound::Inclusive(clustering.to_vec())
+        },
+        end: if clustering.is_empty() {
+            storage::ClusteringBound::Unbounded
+        } else {
+            storage::ClusteringBound::Inclusive(clustering.to_vec())
+        },
         reversed: false,
         limit: Some(1),
         cursor: None,
@@ -629,10 +948,14 @@ fn read_collection(
     let cells = if col.kind == ColumnKind::Static {
         read.static_cells.get(&col.id).cloned()
     } else {
-        read.rows.first().and_then(|r| r.cells.get(&col.id).cloned())
+        read.rows
+            .first()
+            .and_then(|r| r.cells.get(&col.id).cloned())
     };
     Ok(match cells {
-        Some(storage::ColumnValue::Collection(items)) => items.into_iter().map(|(k, c)| (k, c.value)).collect(),
+        Some(storage::ColumnValue::Collection(items)) => {
+            items.into_iter().map(|(k, c)| (k, c.value)).collect()
+        }
         _ => Vec::new(),
     })
 }

@@ -23,10 +23,19 @@ pub fn compare_values(a: &Value, b: &Value, ty: &DataType) -> Ordering {
         (V::Boolean(x), V::Boolean(y)) => x.cmp(y),
         (V::Double(x), V::Double(y)) => x.total_cmp(y),
         (V::Float(x), V::Float(y)) => x.total_cmp(y),
-        (V::Varint(x), V::Varint(y)) => BigInt::from_signed_bytes_be(x).cmp(&BigInt::from_signed_bytes_be(y)),
-        (V::Decimal { scale: sx, unscaled: ux }, V::Decimal { scale: sy, unscaled: uy }) => {
-            compare_decimal(*sx, ux, *sy, uy)
+        (V::Varint(x), V::Varint(y)) => {
+            BigInt::from_signed_bytes_be(x).cmp(&BigInt::from_signed_bytes_be(y))
         }
+        (
+            V::Decimal {
+                scale: sx,
+                unscaled: ux,
+            },
+            V::Decimal {
+                scale: sy,
+                unscaled: uy,
+            },
+        ) => compare_decimal(*sx, ux, *sy, uy),
         (V::Inet(x), V::Inet(y)) => inet_bytes(x).cmp(&inet_bytes(y)),
         (V::Timeuuid(x), V::Timeuuid(y)) => compare_timeuuid(x, y),
         (V::Uuid(x), V::Uuid(y)) => compare_uuid(x, y),
@@ -55,9 +64,11 @@ pub fn compare_values(a: &Value, b: &Value, ty: &DataType) -> Ordering {
                 DataType::Tuple(ts) => ts.clone(),
                 _ => Vec::new(),
             };
-            compare_seq(x.iter().map(Option::as_ref), y.iter().map(Option::as_ref), |i| {
-                types.get(i).unwrap_or(ty)
-            })
+            compare_seq(
+                x.iter().map(Option::as_ref),
+                y.iter().map(Option::as_ref),
+                |i| types.get(i).unwrap_or(ty),
+            )
         }
         (V::Udt(x), V::Udt(y)) => {
             let types: Vec<DataType> = match ty.unfrozen() {
@@ -97,10 +108,19 @@ fn compare_seq<'a, 'b>(
 }
 
 fn compare_decimal(sx: i32, ux: &[u8], sy: i32, uy: &[u8]) -> Ordering {
-    let (mut a, mut b) = (BigInt::from_signed_bytes_be(ux), BigInt::from_signed_bytes_be(uy));
+    let (mut a, mut b) = (
+        BigInt::from_signed_bytes_be(ux),
+        BigInt::from_signed_bytes_be(uy),
+    );
     // Bring both to the larger scale.
     let diff = i64::from(sx) - i64::from(sy);
-    let pow = |n: i64| BigInt::from(10u8).pow(u32::try_from(n.unsigned_abs()).unwrap_or(u32::MAX).min(10_000));
+    let pow = |n: i64| {
+        BigInt::from(10u8).pow(
+            u32::try_from(n.unsigned_abs())
+                .unwrap_or(u32::MAX)
+                .min(10_000),
+        )
+    };
     if diff > 0 {
         b *= pow(diff);
     } else if diff < 0 {

@@ -71,7 +71,9 @@ fn key_values(
 ) -> Result<KeyValues, QueryError> {
     let (ks, tn) = (&table.keyspace, &table.name);
     Ok(match (op, value) {
-        (Operator::Eq, _) => KeyValues::Eq(markers.term(value, &col.data_type, ks, tn, &col.name)?),
+        (Operator::Eq, _) => {
+            KeyValues::Eq(markers.term(value, &col.data_type, ks, tn, &col.name)?)
+        }
         (Operator::In, Expr::BindMarker(_)) => KeyValues::InMarker(markers.term_named(
             value,
             &DataType::List(Box::new(col.data_type.clone())),
@@ -133,7 +135,10 @@ impl Restrictions {
                         }
                         (ColumnKind::Clustering, Operator::Eq | Operator::In) => {
                             let pos = col.position as usize;
-                            if ck_eq[pos].is_some() || ck_slices[pos].0.is_some() || ck_slices[pos].1.is_some() {
+                            if ck_eq[pos].is_some()
+                                || ck_slices[pos].0.is_some()
+                                || ck_slices[pos].1.is_some()
+                            {
                                 return Err(QueryError::invalid(format!(
                                     "{} cannot be restricted by more than one relation if it includes an Equal",
                                     col.name
@@ -141,7 +146,10 @@ impl Restrictions {
                             }
                             ck_eq[pos] = Some(key_values(markers, table, col, *op, value)?);
                         }
-                        (ColumnKind::Clustering, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) => {
+                        (
+                            ColumnKind::Clustering,
+                            Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge,
+                        ) => {
                             let pos = col.position as usize;
                             if ck_eq[pos].is_some() {
                                 return Err(QueryError::invalid(format!(
@@ -149,8 +157,17 @@ impl Restrictions {
                                     col.name
                                 )));
                             }
-                            let term = markers.term(value, &col.data_type, &table.keyspace, &table.name, &col.name)?;
-                            let end = RangeEnd { term, inclusive: matches!(op, Operator::Le | Operator::Ge) };
+                            let term = markers.term(
+                                value,
+                                &col.data_type,
+                                &table.keyspace,
+                                &table.name,
+                                &col.name,
+                            )?;
+                            let end = RangeEnd {
+                                term,
+                                inclusive: matches!(op, Operator::Le | Operator::Ge),
+                            };
                             let slot = if matches!(op, Operator::Gt | Operator::Ge) {
                                 &mut ck_slices[pos].0
                             } else {
@@ -159,7 +176,11 @@ impl Restrictions {
                             if slot.is_some() {
                                 return Err(QueryError::invalid(format!(
                                     "More than one restriction was found for the {} bound on {}",
-                                    if matches!(op, Operator::Gt | Operator::Ge) { "start" } else { "end" },
+                                    if matches!(op, Operator::Gt | Operator::Ge) {
+                                        "start"
+                                    } else {
+                                        "end"
+                                    },
                                     col.name
                                 )));
                             }
@@ -167,9 +188,7 @@ impl Restrictions {
                         }
                         (ColumnKind::PartitionKey, _) => {
                             if !for_select {
-                                return Err(QueryError::invalid(format!(
-                                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function)"
-                                )));
+                                return Err(QueryError::invalid("Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_string()));
                             }
                             needs_filtering = true;
                             r.filters.push(RowFilter {
@@ -197,9 +216,7 @@ impl Restrictions {
                 Relation::Token { columns, op, value } => {
                     let names: Vec<&str> = pk.iter().map(|c| c.name.as_str()).collect();
                     if columns.iter().map(String::as_str).collect::<Vec<_>>() != names {
-                        return Err(QueryError::invalid(format!(
-                            "The token() function must be applied to all partition key components or none of them"
-                        )));
+                        return Err(QueryError::invalid("The token() function must be applied to all partition key components or none of them".to_string()));
                     }
                     if !for_select {
                         return Err(QueryError::invalid("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"));
@@ -214,14 +231,26 @@ impl Restrictions {
                     )?;
                     match op {
                         Operator::Gt | Operator::Ge => {
-                            r.token_start = Some(RangeEnd { term, inclusive: *op == Operator::Ge })
+                            r.token_start = Some(RangeEnd {
+                                term,
+                                inclusive: *op == Operator::Ge,
+                            })
                         }
                         Operator::Lt | Operator::Le => {
-                            r.token_end = Some(RangeEnd { term, inclusive: *op == Operator::Le })
+                            r.token_end = Some(RangeEnd {
+                                term,
+                                inclusive: *op == Operator::Le,
+                            })
                         }
                         Operator::Eq => {
-                            r.token_start = Some(RangeEnd { term: term.clone(), inclusive: true });
-                            r.token_end = Some(RangeEnd { term, inclusive: true });
+                            r.token_start = Some(RangeEnd {
+                                term: term.clone(),
+                                inclusive: true,
+                            });
+                            r.token_end = Some(RangeEnd {
+                                term,
+                                inclusive: true,
+                            });
                         }
                         _ => return Err(QueryError::invalid("Unsupported operator on token()")),
                     }
@@ -244,20 +273,36 @@ impl Restrictions {
             r.partition = Some(pk_values.into_iter().flatten().collect());
         } else if restricted > 0 {
             if !for_select {
-                let missing = pk.iter().zip(&pk_values).find(|(_, v)| v.is_none()).map(|(c, _)| c.name.clone()).unwrap_or_default();
-                return Err(QueryError::invalid(format!("Some partition key parts are missing: {missing}")));
+                let missing = pk
+                    .iter()
+                    .zip(&pk_values)
+                    .find(|(_, v)| v.is_none())
+                    .map(|(c, _)| c.name.clone())
+                    .unwrap_or_default();
+                return Err(QueryError::invalid(format!(
+                    "Some partition key parts are missing: {missing}"
+                )));
             }
             // A partial partition key is a filter.
             needs_filtering = true;
             for (c, v) in pk.iter().zip(pk_values) {
                 if let Some(v) = v {
                     let i = index_of(&c.name).ok_or_else(|| undefined(&c.name))?;
-                    r.filters.push(RowFilter { column: i, op: match v { KeyValues::Eq(_) => Operator::Eq, _ => Operator::In }, values: v });
+                    r.filters.push(RowFilter {
+                        column: i,
+                        op: match v {
+                            KeyValues::Eq(_) => Operator::Eq,
+                            _ => Operator::In,
+                        },
+                        values: v,
+                    });
                 }
             }
         } else if !for_select {
             let missing = pk.first().map(|c| c.name.clone()).unwrap_or_default();
-            return Err(QueryError::invalid(format!("Some partition key parts are missing: {missing}")));
+            return Err(QueryError::invalid(format!(
+                "Some partition key parts are missing: {missing}"
+            )));
         }
         // Clustering: an = / IN prefix, then at most one slice.
         let mut prefix_done = false;
@@ -278,13 +323,36 @@ impl Restrictions {
                     needs_filtering = true;
                     let i = index_of(&col.name).ok_or_else(|| undefined(&col.name))?;
                     if let Some(v) = eq {
-                        r.filters.push(RowFilter { column: i, op: match v { KeyValues::Eq(_) => Operator::Eq, _ => Operator::In }, values: v });
+                        r.filters.push(RowFilter {
+                            column: i,
+                            op: match v {
+                                KeyValues::Eq(_) => Operator::Eq,
+                                _ => Operator::In,
+                            },
+                            values: v,
+                        });
                     }
                     if let Some(lo) = slice.0 {
-                        r.filters.push(RowFilter { column: i, op: if lo.inclusive { Operator::Ge } else { Operator::Gt }, values: KeyValues::Eq(lo.term) });
+                        r.filters.push(RowFilter {
+                            column: i,
+                            op: if lo.inclusive {
+                                Operator::Ge
+                            } else {
+                                Operator::Gt
+                            },
+                            values: KeyValues::Eq(lo.term),
+                        });
                     }
                     if let Some(hi) = slice.1 {
-                        r.filters.push(RowFilter { column: i, op: if hi.inclusive { Operator::Le } else { Operator::Lt }, values: KeyValues::Eq(hi.term) });
+                        r.filters.push(RowFilter {
+                            column: i,
+                            op: if hi.inclusive {
+                                Operator::Le
+                            } else {
+                                Operator::Lt
+                            },
+                            values: KeyValues::Eq(hi.term),
+                        });
                     }
                 }
                 continue;
@@ -301,11 +369,18 @@ impl Restrictions {
         if for_select
             && needs_filtering
             && !allow_filtering
-            && !(r.partition.is_some() && r.filters.iter().all(|f| table.columns[f.column].kind == ColumnKind::Clustering))
+            && !(r.partition.is_some()
+                && r.filters
+                    .iter()
+                    .all(|f| table.columns[f.column].kind == ColumnKind::Clustering))
         {
             return Err(QueryError::invalid(FILTERING));
         }
-        if for_select && r.partition.is_none() && (!r.clustering_eq.is_empty() || r.clustering_slice.is_some()) && !allow_filtering {
+        if for_select
+            && r.partition.is_none()
+            && (!r.clustering_eq.is_empty() || r.clustering_slice.is_some())
+            && !allow_filtering
+        {
             return Err(QueryError::invalid(FILTERING));
         }
         Ok(r)
@@ -335,13 +410,23 @@ fn filter_values(
             let elem = match col.data_type.unfrozen() {
                 DataType::List(e) | DataType::Set(e) => (**e).clone(),
                 DataType::Map(_, v) => (**v).clone(),
-                _ => return Err(QueryError::invalid(format!("Cannot use CONTAINS on non-collection column {}", col.name))),
+                _ => {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot use CONTAINS on non-collection column {}",
+                        col.name
+                    )))
+                }
             };
-            Ok(KeyValues::Eq(markers.term(value, &elem, ks, tn, &col.name)?))
+            Ok(KeyValues::Eq(
+                markers.term(value, &elem, ks, tn, &col.name)?,
+            ))
         }
         Operator::ContainsKey => {
             let DataType::Map(k, _) = col.data_type.unfrozen() else {
-                return Err(QueryError::invalid(format!("Cannot use CONTAINS KEY on non-map column {}", col.name)));
+                return Err(QueryError::invalid(format!(
+                    "Cannot use CONTAINS KEY on non-map column {}",
+                    col.name
+                )));
             };
             Ok(KeyValues::Eq(markers.term(value, k, ks, tn, &col.name)?))
         }
@@ -349,9 +434,18 @@ fn filter_values(
             if col.data_type.is_multi_cell() && op != Operator::Eq {
                 return Err(QueryError::invalid(format!("Collection column '{}' can only be restricted by CONTAINS, CONTAINS KEY, or map-entry equality", col.name)));
             }
-            Ok(KeyValues::Eq(markers.term(value, &col.data_type, ks, tn, &col.name)?))
+            Ok(KeyValues::Eq(markers.term(
+                value,
+                &col.data_type,
+                ks,
+                tn,
+                &col.name,
+            )?))
         }
-        _ => Err(QueryError::invalid(format!("Unsupported operator {op:?} on column {}", col.name))),
+        _ => Err(QueryError::invalid(format!(
+            "Unsupported operator {op:?} on column {}",
+            col.name
+        ))),
     }
 }
 
@@ -359,12 +453,20 @@ fn filter_values(
 ///
 /// # Errors
 /// InvalidRequest for null or unset key values.
-pub fn bind_key_values(v: &KeyValues, values: &Values<'_>, name: &str) -> Result<Vec<Value>, QueryError> {
+pub fn bind_key_values(
+    v: &KeyValues,
+    values: &Values<'_>,
+    name: &str,
+) -> Result<Vec<Value>, QueryError> {
     let one = |t: &Term| -> Result<Value, QueryError> {
         match values.bind(t)? {
             Bound::Value(v) => Ok(v),
-            Bound::Null => Err(QueryError::invalid(format!("Invalid null value in condition for column {name}"))),
-            Bound::Unset => Err(QueryError::invalid(format!("Invalid unset value for column {name}"))),
+            Bound::Null => Err(QueryError::invalid(format!(
+                "Invalid null value in condition for column {name}"
+            ))),
+            Bound::Unset => Err(QueryError::invalid(format!(
+                "Invalid unset value for column {name}"
+            ))),
         }
     };
     match v {
@@ -372,8 +474,12 @@ pub fn bind_key_values(v: &KeyValues, values: &Values<'_>, name: &str) -> Result
         KeyValues::In(ts) => ts.iter().map(one).collect(),
         KeyValues::InMarker(t) => match values.bind(t)? {
             Bound::Value(Value::List(items)) => Ok(items),
-            Bound::Null => Err(QueryError::invalid(format!("Invalid null value for IN restriction on {name}"))),
-            Bound::Unset => Err(QueryError::invalid(format!("Invalid unset value for column {name}"))),
+            Bound::Null => Err(QueryError::invalid(format!(
+                "Invalid null value for IN restriction on {name}"
+            ))),
+            Bound::Unset => Err(QueryError::invalid(format!(
+                "Invalid unset value for column {name}"
+            ))),
             Bound::Value(other) => Ok(vec![other]),
         },
     }
@@ -404,10 +510,13 @@ pub fn cartesian(columns: Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>, QueryError
     Ok(out)
 }
 
+/// Bound values of a clustering slice: (lower, upper), each (serialized value, inclusive).
+pub type SliceBounds = Option<(Option<(Vec<u8>, bool)>, Option<(Vec<u8>, bool)>)>;
+
 /// A clustering slice bound in storage (clustering) order for one prefix.
 pub fn storage_bounds(
     prefix: &[Vec<u8>],
-    slice: Option<(Option<(Vec<u8>, bool)>, Option<(Vec<u8>, bool)>)>,
+    slice: SliceBounds,
     order: ClusteringOrder,
 ) -> (ClusteringBound, ClusteringBound) {
     let with = |v: &Vec<u8>| {

@@ -4,7 +4,9 @@
 
 use crate::error::QueryError;
 use crate::executor::order::compare_values;
-use crate::executor::restrictions::{bind_key_values, cartesian, storage_bounds, KeyValues, RangeEnd, Restrictions};
+use crate::executor::restrictions::{
+    bind_key_values, cartesian, storage_bounds, KeyValues, RangeEnd, Restrictions,
+};
 use crate::executor::terms::{Bound, Markers, Term, Values};
 use crate::node::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
@@ -55,7 +57,11 @@ fn selector_name(expr: &Expr) -> String {
         Expr::Column(c) => c.clone(),
         Expr::FunctionCall { name, args } => {
             let args: Vec<String> = args.iter().map(selector_name).collect();
-            let fname = if name.name == "token" { "system.token".to_string() } else { name.name.clone() };
+            let fname = if name.name == "token" {
+                "system.token".to_string()
+            } else {
+                name.name.clone()
+            };
             format!("{fname}({})", args.join(", "))
         }
         Expr::Star => "*".into(),
@@ -68,12 +74,20 @@ impl SelectPlan {
     ///
     /// # Errors
     /// InvalidRequest with Cassandra's messages.
-    pub fn plan(select: &Select, table: Arc<Table>, markers: &mut Markers) -> Result<SelectPlan, QueryError> {
+    pub fn plan(
+        select: &Select,
+        table: Arc<Table>,
+        markers: &mut Markers,
+    ) -> Result<SelectPlan, QueryError> {
         if select.json {
-            return Err(QueryError::invalid("SELECT JSON is not supported by ringdb yet"));
+            return Err(QueryError::invalid(
+                "SELECT JSON is not supported by ringdb yet",
+            ));
         }
         if !select.group_by.is_empty() {
-            return Err(QueryError::invalid("GROUP BY is not supported by ringdb yet"));
+            return Err(QueryError::invalid(
+                "GROUP BY is not supported by ringdb yet",
+            ));
         }
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
         let spec = |name: &str, ty: DataType| ColumnSpec {
@@ -87,47 +101,80 @@ impl SelectPlan {
                 .columns
                 .iter()
                 .position(|c| c.name == name)
-                .ok_or_else(|| QueryError::invalid(format!("Undefined column name {name} in selection clause")))
+                .ok_or_else(|| {
+                    QueryError::invalid(format!("Undefined column name {name} in selection clause"))
+                })
         };
         let mut outputs = Vec::new();
         let mut count = false;
         if select.selectors.is_empty() {
             for c in table.select_star_order() {
-                if select.distinct && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                if select.distinct
+                    && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
+                {
                     continue;
                 }
-                outputs.push((Selection::Column(index_of(&c.name)?), spec(&c.name, c.data_type.clone())));
+                outputs.push((
+                    Selection::Column(index_of(&c.name)?),
+                    spec(&c.name, c.data_type.clone()),
+                ));
             }
         } else {
             for sel in &select.selectors {
-                let name = sel.alias.clone().unwrap_or_else(|| selector_name(&sel.expr));
+                let name = sel
+                    .alias
+                    .clone()
+                    .unwrap_or_else(|| selector_name(&sel.expr));
                 let selection = match &sel.expr {
                     Expr::Column(c) => {
                         let i = index_of(c)?;
                         (Selection::Column(i), table.columns[i].data_type.clone())
                     }
-                    Expr::FunctionCall { name: f, args } if f.keyspace.is_none() || f.keyspace.as_deref() == Some("system") => {
+                    Expr::FunctionCall { name: f, args }
+                        if f.keyspace.is_none() || f.keyspace.as_deref() == Some("system") =>
+                    {
                         match (f.name.as_str(), args.as_slice()) {
                             ("writetime" | "ttl", [Expr::Column(c)]) => {
                                 let i = index_of(c)?;
                                 let col = &table.columns[i];
-                                if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                                    return Err(QueryError::invalid(format!("Cannot use selection function {} on PRIMARY KEY part {c}", if f.name == "ttl" { "ttl" } else { "writeTime" })));
+                                if matches!(
+                                    col.kind,
+                                    ColumnKind::PartitionKey | ColumnKind::Clustering
+                                ) {
+                                    return Err(QueryError::invalid(format!(
+                                        "Cannot use selection function {} on PRIMARY KEY part {c}",
+                                        if f.name == "ttl" { "ttl" } else { "writeTime" }
+                                    )));
                                 }
                                 if col.data_type.is_multi_cell() {
-                                    return Err(QueryError::invalid(format!("Cannot use selection function {} on non-frozen {} {c}", if f.name == "ttl" { "ttl" } else { "writeTime" }, if matches!(col.data_type, DataType::Udt(_)) { "UDT" } else { "collection" })));
+                                    return Err(QueryError::invalid(format!(
+                                        "Cannot use selection function {} on non-frozen {} {c}",
+                                        if f.name == "ttl" { "ttl" } else { "writeTime" },
+                                        if matches!(col.data_type, DataType::Udt(_)) {
+                                            "UDT"
+                                        } else {
+                                            "collection"
+                                        }
+                                    )));
                                 }
                                 if col.data_type.is_counter() {
-                                    return Err(QueryError::invalid(format!("Cannot use selection function {} on counter column {c}", if f.name == "ttl" { "ttl" } else { "writeTime" })));
+                                    return Err(QueryError::invalid(format!(
+                                        "Cannot use selection function {} on counter column {c}",
+                                        if f.name == "ttl" { "ttl" } else { "writeTime" }
+                                    )));
                                 }
                                 if f.name == "ttl" {
                                     (Selection::Ttl(i), DataType::Native(NativeType::Int))
                                 } else {
-                                    (Selection::WriteTime(i), DataType::Native(NativeType::Bigint))
+                                    (
+                                        Selection::WriteTime(i),
+                                        DataType::Native(NativeType::Bigint),
+                                    )
                                 }
                             }
                             ("token", cols) => {
-                                let names: Vec<String> = table.partition_key().map(|c| c.name.clone()).collect();
+                                let names: Vec<String> =
+                                    table.partition_key().map(|c| c.name.clone()).collect();
                                 let given: Vec<String> = cols.iter().map(selector_name).collect();
                                 if names != given {
                                     return Err(QueryError::invalid(format!(
@@ -151,16 +198,26 @@ impl SelectPlan {
                         }
                     }
                     other => {
-                        return Err(QueryError::invalid(format!("Selector {other} is not supported by ringdb yet")))
+                        return Err(QueryError::invalid(format!(
+                            "Selector {other} is not supported by ringdb yet"
+                        )))
                     }
                 };
                 outputs.push((selection.0, spec(&name, selection.1)));
             }
         }
         if count && outputs.iter().any(|(s, _)| !matches!(s, Selection::Count)) {
-            return Err(QueryError::invalid("Only count(*) alone is supported as an aggregate by ringdb yet"));
+            return Err(QueryError::invalid(
+                "Only count(*) alone is supported as an aggregate by ringdb yet",
+            ));
         }
-        let restrictions = Restrictions::plan(&select.where_clause, &table, markers, select.allow_filtering, true)?;
+        let restrictions = Restrictions::plan(
+            &select.where_clause,
+            &table,
+            markers,
+            select.allow_filtering,
+            true,
+        )?;
         // ORDER BY: all clustering columns in table order, all same or all reversed.
         let mut reversed = false;
         if !select.order_by.is_empty() {
@@ -191,7 +248,14 @@ impl SelectPlan {
         }
         let int = DataType::Native(NativeType::Int);
         let per_partition_limit = match &select.per_partition_limit {
-            Some(e) => Some(markers.term_named(e, &int, &ks, &tn, "[per_partition_limit]", "[per_partition_limit]")?),
+            Some(e) => Some(markers.term_named(
+                e,
+                &int,
+                &ks,
+                &tn,
+                "[per_partition_limit]",
+                "[per_partition_limit]",
+            )?),
             None => None,
         };
         let limit = match &select.limit {
@@ -201,7 +265,10 @@ impl SelectPlan {
         if select.distinct {
             for (s, _) in &outputs {
                 if let Selection::Column(i) = s {
-                    if !matches!(table.columns[*i].kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                    if !matches!(
+                        table.columns[*i].kind,
+                        ColumnKind::PartitionKey | ColumnKind::Static
+                    ) {
                         return Err(QueryError::invalid(format!(
                             "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
                             table.columns[*i].name
@@ -254,13 +321,21 @@ impl SelectPlan {
         paging_state: Option<&Bytes>,
     ) -> Result<Rows, QueryError> {
         let limit = bind_limit(&self.limit, values, "LIMIT")?;
-        let per_partition = if self.distinct { Some(1) } else { bind_limit(&self.per_partition_limit, values, "PER PARTITION LIMIT")? };
+        let per_partition = if self.distinct {
+            Some(1)
+        } else {
+            bind_limit(&self.per_partition_limit, values, "PER PARTITION LIMIT")?
+        };
         let filters = self.bind_filters(values)?;
         let state = match paging_state {
             Some(b) => PagingState::decode(b)?,
             None => PagingState::default(),
         };
-        let page = if self.count { None } else { page_size.filter(|p| *p > 0).map(|p| p as usize) };
+        let page = if self.count {
+            None
+        } else {
+            page_size.filter(|p| *p > 0).map(|p| p as usize)
+        };
         let mut remaining_total = limit.map(|l| l.saturating_sub(state.returned as usize));
         let want = match (page, remaining_total) {
             (Some(p), Some(r)) => Some(p.min(r)),
@@ -316,7 +391,13 @@ impl SelectPlan {
                         let read = storage.read_partition(
                             table_id(&self.table),
                             pk,
-                            &Slice { start, end, reversed: self.reversed, limit: Some(batch), cursor: cursor.take() },
+                            &Slice {
+                                start,
+                                end,
+                                reversed: self.reversed,
+                                limit: Some(batch),
+                                cursor: cursor.take(),
+                            },
                         )?;
                         let static_only = read.rows.is_empty()
                             && !read.static_cells.is_empty()
@@ -329,7 +410,12 @@ impl SelectPlan {
                             read.rows.iter().map(Some).collect()
                         };
                         for row in rows {
-                            let ctx = RowContext { token, pk, statics: &read.static_cells, row };
+                            let ctx = RowContext {
+                                token,
+                                pk,
+                                statics: &read.static_cells,
+                                row,
+                            };
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
                                 if self.count {
@@ -340,9 +426,17 @@ impl SelectPlan {
                             }
                         }
                         match read.cursor {
-                            Some(c) if !per_partition.is_some_and(|p| in_partition >= p) => {
+                            Some(c) if per_partition.is_none_or(|p| in_partition < p) => {
                                 if full(out.len()) {
-                                    next_state = Some(PagingState { mode: 1, returned: 0, pk_index: pk_index as u32, slice_index: slice_index as u32, in_partition: in_partition as u32, cursor: Some(c.as_bytes().to_vec()), last_pk: None });
+                                    next_state = Some(PagingState {
+                                        mode: 1,
+                                        returned: 0,
+                                        pk_index: pk_index as u32,
+                                        slice_index: slice_index as u32,
+                                        in_partition: in_partition as u32,
+                                        cursor: Some(c.as_bytes().to_vec()),
+                                        last_pk: None,
+                                    });
                                     break 'keys;
                                 }
                                 cursor = Some(c);
@@ -351,9 +445,21 @@ impl SelectPlan {
                                 slice_index += 1;
                                 cursor = None;
                                 if full(out.len()) {
-                                    let (pi, si, ip) = if slice_index < slices.len() { (pk_index, slice_index, in_partition) } else { (pk_index + 1, 0, 0) };
+                                    let (pi, si, ip) = if slice_index < slices.len() {
+                                        (pk_index, slice_index, in_partition)
+                                    } else {
+                                        (pk_index + 1, 0, 0)
+                                    };
                                     if pi < keys.len() {
-                                        next_state = Some(PagingState { mode: 1, returned: 0, pk_index: pi as u32, slice_index: si as u32, in_partition: ip as u32, cursor: None, last_pk: None });
+                                        next_state = Some(PagingState {
+                                            mode: 1,
+                                            returned: 0,
+                                            pk_index: pi as u32,
+                                            slice_index: si as u32,
+                                            in_partition: ip as u32,
+                                            cursor: None,
+                                            last_pk: None,
+                                        });
                                     }
                                     break 'keys;
                                 }
@@ -373,19 +479,32 @@ impl SelectPlan {
                 let mut last_pk: Option<Vec<Vec<u8>>> = state.last_pk.clone();
                 let mut in_partition = state.in_partition as usize;
                 loop {
-                    let batch = want.map(|w| w.saturating_sub(out.len())).unwrap_or(1000).clamp(1, 5000);
-                    let page_read = storage.scan(table_id(&self.table), range, batch, cursor.as_ref())?;
+                    let batch = want
+                        .map(|w| w.saturating_sub(out.len()))
+                        .unwrap_or(1000)
+                        .clamp(1, 5000);
+                    let page_read =
+                        storage.scan(table_id(&self.table), range, batch, cursor.as_ref())?;
                     for p in &page_read.partitions {
                         if last_pk.as_ref() != Some(&p.partition_key) {
                             last_pk = Some(p.partition_key.clone());
                             in_partition = 0;
                         }
-                        let rows: Vec<Option<&storage::Row>> = if p.rows.is_empty() { vec![None] } else { p.rows.iter().map(Some).collect() };
+                        let rows: Vec<Option<&storage::Row>> = if p.rows.is_empty() {
+                            vec![None]
+                        } else {
+                            p.rows.iter().map(Some).collect()
+                        };
                         for row in rows {
                             if per_partition.is_some_and(|pp| in_partition >= pp) {
                                 break;
                             }
-                            let ctx = RowContext { token: p.token, pk: &p.partition_key, statics: &p.static_cells, row };
+                            let ctx = RowContext {
+                                token: p.token,
+                                pk: &p.partition_key,
+                                statics: &p.static_cells,
+                                row,
+                            };
                             if row.is_none() && p.static_cells.is_empty() {
                                 continue;
                             }
@@ -402,7 +521,15 @@ impl SelectPlan {
                     match page_read.cursor {
                         Some(c) => {
                             if full(out.len()) {
-                                next_state = Some(PagingState { mode: 2, returned: 0, pk_index: 0, slice_index: 0, in_partition: in_partition as u32, cursor: Some(c.as_bytes().to_vec()), last_pk });
+                                next_state = Some(PagingState {
+                                    mode: 2,
+                                    returned: 0,
+                                    pk_index: 0,
+                                    slice_index: 0,
+                                    in_partition: in_partition as u32,
+                                    cursor: Some(c.as_bytes().to_vec()),
+                                    last_pk,
+                                });
                                 break;
                             }
                             cursor = Some(c);
@@ -428,20 +555,36 @@ impl SelectPlan {
         self.finish(out, counted, next)
     }
 
-    fn finish(&self, rows: Vec<Vec<Option<Bytes>>>, counted: i64, next: Option<Bytes>) -> Result<Rows, QueryError> {
+    fn finish(
+        &self,
+        rows: Vec<Vec<Option<Bytes>>>,
+        counted: i64,
+        next: Option<Bytes>,
+    ) -> Result<Rows, QueryError> {
         let rows = if self.count {
-            vec![self.outputs.iter().map(|_| Some(Bytes::copy_from_slice(&counted.to_be_bytes()))).collect()]
+            vec![self
+                .outputs
+                .iter()
+                .map(|_| Some(Bytes::copy_from_slice(&counted.to_be_bytes())))
+                .collect()]
         } else {
             rows
         };
         Ok(Rows {
-            metadata: ResultMetadata { columns: self.columns(), paging_state: next, no_metadata: false },
+            metadata: ResultMetadata {
+                columns: self.columns(),
+                paging_state: next,
+                no_metadata: false,
+            },
             rows,
         })
     }
 
     /// The clustering slices to read in each partition (one per IN combination).
-    fn slices(&self, values: &Values<'_>) -> Result<Vec<(storage::ClusteringBound, storage::ClusteringBound)>, QueryError> {
+    fn slices(
+        &self,
+        values: &Values<'_>,
+    ) -> Result<Vec<(storage::ClusteringBound, storage::ClusteringBound)>, QueryError> {
         let ck: Vec<_> = self.table.clustering().collect();
         let mut lists = Vec::new();
         for (v, c) in self.restrictions.clustering_eq.iter().zip(&ck) {
@@ -453,13 +596,20 @@ impl SelectPlan {
         }
         // IN on clustering: read in clustering order.
         if prefixes.len() > 1 {
-            let types: Vec<(DataType, ClusteringOrder)> = ck.iter().map(|c| (c.data_type.clone(), c.order)).collect();
+            let types: Vec<(DataType, ClusteringOrder)> =
+                ck.iter().map(|c| (c.data_type.clone(), c.order)).collect();
             prefixes.sort_by(|a, b| {
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
                     let (ty, order) = &types[i];
-                    let (Ok(xv), Ok(yv)) = (Value::decode(ty, x), Value::decode(ty, y)) else { continue };
+                    let (Ok(xv), Ok(yv)) = (Value::decode(ty, x), Value::decode(ty, y)) else {
+                        continue;
+                    };
                     let o = compare_values(&xv, &yv, ty);
-                    let o = if *order == ClusteringOrder::Desc { o.reverse() } else { o };
+                    let o = if *order == ClusteringOrder::Desc {
+                        o.reverse()
+                    } else {
+                        o
+                    };
                     if o != Ordering::Equal {
                         return o;
                     }
@@ -479,7 +629,9 @@ impl SelectPlan {
                         None => Ok(None),
                         Some(r) => match values.bind(&r.term)? {
                             Bound::Value(v) => Ok(Some((v.to_bytes(), r.inclusive))),
-                            _ => Err(QueryError::invalid("Invalid null value in clustering restriction")),
+                            _ => Err(QueryError::invalid(
+                                "Invalid null value in clustering restriction",
+                            )),
                         },
                     }
                 };
@@ -487,7 +639,10 @@ impl SelectPlan {
             }
         };
         let order = self.restrictions.slice_column_order(&self.table);
-        Ok(prefixes.iter().map(|p| storage_bounds(p, slice.clone(), order)).collect())
+        Ok(prefixes
+            .iter()
+            .map(|p| storage_bounds(p, slice.clone(), order))
+            .collect())
     }
 
     /// The storage token range for token restrictions (None when provably empty).
@@ -497,7 +652,9 @@ impl SelectPlan {
                 None => Ok(None),
                 Some(r) => match values.bind(&r.term)? {
                     Bound::Value(Value::Bigint(t)) => Ok(Some((t, r.inclusive))),
-                    _ => Err(QueryError::invalid("Invalid null value for partition key token")),
+                    _ => Err(QueryError::invalid(
+                        "Invalid null value for partition key token",
+                    )),
                 },
             }
         };
@@ -522,10 +679,16 @@ impl SelectPlan {
         if start_excl == i64::MAX {
             return Ok(None);
         }
-        Ok(Some(TokenRange { start: start_excl, end: end_incl }))
+        Ok(Some(TokenRange {
+            start: start_excl,
+            end: end_incl,
+        }))
     }
 
-    fn bind_filters(&self, values: &Values<'_>) -> Result<Vec<(usize, Operator, Vec<Value>)>, QueryError> {
+    fn bind_filters(
+        &self,
+        values: &Values<'_>,
+    ) -> Result<Vec<(usize, Operator, Vec<Value>)>, QueryError> {
         let mut out = Vec::new();
         for f in &self.restrictions.filters {
             let name = &self.table.columns[f.column].name;
@@ -538,34 +701,61 @@ impl SelectPlan {
     fn cell_value(&self, ctx: &RowContext<'_>, i: usize) -> Option<Bytes> {
         let col = &self.table.columns[i];
         match col.kind {
-            ColumnKind::PartitionKey => ctx.pk.get(col.position as usize).map(|b| Bytes::copy_from_slice(b)),
-            ColumnKind::Clustering => ctx.row.and_then(|r| r.clustering.get(col.position as usize)).map(|b| Bytes::copy_from_slice(b)),
-            ColumnKind::Static => ctx.statics.get(&col.id).and_then(|v| serialize_column(v, &col.data_type)),
-            ColumnKind::Regular => ctx.row.and_then(|r| r.cells.get(&col.id)).and_then(|v| serialize_column(v, &col.data_type)),
+            ColumnKind::PartitionKey => ctx
+                .pk
+                .get(col.position as usize)
+                .map(|b| Bytes::copy_from_slice(b)),
+            ColumnKind::Clustering => ctx
+                .row
+                .and_then(|r| r.clustering.get(col.position as usize))
+                .map(|b| Bytes::copy_from_slice(b)),
+            ColumnKind::Static => ctx
+                .statics
+                .get(&col.id)
+                .and_then(|v| serialize_column(v, &col.data_type)),
+            ColumnKind::Regular => ctx
+                .row
+                .and_then(|r| r.cells.get(&col.id))
+                .and_then(|v| serialize_column(v, &col.data_type)),
         }
     }
 
     fn matches(&self, ctx: &RowContext<'_>, filters: &[(usize, Operator, Vec<Value>)]) -> bool {
         for (i, op, vals) in filters {
             let col = &self.table.columns[*i];
-            let Some(bytes) = self.cell_value(ctx, *i) else { return false };
-            let Ok(cell) = Value::decode(&col.data_type, &bytes) else { return false };
+            let Some(bytes) = self.cell_value(ctx, *i) else {
+                return false;
+            };
+            let Ok(cell) = Value::decode(&col.data_type, &bytes) else {
+                return false;
+            };
             let ty = &col.data_type;
             let ok = match op {
-                Operator::In => vals.iter().any(|v| compare_values(&cell, v, ty) == Ordering::Equal),
+                Operator::In => vals
+                    .iter()
+                    .any(|v| compare_values(&cell, v, ty) == Ordering::Equal),
                 Operator::Contains => match (&cell, ty.unfrozen()) {
-                    (Value::List(items) | Value::Set(items), DataType::List(e) | DataType::Set(e)) => {
-                        vals.iter().all(|v| items.iter().any(|x| compare_values(x, v, e) == Ordering::Equal))
-                    }
-                    (Value::Map(entries), DataType::Map(_, vt)) => {
-                        vals.iter().all(|v| entries.iter().any(|(_, x)| compare_values(x, v, vt) == Ordering::Equal))
-                    }
+                    (
+                        Value::List(items) | Value::Set(items),
+                        DataType::List(e) | DataType::Set(e),
+                    ) => vals.iter().all(|v| {
+                        items
+                            .iter()
+                            .any(|x| compare_values(x, v, e) == Ordering::Equal)
+                    }),
+                    (Value::Map(entries), DataType::Map(_, vt)) => vals.iter().all(|v| {
+                        entries
+                            .iter()
+                            .any(|(_, x)| compare_values(x, v, vt) == Ordering::Equal)
+                    }),
                     _ => false,
                 },
                 Operator::ContainsKey => match (&cell, ty.unfrozen()) {
-                    (Value::Map(entries), DataType::Map(kt, _)) => {
-                        vals.iter().all(|v| entries.iter().any(|(k, _)| compare_values(k, v, kt) == Ordering::Equal))
-                    }
+                    (Value::Map(entries), DataType::Map(kt, _)) => vals.iter().all(|v| {
+                        entries
+                            .iter()
+                            .any(|(k, _)| compare_values(k, v, kt) == Ordering::Equal)
+                    }),
                     _ => false,
                 },
                 _ => vals.first().is_some_and(|v| {
@@ -602,8 +792,12 @@ impl SelectPlan {
                     };
                     match cell {
                         Some(ColumnValue::Simple(c)) => match s {
-                            Selection::WriteTime(_) => Some(Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
-                            _ => c.ttl.map(|t| Bytes::copy_from_slice(&(t as i32).to_be_bytes())),
+                            Selection::WriteTime(_) => {
+                                Some(Bytes::copy_from_slice(&c.timestamp.to_be_bytes()))
+                            }
+                            _ => c
+                                .ttl
+                                .map(|t| Bytes::copy_from_slice(&(t as i32).to_be_bytes())),
                         },
                         _ => None,
                     }
@@ -615,14 +809,23 @@ impl SelectPlan {
     }
 }
 
-fn bind_limit(term: &Option<Term>, values: &Values<'_>, what: &str) -> Result<Option<usize>, QueryError> {
+fn bind_limit(
+    term: &Option<Term>,
+    values: &Values<'_>,
+    what: &str,
+) -> Result<Option<usize>, QueryError> {
     match term {
         None => Ok(None),
         Some(t) => match values.bind(t)? {
             Bound::Value(Value::Int(n)) if n > 0 => Ok(Some(n as usize)),
             Bound::Unset => Ok(None),
-            Bound::Null => Err(QueryError::invalid(format!("Invalid null value of {}", what.to_lowercase()))),
-            _ => Err(QueryError::invalid(format!("{what} must be strictly positive"))),
+            Bound::Null => Err(QueryError::invalid(format!(
+                "Invalid null value of {}",
+                what.to_lowercase()
+            ))),
+            _ => Err(QueryError::invalid(format!(
+                "{what} must be strictly positive"
+            ))),
         },
     }
 }
@@ -755,6 +958,14 @@ impl PagingState {
         if mode != 1 && mode != 2 {
             return Err(bad());
         }
-        Ok(PagingState { mode, returned, pk_index, slice_index, in_partition, cursor, last_pk })
+        Ok(PagingState {
+            mode,
+            returned,
+            pk_index,
+            slice_index,
+            in_partition,
+            cursor,
+            last_pk,
+        })
     }
 }

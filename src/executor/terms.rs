@@ -117,7 +117,10 @@ impl<'a> Values<'a> {
                         .iter()
                         .position(|n| n.eq_ignore_ascii_case(&spec.name))
                         .ok_or_else(|| {
-                            QueryError::invalid(format!("No value for named bind variable {}", spec.name))
+                            QueryError::invalid(format!(
+                                "No value for named bind variable {}",
+                                spec.name
+                            ))
                         })?;
                     order.push(Some(pos));
                 }
@@ -180,10 +183,14 @@ impl<'a> Values<'a> {
 /// # Errors
 /// InvalidRequest naming the receiver.
 pub fn decode_bound(b: &Bytes, ty: &DataType, receiver: &str) -> Result<Value, QueryError> {
-    if b.is_empty() && !matches!(ty, DataType::Native(NativeType::Text | NativeType::Ascii | NativeType::Blob)) {
+    if b.is_empty()
+        && !matches!(
+            ty,
+            DataType::Native(NativeType::Text | NativeType::Ascii | NativeType::Blob)
+        )
+    {
         return Ok(Value::Empty);
     }
-    Value::decode(ty, b).map_err(|e| {
-        QueryError::invalid(format!("Invalid value for column {receiver}: {e}"))
-    })
+    Value::decode(ty, b)
+        .map_err(|e| QueryError::invalid(format!("Invalid value for column {receiver}: {e}")))
 }

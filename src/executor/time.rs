@@ -57,7 +57,11 @@ fn parse_hms(s: &str) -> Option<i64> {
         Some(p) => p.parse().ok()?,
         None => 0,
     };
-    if parts.next().is_some() || !(0..24).contains(&h) || !(0..60).contains(&m) || !(0..60).contains(&sec) {
+    if parts.next().is_some()
+        || !(0..24).contains(&h)
+        || !(0..60).contains(&m)
+        || !(0..60).contains(&sec)
+    {
         return None;
     }
     let mut nanos = 0i64;
@@ -75,10 +79,12 @@ fn parse_hms(s: &str) -> Option<i64> {
 /// # Errors
 /// InvalidRequest naming the text.
 pub fn parse_date(s: &str) -> Result<u32, QueryError> {
-    let days = parse_ymd(s.trim())
-        .ok_or_else(|| QueryError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)")))?;
-    u32::try_from(days + (1i64 << 31))
-        .map_err(|_| QueryError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)")))
+    let days = parse_ymd(s.trim()).ok_or_else(|| {
+        QueryError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+    })?;
+    u32::try_from(days + (1i64 << 31)).map_err(|_| {
+        QueryError::invalid(format!("Unable to coerce '{s}' to a formatted date (long)"))
+    })
 }
 
 /// A `time` literal `hh:mm:ss[.fffffffff]` as nanoseconds since midnight.
@@ -102,25 +108,34 @@ pub fn parse_timestamp(s: &str) -> Result<i64, QueryError> {
         return Ok(ms);
     }
     // Split off the zone.
-    let (body, offset_minutes) = if let Some(b) = t.strip_suffix('Z').or_else(|| t.strip_suffix('z')) {
-        (b, 0)
-    } else {
-        let date_len = t.find([' ', 'T']).unwrap_or(t.len());
-        match t[date_len..].rfind(['+', '-']) {
-            Some(i) => {
-                let zone = &t[date_len + i + 1..];
-                let sign = if t.as_bytes()[date_len + i] == b'-' { -1 } else { 1 };
-                let digits: String = zone.chars().filter(|c| *c != ':').collect();
-                if digits.len() != 4 && digits.len() != 2 {
-                    return Err(bad());
+    let (body, offset_minutes) =
+        if let Some(b) = t.strip_suffix('Z').or_else(|| t.strip_suffix('z')) {
+            (b, 0)
+        } else {
+            let date_len = t.find([' ', 'T']).unwrap_or(t.len());
+            match t[date_len..].rfind(['+', '-']) {
+                Some(i) => {
+                    let zone = &t[date_len + i + 1..];
+                    let sign = if t.as_bytes()[date_len + i] == b'-' {
+                        -1
+                    } else {
+                        1
+                    };
+                    let digits: String = zone.chars().filter(|c| *c != ':').collect();
+                    if digits.len() != 4 && digits.len() != 2 {
+                        return Err(bad());
+                    }
+                    let hh: i64 = digits[..2].parse().map_err(|_| bad())?;
+                    let mm: i64 = if digits.len() == 4 {
+                        digits[2..].parse().map_err(|_| bad())?
+                    } else {
+                        0
+                    };
+                    (t[..date_len + i].trim_end(), sign * (hh * 60 + mm))
                 }
-                let hh: i64 = digits[..2].parse().map_err(|_| bad())?;
-                let mm: i64 = if digits.len() == 4 { digits[2..].parse().map_err(|_| bad())? } else { 0 };
-                (t[..date_len + i].trim_end(), sign * (hh * 60 + mm))
+                None => (t, 0),
             }
-            None => (t, 0),
-        }
-    };
+        };
     let (date, time) = match body.find([' ', 'T']) {
         Some(i) => (&body[..i], Some(body[i + 1..].trim())),
         None => (body, None),
@@ -140,9 +155,18 @@ mod tests {
     #[test]
     fn timestamps_parse_in_cassandra_formats() {
         assert_eq!(parse_timestamp("1970-01-01").ok(), Some(0));
-        assert_eq!(parse_timestamp("2011-02-03 04:05:00+0000").ok(), Some(1_296_705_900_000));
-        assert_eq!(parse_timestamp("2011-02-03T04:05:00.123Z").ok(), Some(1_296_705_900_123));
-        assert_eq!(parse_timestamp("2011-02-03 05:05+01:00").ok(), Some(1_296_705_900_000));
+        assert_eq!(
+            parse_timestamp("2011-02-03 04:05:00+0000").ok(),
+            Some(1_296_705_900_000)
+        );
+        assert_eq!(
+            parse_timestamp("2011-02-03T04:05:00.123Z").ok(),
+            Some(1_296_705_900_123)
+        );
+        assert_eq!(
+            parse_timestamp("2011-02-03 05:05+01:00").ok(),
+            Some(1_296_705_900_000)
+        );
         assert!(parse_timestamp("2011-02-30").is_err());
     }
 

@@ -50,7 +50,11 @@ impl VirtualSelect {
     ///
     /// # Errors
     /// InvalidRequest for unknown columns and unsupported selectors.
-    pub fn plan(select: &Select, table: Arc<Table>, markers: &mut Markers) -> Result<VirtualSelect, QueryError> {
+    pub fn plan(
+        select: &Select,
+        table: Arc<Table>,
+        markers: &mut Markers,
+    ) -> Result<VirtualSelect, QueryError> {
         let ks = table.keyspace.clone();
         let tn = table.name.clone();
         let index_of = |name: &str| table.columns.iter().position(|c| c.name == name);
@@ -73,7 +77,10 @@ impl VirtualSelect {
                     Expr::Column(name) => {
                         let i = index_of(name).ok_or_else(|| undefined(name))?;
                         let c = &table.columns[i];
-                        outputs.push((Output::Column(i), spec(sel.alias.as_deref().unwrap_or(name), &c.data_type)));
+                        outputs.push((
+                            Output::Column(i),
+                            spec(sel.alias.as_deref().unwrap_or(name), &c.data_type),
+                        ));
                     }
                     Expr::FunctionCall { name, args }
                         if name.keyspace.is_none()
@@ -83,7 +90,10 @@ impl VirtualSelect {
                     {
                         outputs.push((
                             Output::Count,
-                            spec(sel.alias.as_deref().unwrap_or("count"), &DataType::Native(NativeType::Bigint)),
+                            spec(
+                                sel.alias.as_deref().unwrap_or("count"),
+                                &DataType::Native(NativeType::Bigint),
+                            ),
                         ));
                     }
                     other => {
@@ -107,7 +117,13 @@ impl VirtualSelect {
                 (Operator::In, Expr::BindMarker(_)) => Filter {
                     column: i,
                     op: *op,
-                    terms: vec![markers.term(value, &DataType::List(Box::new(ty)), &ks, &tn, &format!("in({column})"))?],
+                    terms: vec![markers.term(
+                        value,
+                        &DataType::List(Box::new(ty)),
+                        &ks,
+                        &tn,
+                        &format!("in({column})"),
+                    )?],
                     in_marker: true,
                 },
                 (Operator::In, Expr::List(items) | Expr::Tuple(items)) => Filter {
@@ -119,7 +135,15 @@ impl VirtualSelect {
                         .collect::<Result<_, _>>()?,
                     in_marker: false,
                 },
-                (Operator::Eq | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge | Operator::Ne, _) => Filter {
+                (
+                    Operator::Eq
+                    | Operator::Lt
+                    | Operator::Le
+                    | Operator::Gt
+                    | Operator::Ge
+                    | Operator::Ne,
+                    _,
+                ) => Filter {
                     column: i,
                     op: *op,
                     terms: vec![markers.term(value, &ty, &ks, &tn, column)?],
@@ -134,7 +158,14 @@ impl VirtualSelect {
             filters.push(filter);
         }
         let limit = match &select.limit {
-            Some(e) => Some(markers.term_named(e, &DataType::Native(NativeType::Int), &ks, &tn, "[limit]", "[limit]")?),
+            Some(e) => Some(markers.term_named(
+                e,
+                &DataType::Native(NativeType::Int),
+                &ks,
+                &tn,
+                "[limit]",
+                "[limit]",
+            )?),
             None => None,
         };
         Ok(VirtualSelect {
@@ -177,7 +208,9 @@ impl VirtualSelect {
                     Bound::Null if f.in_marker => {}
                     Bound::Null | Bound::Unset => {
                         let name = &self.table.columns[f.column].name;
-                        return Err(QueryError::invalid(format!("Invalid null value for column {name}")));
+                        return Err(QueryError::invalid(format!(
+                            "Invalid null value for column {name}"
+                        )));
                     }
                 }
             }
@@ -201,7 +234,9 @@ impl VirtualSelect {
                 };
                 let Some(cell) = cell else { continue 'rows };
                 let ok = match op {
-                    Operator::In => vals.iter().any(|v| compare_values(&cell, v, ty) == Ordering::Equal),
+                    Operator::In => vals
+                        .iter()
+                        .any(|v| compare_values(&cell, v, ty) == Ordering::Equal),
                     _ => vals.first().is_some_and(|v| {
                         let o = compare_values(&cell, v, ty);
                         match op {
@@ -232,11 +267,17 @@ impl VirtualSelect {
                 .iter()
                 .map(|(o, _)| match o {
                     Output::Count => Some(Bytes::copy_from_slice(&count.to_be_bytes())),
-                    Output::Column(i) => matching.first().and_then(|r| r.get(*i).cloned().flatten()),
+                    Output::Column(i) => {
+                        matching.first().and_then(|r| r.get(*i).cloned().flatten())
+                    }
                 })
                 .collect();
             return Ok(Rows {
-                metadata: ResultMetadata { columns, paging_state: None, no_metadata: false },
+                metadata: ResultMetadata {
+                    columns,
+                    paging_state: None,
+                    no_metadata: false,
+                },
                 rows: vec![row],
             });
         }
@@ -254,7 +295,11 @@ impl VirtualSelect {
             })
             .collect();
         Ok(Rows {
-            metadata: ResultMetadata { columns, paging_state: next, no_metadata: false },
+            metadata: ResultMetadata {
+                columns,
+                paging_state: next,
+                no_metadata: false,
+            },
             rows,
         })
     }
@@ -303,5 +348,7 @@ fn decode_offset(state: &Bytes) -> Result<usize, QueryError> {
         return usize::try_from(u64::from_be_bytes(n))
             .map_err(|_| QueryError::Protocol("Invalid paging state".into()));
     }
-    Err(QueryError::Protocol("Invalid value for the paging state".into()))
+    Err(QueryError::Protocol(
+        "Invalid value for the paging state".into(),
+    ))
 }

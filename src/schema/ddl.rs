@@ -33,7 +33,10 @@ fn change(change_type: SchemaChangeType, target: SchemaChangeTarget) -> Option<S
 }
 
 /// Keyspace of a possibly-qualified name, from the session's `USE` otherwise.
-pub(crate) fn keyspace_of(name: &QualifiedName, current: Option<&str>) -> Result<String, QueryError> {
+pub(crate) fn keyspace_of(
+    name: &QualifiedName,
+    current: Option<&str>,
+) -> Result<String, QueryError> {
     name.keyspace
         .clone()
         .or_else(|| current.map(str::to_string))
@@ -102,15 +105,24 @@ pub fn apply_ddl(
                     types: BTreeMap::new(),
                 },
             );
-            out.change = change(SchemaChangeType::Created, SchemaChangeTarget::Keyspace(s.name.clone()));
+            out.change = change(
+                SchemaChangeType::Created,
+                SchemaChangeTarget::Keyspace(s.name.clone()),
+            );
         }
         Statement::AlterKeyspace(s) => {
-            if !catalog.keyspaces.contains_key(&s.name) && !is_system_keyspace(&s.name) && s.if_exists {
+            if !catalog.keyspaces.contains_key(&s.name)
+                && !is_system_keyspace(&s.name)
+                && s.if_exists
+            {
                 return Ok(out);
             }
             let ks = user_keyspace(catalog, &s.name)?;
             ks.params = KeyspaceParams::from_options(&s.options, Some(&ks.params))?;
-            out.change = change(SchemaChangeType::Updated, SchemaChangeTarget::Keyspace(s.name.clone()));
+            out.change = change(
+                SchemaChangeType::Updated,
+                SchemaChangeTarget::Keyspace(s.name.clone()),
+            );
         }
         Statement::DropKeyspace(s) => {
             if !catalog.keyspaces.contains_key(&s.name) && !is_system_keyspace(&s.name) {
@@ -126,7 +138,10 @@ pub fn apply_ddl(
             if let Some(ks) = catalog.keyspaces.remove(&s.name) {
                 out.dropped_tables = ks.tables.values().map(|t| t.id).collect();
             }
-            out.change = change(SchemaChangeType::Dropped, SchemaChangeTarget::Keyspace(s.name.clone()));
+            out.change = change(
+                SchemaChangeType::Dropped,
+                SchemaChangeTarget::Keyspace(s.name.clone()),
+            );
         }
         Statement::CreateTable(s) => return create_table(catalog, s, current),
         Statement::AlterTable(s) => {
@@ -145,7 +160,10 @@ pub fn apply_ddl(
             let resolved = catalog_snapshot_for_types(catalog);
             let ks = user_keyspace(catalog, &ks_name)?;
             let Some(table) = ks.tables.get(&s.name.name) else {
-                return Err(QueryError::invalid(format!("Table '{ks_name}.{}' doesn't exist", s.name.name)));
+                return Err(QueryError::invalid(format!(
+                    "Table '{ks_name}.{}' doesn't exist",
+                    s.name.name
+                )));
             };
             let mut t = (**table).clone();
             if !alter_table(&mut t, &s.op, &resolved, now_ms)? {
@@ -154,7 +172,10 @@ pub fn apply_ddl(
             ks.tables.insert(t.name.clone(), Arc::new(t));
             out.change = change(
                 SchemaChangeType::Updated,
-                SchemaChangeTarget::Table { keyspace: ks_name, name: s.name.name.clone() },
+                SchemaChangeTarget::Table {
+                    keyspace: ks_name,
+                    name: s.name.name.clone(),
+                },
             );
         }
         Statement::DropTable(s) => {
@@ -172,7 +193,10 @@ pub fn apply_ddl(
             }
             out.change = change(
                 SchemaChangeType::Dropped,
-                SchemaChangeTarget::Table { keyspace: ks_name, name: s.name.name.clone() },
+                SchemaChangeTarget::Table {
+                    keyspace: ks_name,
+                    name: s.name.name.clone(),
+                },
             );
         }
         Statement::CreateType(s) => {
@@ -193,7 +217,10 @@ pub fn apply_ddl(
             let mut seen = HashSet::new();
             for (field, ty) in &s.fields {
                 if !seen.insert(field.clone()) {
-                    return Err(QueryError::invalid(format!("Duplicate field name {field} in type {}", s.name.name)));
+                    return Err(QueryError::invalid(format!(
+                        "Duplicate field name {field} in type {}",
+                        s.name.name
+                    )));
                 }
                 validate_field_type(&snapshot, &ks_name, &s.name.name, ty)?;
             }
@@ -208,7 +235,10 @@ pub fn apply_ddl(
             );
             out.change = change(
                 SchemaChangeType::Created,
-                SchemaChangeTarget::Type { keyspace: ks_name, name: s.name.name.clone() },
+                SchemaChangeTarget::Type {
+                    keyspace: ks_name,
+                    name: s.name.name.clone(),
+                },
             );
         }
         Statement::AlterType(s) => {
@@ -219,7 +249,10 @@ pub fn apply_ddl(
                 if s.if_exists {
                     return Ok(out);
                 }
-                return Err(QueryError::invalid(format!("No user type named {ks_name}.{} exists.", s.name.name)));
+                return Err(QueryError::invalid(format!(
+                    "No user type named {ks_name}.{} exists.",
+                    s.name.name
+                )));
             };
             let mut def = (**def).clone();
             match &s.op {
@@ -253,7 +286,10 @@ pub fn apply_ddl(
                             )));
                         };
                         if def.field_names.contains(to) {
-                            return Err(QueryError::invalid(format!("Duplicate field name {to} in type {}", s.name.name)));
+                            return Err(QueryError::invalid(format!(
+                                "Duplicate field name {to} in type {}",
+                                s.name.name
+                            )));
                         }
                         def.field_names[i] = to.clone();
                     }
@@ -268,7 +304,10 @@ pub fn apply_ddl(
             catalog.refresh_types(&ks_name);
             out.change = change(
                 SchemaChangeType::Updated,
-                SchemaChangeTarget::Type { keyspace: ks_name, name: s.name.name.clone() },
+                SchemaChangeTarget::Type {
+                    keyspace: ks_name,
+                    name: s.name.name.clone(),
+                },
             );
         }
         Statement::DropType(s) => {
@@ -284,7 +323,9 @@ pub fn apply_ddl(
                 )));
             }
             let user = ks.tables.values().find(|t| {
-                t.columns.iter().any(|c| mentions_type(&c.data_type, &s.name.name))
+                t.columns
+                    .iter()
+                    .any(|c| mentions_type(&c.data_type, &s.name.name))
             });
             if let Some(t) = user {
                 return Err(QueryError::invalid(format!(
@@ -293,7 +334,8 @@ pub fn apply_ddl(
                 )));
             }
             let other_type = ks.types.values().find(|d| {
-                d.name != s.name.name && d.field_types.iter().any(|t| mentions_type(t, &s.name.name))
+                d.name != s.name.name
+                    && d.field_types.iter().any(|t| mentions_type(t, &s.name.name))
             });
             if let Some(d) = other_type {
                 return Err(QueryError::invalid(format!(
@@ -304,7 +346,10 @@ pub fn apply_ddl(
             ks.types.remove(&s.name.name);
             out.change = change(
                 SchemaChangeType::Dropped,
-                SchemaChangeTarget::Type { keyspace: ks_name, name: s.name.name.clone() },
+                SchemaChangeTarget::Type {
+                    keyspace: ks_name,
+                    name: s.name.name.clone(),
+                },
             );
         }
         _ => return Err(QueryError::invalid("Not a schema statement")),
@@ -334,7 +379,9 @@ fn validate_field_type(
     ty: &DataType,
 ) -> Result<(), QueryError> {
     if mentions_type(ty, type_name) {
-        return Err(QueryError::invalid(format!("Cannot use user type {type_name} inside itself")));
+        return Err(QueryError::invalid(format!(
+            "Cannot use user type {type_name} inside itself"
+        )));
     }
     if ty.is_counter() {
         return Err(QueryError::invalid("A user type cannot contain counters"));
@@ -352,14 +399,20 @@ fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryEr
     match t {
         DataType::List(e) | DataType::Set(e) => {
             if inside_collection {
-                return Err(QueryError::invalid("Non-frozen collections are not allowed inside collections: ".to_string() + &t.to_string()));
+                return Err(QueryError::invalid(
+                    "Non-frozen collections are not allowed inside collections: ".to_string()
+                        + &t.to_string(),
+                ));
             }
             check_element(e, t)?;
             validate_nesting(e, true)
         }
         DataType::Map(k, v) => {
             if inside_collection {
-                return Err(QueryError::invalid("Non-frozen collections are not allowed inside collections: ".to_string() + &t.to_string()));
+                return Err(QueryError::invalid(
+                    "Non-frozen collections are not allowed inside collections: ".to_string()
+                        + &t.to_string(),
+                ));
             }
             check_element(k, t)?;
             check_element(v, t)?;
@@ -383,7 +436,9 @@ fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryEr
 
 fn check_element(e: &DataType, outer: &DataType) -> Result<(), QueryError> {
     if e.is_counter() {
-        return Err(QueryError::invalid(format!("Counters are not allowed inside collections: {outer}")));
+        return Err(QueryError::invalid(format!(
+            "Counters are not allowed inside collections: {outer}"
+        )));
     }
     Ok(())
 }
@@ -391,9 +446,9 @@ fn check_element(e: &DataType, outer: &DataType) -> Result<(), QueryError> {
 /// Everything inside `frozen<...>` is frozen, so nesting is free.
 fn validate_frozen(t: &DataType) -> Result<(), QueryError> {
     match t {
-        DataType::Native(NativeType::Counter) => {
-            Err(QueryError::invalid("counters are not allowed inside frozen types"))
-        }
+        DataType::Native(NativeType::Counter) => Err(QueryError::invalid(
+            "counters are not allowed inside frozen types",
+        )),
         _ => Ok(()),
     }
 }
@@ -413,7 +468,9 @@ fn create_table(
             return Ok(out);
         }
         return Err(QueryError::AlreadyExists {
-            message: format!("Cannot add already existing table \"{table_name}\" to keyspace \"{ks_name}\""),
+            message: format!(
+                "Cannot add already existing table \"{table_name}\" to keyspace \"{ks_name}\""
+            ),
             keyspace: ks_name,
             table: table_name.clone(),
         });
@@ -425,7 +482,10 @@ fn create_table(
     out.created_tables.push(table);
     out.change = change(
         SchemaChangeType::Created,
-        SchemaChangeTarget::Table { keyspace: ks_name, name: table_name.clone() },
+        SchemaChangeTarget::Table {
+            keyspace: ks_name,
+            name: table_name.clone(),
+        },
     );
     Ok(out)
 }
@@ -436,21 +496,30 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     let mut names = HashSet::new();
     for c in &s.columns {
         if !names.insert(c.name.as_str()) {
-            return Err(QueryError::invalid(format!("Duplicate column '{}' declaration for table {qualified}", c.name)));
+            return Err(QueryError::invalid(format!(
+                "Duplicate column '{}' declaration for table {qualified}",
+                c.name
+            )));
         }
         defs.push(c);
     }
     if s.partition_key.is_empty() {
-        return Err(QueryError::invalid(format!("No PRIMARY KEY specifed for table '{qualified}' (exactly one required)")));
+        return Err(QueryError::invalid(format!(
+            "No PRIMARY KEY specifed for table '{qualified}' (exactly one required)"
+        )));
     }
     let find = |name: &str| defs.iter().find(|c| c.name == name).copied();
     let mut key_names = HashSet::new();
     for k in s.partition_key.iter().chain(&s.clustering_key) {
         if find(k).is_none() {
-            return Err(QueryError::invalid(format!("Unknown column '{k}' referenced in PRIMARY KEY for table '{qualified}'")));
+            return Err(QueryError::invalid(format!(
+                "Unknown column '{k}' referenced in PRIMARY KEY for table '{qualified}'"
+            )));
         }
         if !key_names.insert(k.as_str()) {
-            return Err(QueryError::invalid(format!("Duplicate column '{k}' in PRIMARY KEY clause for table '{qualified}'")));
+            return Err(QueryError::invalid(format!(
+                "Duplicate column '{k}' in PRIMARY KEY clause for table '{qualified}'"
+            )));
         }
     }
     // Clustering order.
@@ -470,16 +539,27 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
             Order::Desc => ClusteringOrder::Desc,
         };
     }
-    if !given.is_empty() && given.len() < s.clustering_key.len() && given.len() != s.clustering_key.len() {
+    if !given.is_empty()
+        && given.len() < s.clustering_key.len()
+        && given.len() != s.clustering_key.len()
+    {
         // Cassandra requires a prefix in order, which the loop above checked.
     }
     if s.options.compact_storage {
-        return Err(QueryError::invalid("COMPACT STORAGE tables are not supported in Cassandra 4.0+ (use a regular table)"));
+        return Err(QueryError::invalid(
+            "COMPACT STORAGE tables are not supported in Cassandra 4.0+ (use a regular table)",
+        ));
     }
     let mut columns = Vec::new();
     let mut next_id = 0u32;
-    let mut push = |def: &ColumnDef, kind: ColumnKind, position: i32, order: ClusteringOrder| -> Result<(), QueryError> {
-        let data_type = catalog.resolve_type(ks, &def.data_type).map_err(QueryError::invalid)?;
+    let mut push = |def: &ColumnDef,
+                    kind: ColumnKind,
+                    position: i32,
+                    order: ClusteringOrder|
+     -> Result<(), QueryError> {
+        let data_type = catalog
+            .resolve_type(ks, &def.data_type)
+            .map_err(QueryError::invalid)?;
         validate_nesting(&data_type, false)?;
         columns.push(Column {
             name: def.name.clone(),
@@ -494,7 +574,12 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     };
     for (i, k) in s.partition_key.iter().enumerate() {
         if let Some(def) = find(k) {
-            push(def, ColumnKind::PartitionKey, i as i32, ClusteringOrder::Asc)?;
+            push(
+                def,
+                ColumnKind::PartitionKey,
+                i as i32,
+                ClusteringOrder::Asc,
+            )?;
         }
     }
     for (i, k) in s.clustering_key.iter().enumerate() {
@@ -505,27 +590,48 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     for def in &defs {
         if key_names.contains(def.name.as_str()) {
             if def.is_static {
-                return Err(QueryError::invalid(format!("Static column {} cannot be part of the PRIMARY KEY", def.name)));
+                return Err(QueryError::invalid(format!(
+                    "Static column {} cannot be part of the PRIMARY KEY",
+                    def.name
+                )));
             }
             continue;
         }
-        let kind = if def.is_static { ColumnKind::Static } else { ColumnKind::Regular };
+        let kind = if def.is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        };
         push(def, kind, -1, ClusteringOrder::Asc)?;
     }
     // Key column rules.
-    for c in columns.iter().filter(|c| matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering)) {
+    for c in columns
+        .iter()
+        .filter(|c| matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering))
+    {
         if c.data_type.is_multi_cell() {
             return Err(QueryError::invalid(format!(
                 "Invalid non-frozen {} type {} for PRIMARY KEY component {}",
-                if matches!(c.data_type, DataType::Udt(_)) { "user" } else { "collection" },
-                c.data_type, c.name
+                if matches!(c.data_type, DataType::Udt(_)) {
+                    "user"
+                } else {
+                    "collection"
+                },
+                c.data_type,
+                c.name
             )));
         }
         if c.data_type.is_counter() {
-            return Err(QueryError::invalid(format!("counter type is not supported for PRIMARY KEY column '{}'", c.name)));
+            return Err(QueryError::invalid(format!(
+                "counter type is not supported for PRIMARY KEY column '{}'",
+                c.name
+            )));
         }
         if contains_duration(&c.data_type) {
-            return Err(QueryError::invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", c.name)));
+            return Err(QueryError::invalid(format!(
+                "duration type is not supported for PRIMARY KEY column '{}'",
+                c.name
+            )));
         }
     }
     if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
@@ -533,15 +639,29 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
             "Static columns are not allowed in table '{qualified}' as it has no clustering columns"
         )));
     }
-    let counters = columns.iter().filter(|c| c.kind != ColumnKind::PartitionKey && c.kind != ColumnKind::Clustering && c.data_type.is_counter()).count();
-    let non_key = columns.iter().filter(|c| c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static).count();
+    let counters = columns
+        .iter()
+        .filter(|c| {
+            c.kind != ColumnKind::PartitionKey
+                && c.kind != ColumnKind::Clustering
+                && c.data_type.is_counter()
+        })
+        .count();
+    let non_key = columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::Regular || c.kind == ColumnKind::Static)
+        .count();
     if counters > 0 && counters != non_key {
-        return Err(QueryError::invalid("Cannot mix counter and non counter columns in the same table"));
+        return Err(QueryError::invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
     }
     let mut params = TableParams::default();
     params.apply(&s.options.properties)?;
     if counters > 0 && params.default_time_to_live > 0 {
-        return Err(QueryError::invalid("Cannot set default_time_to_live on a table with counters"));
+        return Err(QueryError::invalid(
+            "Cannot set default_time_to_live on a table with counters",
+        ));
     }
     let id = s
         .options
@@ -574,19 +694,32 @@ fn contains_duration(t: &DataType) -> bool {
 }
 
 /// Applies an ALTER TABLE operation; false when nothing changed (IF [NOT] EXISTS no-op).
-fn alter_table(t: &mut Table, op: &AlterTableOp, catalog: &Catalog, now_ms: i64) -> Result<bool, QueryError> {
+fn alter_table(
+    t: &mut Table,
+    op: &AlterTableOp,
+    catalog: &Catalog,
+    now_ms: i64,
+) -> Result<bool, QueryError> {
     let qualified = format!("{}.{}", t.keyspace, t.name);
     match op {
-        AlterTableOp::Add { columns, if_not_exists } => {
+        AlterTableOp::Add {
+            columns,
+            if_not_exists,
+        } => {
             let mut changed = false;
             for def in columns {
                 if t.column(&def.name).is_some() {
                     if *if_not_exists {
                         continue;
                     }
-                    return Err(QueryError::invalid(format!("Column with name '{}' already exists", def.name)));
+                    return Err(QueryError::invalid(format!(
+                        "Column with name '{}' already exists",
+                        def.name
+                    )));
                 }
-                let data_type = catalog.resolve_type(&t.keyspace, &def.data_type).map_err(QueryError::invalid)?;
+                let data_type = catalog
+                    .resolve_type(&t.keyspace, &def.data_type)
+                    .map_err(QueryError::invalid)?;
                 validate_nesting(&data_type, false)?;
                 if def.is_static && t.clustering().next().is_none() {
                     return Err(QueryError::invalid(format!(
@@ -595,9 +728,15 @@ fn alter_table(t: &mut Table, op: &AlterTableOp, catalog: &Catalog, now_ms: i64)
                 }
                 if data_type.is_counter() != t.is_counter() {
                     return Err(QueryError::invalid(if t.is_counter() {
-                        format!("Cannot add a non counter column ({}) in a counter column family", def.name)
+                        format!(
+                            "Cannot add a non counter column ({}) in a counter column family",
+                            def.name
+                        )
                     } else {
-                        format!("Cannot add a counter column ({}) in a non counter column family", def.name)
+                        format!(
+                            "Cannot add a counter column ({}) in a non counter column family",
+                            def.name
+                        )
                     }));
                 }
                 if let Some(d) = t.dropped.iter().find(|d| d.name == def.name) {
@@ -612,7 +751,11 @@ fn alter_table(t: &mut Table, op: &AlterTableOp, catalog: &Catalog, now_ms: i64)
                     name: def.name.clone(),
                     id: t.next_column_id,
                     data_type,
-                    kind: if def.is_static { ColumnKind::Static } else { ColumnKind::Regular },
+                    kind: if def.is_static {
+                        ColumnKind::Static
+                    } else {
+                        ColumnKind::Regular
+                    },
                     position: -1,
                     order: ClusteringOrder::Asc,
                 });
@@ -632,11 +775,15 @@ fn alter_table(t: &mut Table, op: &AlterTableOp, catalog: &Catalog, now_ms: i64)
                     if *if_exists {
                         continue;
                     }
-                    return Err(QueryError::invalid(format!("Column {name} was not found in table '{qualified}'")));
+                    return Err(QueryError::invalid(format!(
+                        "Column {name} was not found in table '{qualified}'"
+                    )));
                 };
                 let c = &t.columns[pos];
                 if matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-                    return Err(QueryError::invalid(format!("Cannot drop PRIMARY KEY column {name}")));
+                    return Err(QueryError::invalid(format!(
+                        "Cannot drop PRIMARY KEY column {name}"
+                    )));
                 }
                 let dropped = DroppedColumn {
                     name: c.name.clone(),
@@ -657,9 +804,14 @@ fn alter_table(t: &mut Table, op: &AlterTableOp, catalog: &Catalog, now_ms: i64)
                     if *if_exists {
                         continue;
                     }
-                    return Err(QueryError::invalid(format!("Column {from} was not found in table {qualified}")));
+                    return Err(QueryError::invalid(format!(
+                        "Column {from} was not found in table {qualified}"
+                    )));
                 };
-                if !matches!(t.columns[pos].kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                if !matches!(
+                    t.columns[pos].kind,
+                    ColumnKind::PartitionKey | ColumnKind::Clustering
+                ) {
                     return Err(QueryError::invalid(format!(
                         "Cannot rename non PRIMARY KEY column {from}"
                     )));
@@ -682,7 +834,9 @@ fn alter_table(t: &mut Table, op: &AlterTableOp, catalog: &Catalog, now_ms: i64)
         AlterTableOp::With(props) => {
             t.params.apply(props)?;
             if t.is_counter() && t.params.default_time_to_live > 0 {
-                return Err(QueryError::invalid("Cannot set default_time_to_live on a table with counters"));
+                return Err(QueryError::invalid(
+                    "Cannot set default_time_to_live on a table with counters",
+                ));
             }
             Ok(true)
         }

@@ -60,7 +60,9 @@ impl KeyspaceParams {
         let mut durable_writes = previous.map(|p| p.durable_writes).unwrap_or(true);
         for (name, value) in options {
             match name.to_ascii_lowercase().as_str() {
-                "replication" => replication = Some(normalize_replication(option_map(name, value)?)?),
+                "replication" => {
+                    replication = Some(normalize_replication(option_map(name, value)?)?)
+                }
                 "durable_writes" => {
                     durable_writes = parse_bool(name, value)?;
                 }
@@ -93,7 +95,10 @@ impl KeyspaceParams {
     pub fn simple(rf: u32) -> KeyspaceParams {
         KeyspaceParams {
             replication: BTreeMap::from([
-                ("class".to_string(), format!("{STRATEGY_PREFIX}SimpleStrategy")),
+                (
+                    "class".to_string(),
+                    format!("{STRATEGY_PREFIX}SimpleStrategy"),
+                ),
                 ("replication_factor".to_string(), rf.to_string()),
             ]),
             durable_writes: true,
@@ -114,9 +119,9 @@ fn parse_bool(name: &str, v: &OptionValue) -> Result<bool, QueryError> {
 fn normalize_replication(
     mut map: BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, QueryError> {
-    let class = map.remove("class").ok_or_else(|| {
-        QueryError::Config("Missing replication strategy class".to_string())
-    })?;
+    let class = map
+        .remove("class")
+        .ok_or_else(|| QueryError::Config("Missing replication strategy class".to_string()))?;
     let short = class.strip_prefix(STRATEGY_PREFIX).unwrap_or(&class);
     match short {
         "SimpleStrategy" => {
@@ -142,7 +147,8 @@ fn normalize_replication(
             if let Some(rf) = map.remove("replication_factor") {
                 // Cassandra expands a default replication_factor to every known datacenter.
                 check_replication_factor(&rf)?;
-                map.entry(crate::system::DATA_CENTER.to_string()).or_insert(rf);
+                map.entry(crate::system::DATA_CENTER.to_string())
+                    .or_insert(rf);
             }
         }
         "LocalStrategy" | "EverywhereStrategy" => {
@@ -153,7 +159,11 @@ fn normalize_replication(
         _ => {
             return Err(QueryError::Config(format!(
                 "Unable to find replication strategy class '{}{short}'",
-                if short.contains('.') { "" } else { STRATEGY_PREFIX }
+                if short.contains('.') {
+                    ""
+                } else {
+                    STRATEGY_PREFIX
+                }
             )))
         }
     }
@@ -247,9 +257,7 @@ impl Default for TableParams {
 fn parse_num<T: std::str::FromStr>(name: &str, v: &OptionValue) -> Result<T, QueryError> {
     option_text(v)
         .and_then(|s| s.trim().parse::<T>().ok())
-        .ok_or_else(|| {
-            QueryError::Syntax(format!("Invalid value for property '{name}'"))
-        })
+        .ok_or_else(|| QueryError::Syntax(format!("Invalid value for property '{name}'")))
 }
 
 impl TableParams {
@@ -294,7 +302,10 @@ impl TableParams {
                 }
                 "compression" => {
                     let mut m = option_map(name, value)?;
-                    if let Some(class) = m.remove("class").or_else(|| m.remove("sstable_compression")) {
+                    if let Some(class) = m
+                        .remove("class")
+                        .or_else(|| m.remove("sstable_compression"))
+                    {
                         let class = if class.contains('.') || class.is_empty() {
                             class
                         } else {
@@ -317,7 +328,8 @@ impl TableParams {
                     let v: i32 = parse_num(name, value)?;
                     if v < 0 {
                         return Err(QueryError::Config(
-                            "default_time_to_live must be greater than or equal to 0 (got ".to_string()
+                            "default_time_to_live must be greater than or equal to 0 (got "
+                                .to_string()
                                 + &v.to_string()
                                 + ")",
                         ));

@@ -33,7 +33,11 @@ fn text(s: impl Into<String>) -> Value {
 }
 
 fn text_map(m: &BTreeMap<String, String>) -> Value {
-    Value::Map(m.iter().map(|(k, v)| (text(k.clone()), text(v.clone()))).collect())
+    Value::Map(
+        m.iter()
+            .map(|(k, v)| (text(k.clone()), text(v.clone())))
+            .collect(),
+    )
 }
 
 fn text_list<S: AsRef<str>>(items: &[S]) -> Value {
@@ -133,8 +137,14 @@ fn schema_tables(catalog: &Catalog) -> Vec<NamedRow> {
             vec![
                 ("keyspace_name", text(t.keyspace.clone())),
                 ("table_name", text(t.name.clone())),
-                ("additional_write_policy", text(p.additional_write_policy.clone())),
-                ("bloom_filter_fp_chance", Value::Double(p.bloom_filter_fp_chance)),
+                (
+                    "additional_write_policy",
+                    text(p.additional_write_policy.clone()),
+                ),
+                (
+                    "bloom_filter_fp_chance",
+                    Value::Double(p.bloom_filter_fp_chance),
+                ),
                 ("caching", text_map(&p.caching)),
                 ("cdc", Value::Boolean(p.cdc)),
                 ("comment", text(p.comment.clone())),
@@ -156,7 +166,10 @@ fn schema_tables(catalog: &Catalog) -> Vec<NamedRow> {
                 ("gc_grace_seconds", Value::Int(p.gc_grace_seconds)),
                 ("id", Value::Uuid(t.id)),
                 ("max_index_interval", Value::Int(p.max_index_interval)),
-                ("memtable_flush_period_in_ms", Value::Int(p.memtable_flush_period_in_ms)),
+                (
+                    "memtable_flush_period_in_ms",
+                    Value::Int(p.memtable_flush_period_in_ms),
+                ),
                 ("min_index_interval", Value::Int(p.min_index_interval)),
                 ("read_repair", text(p.read_repair.clone())),
                 ("read_repair_chance", Value::Double(0.0)),

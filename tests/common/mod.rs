@@ -1,7 +1,7 @@
 //! Test harness: a real ringdb server on 127.0.0.1:0 over a temporary data directory, run
 //! in-process (for driver tests) or as the real binary (for restart and crash tests).
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 pub mod raw;
 
@@ -102,6 +102,7 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     /// Spawns the binary on `dir` and waits until it accepts connections.
+    #[allow(clippy::zombie_processes)]
     pub fn spawn(dir: &Path, port: u16) -> ServerProcess {
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
         let child = Command::new(binary())

@@ -81,8 +81,10 @@ async function stopServer(s) {
   if (s.exited) throw new Error(`ringdb had already exited: ${JSON.stringify(s.exited)}\n${logTail()}`);
   const exited = new Promise((resolve) => s.proc.once('exit', (code, signal) => resolve({ code, signal })));
   s.proc.kill('SIGTERM');
-  const timeout = new Promise((resolve) => setTimeout(() => resolve(null), 10000));
+  let timer;
+  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), 10000); });
   const res = await Promise.race([exited, timeout]);
+  clearTimeout(timer);
   if (res === null) {
     s.proc.kill('SIGKILL');
     throw new Error(`ringdb did not exit within 10s of SIGTERM\n${logTail()}`);
@@ -107,8 +109,12 @@ before(async () => {
 });
 
 after(async () => {
+  let t0 = Date.now();
   if (client) await client.shutdown();
+  const shutdownMs = Date.now() - t0;
+  t0 = Date.now();
   if (server) await stopServer(server);
+  if (process.env.RINGDB_TEST_TIMING) console.log(`# client.shutdown ${shutdownMs} ms, server stop ${Date.now() - t0} ms`);
 });
 
 test('connects on protocol v4 and reads system.local', async () => {

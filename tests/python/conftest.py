@@ -156,6 +156,17 @@ def stop_and_check(server: RingServer) -> None:
     took = time.monotonic() - t0
     assert rc is not None, f"ringdb did not exit within {STOP_TIMEOUT}s of SIGTERM\n{server.log_tail()}"
     assert rc == 0, f"ringdb exited with {rc} after SIGTERM (took {took:.2f}s)\n{server.log_tail()}"
+    assert_no_panics(server)
+
+
+def assert_no_panics(server: RingServer) -> None:
+    """A panic caught inside a connection task leaves the server up but is still a bug."""
+    text = ANSI.sub("", server.log_text())
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "panicked at" in line:
+            context = "\n".join(lines[max(0, i - 5):i + 15])
+            raise AssertionError(f"ringdb logged a panic:\n{context}")
 
 
 # ---------------------------------------------------------------- fixtures

@@ -113,6 +113,79 @@ def test_describe_keyspace_and_type(schema_server):
     assert "CREATE TYPE shop.customer (" in flat and "home frozen<addr>" in flat and '"Phones" list<text>' in flat, out
 
 
+def flat_out(srv, cmd):
+    return " ".join(strip_cqlsh_warnings(run_cqlsh(srv, "-e", cmd).stdout).split())
+
+
+def test_describe_abbreviation_and_bare_name(schema_server):
+    out = flat_out(schema_server, "DESC shop.by_region")  # an element named without its kind
+    assert "CREATE TABLE shop.by_region (" in out, out
+    out = flat_out(schema_server, "DESC TABLE shop.by_region")
+    assert "CREATE TABLE shop.by_region (" in out, out
+
+
+def test_describe_quoted_keyspace(schema_server):
+    out = flat_out(schema_server, 'DESCRIBE KEYSPACE "MixedKs"')
+    assert 'CREATE KEYSPACE "MixedKs" WITH replication = {' in out and "'datacenter1': '2'" in out, out
+    assert "durable_writes = false" in out, out
+    assert 'CREATE TABLE "MixedKs"."QuotedTable" (' in out, out
+
+
+def test_describe_only_keyspace(schema_server):
+    out = flat_out(schema_server, "DESCRIBE ONLY KEYSPACE shop")
+    assert "CREATE KEYSPACE shop" in out and "CREATE TABLE" not in out and "CREATE TYPE" not in out, out
+
+
+def test_describe_with_internals(schema_server):
+    out = flat_out(schema_server, "DESCRIBE TABLE shop.hits WITH INTERNALS")
+    table_id = schema_server_table_id(schema_server, "shop", "hits")
+    # Cassandra 4: WITH INTERNALS adds the table id (WITH ID = <uuid>) so a restore keeps it
+    assert str(table_id) in out, out
+
+
+def test_describe_full_schema(schema_server):
+    out = flat_out(schema_server, "DESCRIBE FULL SCHEMA")
+    assert "CREATE KEYSPACE system_schema" in out or "CREATE KEYSPACE system " in out, out[:2000]
+    assert "CREATE TABLE shop.orders" in out
+    out = flat_out(schema_server, "DESCRIBE SCHEMA")
+    assert "CREATE KEYSPACE system_schema" not in out and "CREATE TABLE system.local" not in out
+
+
+def schema_server_table_id(srv, ks, table):
+    c = make_cluster(srv)
+    try:
+        s = c.connect()
+        return s.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                         (ks, table)).one().id
+    finally:
+        c.shutdown()
+
+
+def test_cqlsh_select_output(schema_server):
+    out = run_cqlsh(schema_server, "-e", "SELECT key, data_center, tokens FROM system.local").stdout
+    assert re.search(r"^\s*key\s*\|\s*data_center\s*\|\s*tokens\s*$", out, re.M), out
+    assert re.search(r"^\s*local\s*\|\s*datacenter1\s*\|\s*\{'-?\d+'", out, re.M), out
+    assert "(1 rows)" in out, out
+    out = run_cqlsh(schema_server, "-e", "SELECT keyspace_name, durable_writes FROM system_schema.keyspaces "
+                    "WHERE keyspace_name = 'MixedKs'").stdout
+    assert re.search(r"MixedKs\s*\|\s*False", out), out
+
+
+def test_cqlsh_script_from_stdin(schema_server, tmp_path):
+    script = ("CREATE KEYSPACE from_stdin WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};\n"
+              "USE from_stdin;\nCREATE TABLE t (k int PRIMARY KEY, v text);\nDESCRIBE TABLES;\n")
+    import subprocess
+    env_home = tmp_path / "home"
+    env_home.mkdir()
+    import os
+    from conftest import cqlsh_path
+    proc = subprocess.run([str(cqlsh_path()), schema_server.host, str(schema_server.port)], input=script,
+                          capture_output=True, text=True, timeout=90, env={**os.environ, "HOME": str(env_home)})
+    assert proc.returncode == 0, proc.stderr
+    assert "t" in proc.stdout.split(), proc.stdout
+    run_cqlsh(schema_server, "-e", "DROP KEYSPACE from_stdin")
+
+
 def test_describe_cluster(schema_server):
     out = run_cqlsh(schema_server, "-e", "DESCRIBE CLUSTER").stdout
     assert "Murmur3Partitioner" in out, out

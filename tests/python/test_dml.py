@@ -44,10 +44,22 @@ def test_all_types_round_trip(session, ks):
         "tp": (7, "seven"),
     }
     cols = ", ".join(["k", *values])
-    marks = ", ".join(["%s"] * (len(values) + 1))
-    session.execute(f"INSERT INTO {ks}.rt ({cols}) VALUES ({marks})", [1, *values.values()])
-    session.execute(f"UPDATE {ks}.rt SET ud = {{street: 'Main', zip: 12345}} WHERE k = 1")
-    row = session.execute(f"SELECT * FROM {ks}.rt WHERE k = 1").one()
+    marks = ", ".join(["?"] * (len(values) + 1))
+    # prepared: values go over the wire in their binary encoding
+    session.execute(session.prepare(f"INSERT INTO {ks}.rt ({cols}) VALUES ({marks})"), [1, *values.values()])
+    # and the same row once more through CQL literals (python-driver formats a tuple as a list
+    # literal, which Cassandra rejects for tuple columns, so the tuple is written literally)
+    lit = dict(values)
+    del lit["tp"]
+    lit_cols = ", ".join(["k", *lit, "tp"])
+    lit_marks = ", ".join(["%s"] * (len(lit) + 1))
+    session.execute(f"INSERT INTO {ks}.rt ({lit_cols}) VALUES ({lit_marks}, (7, 'seven'))", [2, *lit.values()])
+    session.execute(f"UPDATE {ks}.rt SET ud = {{street: 'Main', zip: 12345}} WHERE k IN (1, 2)")
+    for k in (1, 2):
+        check_round_trip_row(session.execute(f"SELECT * FROM {ks}.rt WHERE k = %s", [k]).one(), values)
+
+
+def check_round_trip_row(row, values):
     assert row.a == "ascii!" and row.b == -(2 ** 62) and row.bl == b"\x00\xff\x10" and row.bo is True
     assert row.d == values["d"] and row.de == values["de"] and row.do == values["do"]
     assert row.du == values["du"] and row.f == 1.5

@@ -44,7 +44,10 @@ def snapshot(srv: RingServer) -> dict:
         local = s.execute("SELECT host_id, tokens, schema_version, cluster_name FROM system.local").one()
         user = {name: ks.export_as_string() for name, ks in c.metadata.keyspaces.items()
                 if name not in SYSTEM_KEYSPACES}
-        return {"host_id": local.host_id, "tokens": set(local.tokens), "cluster_name": local.cluster_name,
+        ids = {(r.keyspace_name, r.table_name): r.id for r in s.execute(
+            "SELECT keyspace_name, table_name, id FROM system_schema.tables")
+            if r.keyspace_name not in SYSTEM_KEYSPACES}
+        return {"host_id": local.host_id, "table_ids": ids, "tokens": set(local.tokens), "cluster_name": local.cluster_name,
                 "schema_version": local.schema_version, "keyspaces": user}
     finally:
         c.shutdown()
@@ -79,6 +82,7 @@ def test_schema_survives_restart(fresh_server, sig):
     took = restart(fresh_server, sig)
     after = snapshot(fresh_server)
     assert after["keyspaces"] == before["keyspaces"]
+    assert after["table_ids"] == before["table_ids"], "table ids must survive a restart"
     assert after["host_id"] == before["host_id"], "host_id must be persisted"
     assert after["tokens"] == before["tokens"], "tokens must be stable across restarts"
     assert after["cluster_name"] == before["cluster_name"]

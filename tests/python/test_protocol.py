@@ -171,6 +171,54 @@ def test_unknown_system_tables_answer_invalid(session):
         session.prepare("SELECT keyspace_name, initial_tablets FROM system_schema.scylla_keyspaces")
 
 
+SYSTEM_SCHEMA_TABLES = ["keyspaces", "tables", "columns", "types", "functions", "aggregates", "triggers",
+                        "indexes", "views", "dropped_columns"]
+
+
+def test_all_system_schema_tables_are_queryable(session):
+    for t in SYSTEM_SCHEMA_TABLES:
+        session.execute(f"SELECT * FROM system_schema.{t}")
+    tables = {r.table_name for r in session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'system_schema'")}
+    assert set(SYSTEM_SCHEMA_TABLES) <= tables, tables
+    # the system tables describe themselves, e.g. system.local's columns
+    cols = {r.column_name: r.type for r in session.execute(
+        "SELECT column_name, type FROM system_schema.columns WHERE keyspace_name = 'system' AND table_name = 'local'")}
+    assert cols.get("host_id") == "uuid" and cols.get("tokens") == "set<text>" and cols.get("rpc_address") == "inet", cols
+
+
+def test_paging_on_system_tables(session):
+    from cassandra.query import SimpleStatement
+    everything = [(r.keyspace_name, r.table_name, r.column_name)
+                  for r in session.execute("SELECT keyspace_name, table_name, column_name FROM system_schema.columns")]
+    assert len(everything) > 30
+    paged = session.execute(SimpleStatement(
+        "SELECT keyspace_name, table_name, column_name FROM system_schema.columns", fetch_size=7))
+    assert len(paged.current_rows) <= 7
+    assert paged.has_more_pages
+    got = [(r.keyspace_name, r.table_name, r.column_name) for r in paged]
+    assert got == everything, "paged result differs from the unpaged one (order, duplicates or gaps)"
+
+
+def test_prepared_statements_on_system_tables(server, session):
+    p1 = session.prepare("SELECT host_id, release_version FROM system.local WHERE key = ?")
+    p2 = session.prepare("SELECT host_id, release_version FROM system.local WHERE key = ?")
+    assert p1.query_id == p2.query_id, "prepared ids must be deterministic"
+    row = session.execute(p1, ["local"]).one()
+    assert row.release_version.startswith("4.")
+    assert list(session.execute(p1, ["nope"])) == []
+    # EXECUTE of an unknown id -> Unprepared (0x2500) carrying the id, so drivers can re-prepare
+    with cqlwire.connect_ready(server.host, server.port) as c:
+        unknown = bytes(range(16))
+        body = struct.pack(">H", len(unknown)) + unknown + struct.pack(">HBh", 1, 0x01, 1) + struct.pack(">i", 5) + b"local"
+        c.send(cqlwire.EXECUTE, body, stream=4)
+        f = c.recv_for_stream(4)
+        assert f.opcode == cqlwire.ERROR
+        err = cqlwire.parse_error(f.body)
+        assert err.code == 0x2500, str(err)
+        assert cqlwire.Reader(err.rest).short_bytes() == unknown
+
+
 # ---------------------------------------------------------------- schema version / agreement
 
 def local_schema_version(session) -> uuid.UUID:

@@ -226,6 +226,70 @@ def test_compound_key_static_clustering_order_and_options(cluster, session, ks):
     assert "PRIMARY KEY (pk, c1, c2)" in cql
 
 
+def test_system_schema_columns_rows(session, ks):
+    session.execute(f"CREATE TABLE {ks}.rows_check (p1 int, p2 text, c1 int, c2 text, s int STATIC, v blob, "
+                    "PRIMARY KEY ((p1, p2), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC)")
+    rows = {r.column_name: (r.kind, r.position, r.clustering_order, r.type, r.column_name_bytes) for r in session.execute(
+        "SELECT * FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s", (ks, "rows_check"))}
+    assert rows == {
+        "p1": ("partition_key", 0, "none", "int", b"p1"),
+        "p2": ("partition_key", 1, "none", "text", b"p2"),
+        "c1": ("clustering", 0, "desc", "int", b"c1"),
+        "c2": ("clustering", 1, "asc", "text", b"c2"),
+        "s": ("static", -1, "none", "int", b"s"),
+        "v": ("regular", -1, "none", "blob", b"v"),
+    }
+
+
+def test_system_keyspaces_are_not_modifiable(cluster, session):
+    from cassandra import Unauthorized
+    for stmt in ["DROP KEYSPACE system", "DROP KEYSPACE system_schema",
+                 "CREATE TABLE system.mine (k int PRIMARY KEY)", "DROP TABLE system.local",
+                 "ALTER TABLE system_schema.tables ADD x int", "TRUNCATE system.local",
+                 "ALTER KEYSPACE system WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"]:
+        with pytest.raises((Unauthorized, InvalidRequest, ConfigurationException)):
+            session.execute(stmt)
+    assert session.execute("SELECT host_id FROM system.local").one().host_id is not None
+    assert "local" in cluster.metadata.keyspaces["system"].tables
+    assert "tables" in cluster.metadata.keyspaces["system_schema"].tables
+
+
+def test_concurrent_ddl(server, cluster, session, ks):
+    """Schema changes from many connections at once: none lost, exactly one winner per name."""
+    from concurrent.futures import ThreadPoolExecutor
+    from conftest import make_cluster
+    clusters = [make_cluster(server) for _ in range(4)]
+    try:
+        sessions = [c.connect() for c in clusters]
+
+        def create_many(i):
+            for j in range(8):
+                sessions[i].execute(f"CREATE TABLE {ks}.conc_{i}_{j} (k int PRIMARY KEY, v{i} text)")
+
+        def create_same(i):
+            try:
+                sessions[i].execute(f"CREATE TABLE {ks}.contended (k int PRIMARY KEY, from_{i} int)")
+                return "created"
+            except AlreadyExists:
+                return "exists"
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(create_many, range(4)))
+            outcomes = list(pool.map(create_same, range(4)))
+    finally:
+        for c in clusters:
+            c.shutdown()
+    assert sorted(outcomes) == ["created", "exists", "exists", "exists"], outcomes
+    cluster.refresh_schema_metadata()
+    tables = cluster.metadata.keyspaces[ks].tables
+    for i in range(4):
+        for j in range(8):
+            assert f"conc_{i}_{j}" in tables, f"conc_{i}_{j} lost"
+            assert f"v{i}" in tables[f"conc_{i}_{j}"].columns
+    winner = [n for n in tables["contended"].columns if n.startswith("from_")]
+    assert len(winner) == 1, tables["contended"].columns
+
+
 def test_default_table_options(cluster, session, ks):
     session.execute(f"CREATE TABLE {ks}.plain (k int PRIMARY KEY, v text)")
     tm = table_meta(cluster, ks, "plain")

@@ -65,7 +65,7 @@ fn driver_queries_round_trip() {
         "indexes",
     ] {
         let q = format!("SELECT * FROM system_schema.{table} WHERE keyspace_name = 'ks'");
-        verified(q);
+        verified(&q);
     }
     let s = select("SELECT * FROM system.local WHERE key='local'");
     assert_eq!(s.table, QualifiedName::qualified("system", "local"));
