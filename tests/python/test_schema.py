@@ -540,3 +540,53 @@ def test_ddl_agreement_fast_across_many_statements(cluster, session, ks):
     took = time.monotonic() - t0
     assert took < 2.0 * n, f"{n} CREATE TABLEs took {took:.1f}s (schema agreement not immediate?)"
     assert all(f"many_{i}" in cluster.metadata.keyspaces[ks].tables for i in range(n))
+
+
+def test_keyspace_name_case(cluster, session):
+    session.execute(f"CREATE KEYSPACE CaseKs WITH replication = {SIMPLE1}")
+    assert "caseks" in cluster.metadata.keyspaces and "CaseKs" not in cluster.metadata.keyspaces
+    session.execute("CREATE TABLE CASEKS.T (K int PRIMARY KEY)")
+    assert set(cluster.metadata.keyspaces["caseks"].tables["t"].columns) == {"k"}
+    session.execute('CREATE KEYSPACE "CaseKs" WITH replication = ' + SIMPLE1)  # a different keyspace
+    assert "CaseKs" in cluster.metadata.keyspaces
+    session.execute("DROP KEYSPACE caseks")
+    session.execute('DROP KEYSPACE "CaseKs"')
+
+
+def test_comments_and_string_literals(cluster, session, ks):
+    session.execute(f"""
+        -- a line comment
+        CREATE TABLE {ks}.commented ( // another one
+            k int PRIMARY KEY, /* a block
+            comment */ v text
+        ) WITH comment = 'it''s quoted'""")
+    assert table_meta(cluster, ks, "commented").options["comment"] == "it's quoted"
+    session.execute(f"ALTER TABLE {ks}.commented WITH comment = $$dollar 'quoted' text$$")
+    assert table_meta(cluster, ks, "commented").options["comment"] == "dollar 'quoted' text"
+    session.execute(f"ALTER TABLE {ks}.commented WITH comment = 'ünïcödé 😀'")
+    assert table_meta(cluster, ks, "commented").options["comment"] == "ünïcödé 😀"
+    session.execute(f"CREATE TABLE {ks}.semi (k int PRIMARY KEY);")  # trailing semicolon
+    assert "semi" in cluster.metadata.keyspaces[ks].tables
+
+
+def test_unreserved_keywords_as_column_names(cluster, session, ks):
+    # real schemas use these unquoted; Cassandra accepts them
+    names = ["key", "value", "type", "timestamp", "date", "text", "count", "status", "level", "ttl",
+             "writetime", "keys", "values", "time", "duration", "frozen", "list", "map", "tuple"]
+    body = ", ".join(f"{n} text" for n in names)
+    session.execute(f"CREATE TABLE {ks}.kw (id int PRIMARY KEY, {body})")
+    assert set(table_meta(cluster, ks, "kw").columns) == {"id", *names}
+
+
+def test_compact_storage_rejected(cluster, session, ks):
+    with pytest.raises(InvalidRequest):
+        session.execute(f"CREATE TABLE {ks}.compact (k int PRIMARY KEY, v int) WITH COMPACT STORAGE")
+    assert "compact" not in cluster.metadata.keyspaces[ks].tables
+
+
+def test_wide_table(cluster, session, ks):
+    cols = ", ".join(f"c{i:03d} {ALL_NATIVE[i % len(ALL_NATIVE)]}" for i in range(300))
+    session.execute(f"CREATE TABLE {ks}.wide (k int, ck int, {cols}, PRIMARY KEY (k, ck))")
+    tm = table_meta(cluster, ks, "wide")
+    assert len(tm.columns) == 302
+    assert norm(tm.columns["c299"].cql_type) == norm(ALL_NATIVE[299 % len(ALL_NATIVE)]).replace("varchar", "text")
