@@ -44,6 +44,7 @@ pub struct Node {
     storage: Storage,
     events: broadcast::Sender<Event>,
     prepared: PreparedCache,
+    partition_locks: crate::executor::lwt::PartitionLocks,
 }
 
 fn now_ms() -> i64 {
@@ -173,6 +174,7 @@ impl Node {
             storage,
             events,
             prepared: PreparedCache::new(10_000),
+            partition_locks: Default::default(),
         })
     }
 
@@ -189,6 +191,11 @@ impl Node {
     /// The storage engine.
     pub fn storage(&self) -> &Storage {
         &self.storage
+    }
+
+    /// Locks serialising conditional writes per partition.
+    pub fn partition_locks(&self) -> &crate::executor::lwt::PartitionLocks {
+        &self.partition_locks
     }
 
     /// The prepared-statement cache.

@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod literal;
+pub mod lwt;
 pub mod modify;
 pub mod numeric;
 pub mod order;
@@ -396,6 +397,16 @@ impl Node {
                 inputs.page_size,
                 inputs.paging_state,
             )?)),
+            Plan::Modify(m) if m.conditions().is_some() => {
+                let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);
+                Ok(ResultBody::Rows(lwt::execute(
+                    self.storage(),
+                    self.partition_locks(),
+                    &[m],
+                    &[values],
+                    ts,
+                )?))
+            }
             Plan::Modify(m) => {
                 let mutations = m.mutations(values, inputs.timestamp, self.storage())?;
                 self.apply(
@@ -414,6 +425,17 @@ impl Node {
                     },
                     None => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
                 };
+                if plans.iter().any(|p| p.conditions().is_some()) {
+                    let refs: Vec<&ModifyPlan> = plans.iter().collect();
+                    let vals: Vec<&Values<'_>> = plans.iter().map(|_| values).collect();
+                    return Ok(ResultBody::Rows(lwt::execute(
+                        self.storage(),
+                        self.partition_locks(),
+                        &refs,
+                        &vals,
+                        ts,
+                    )?));
+                }
                 let mut writes = Vec::new();
                 for p in plans {
                     for m in p.mutations(values, Some(ts), self.storage())? {
@@ -437,6 +459,7 @@ impl Node {
         let ts = batch.timestamp.unwrap_or_else(clock::next_timestamp);
         let mut writes = Vec::new();
         let mut counters = Vec::new();
+        let mut planned: Vec<(ModifyPlan, Vec<ColumnSpec>, usize)> = Vec::new();
         for entry in &batch.statements {
             let (stmt, ctx_ks) = match &entry.kind {
                 cql::request::BatchStatementKind::Query(text) => {
@@ -467,8 +490,26 @@ impl Node {
                 }
             };
             counters.push(plan.table().is_counter());
-            let values = Values::new(&entry.values, None, &markers.specs)?;
-            for m in plan.mutations(&values, Some(ts), self.storage())? {
+            planned.push((plan, markers.specs, planned.len()));
+        }
+        let bound: Vec<Values<'_>> = planned
+            .iter()
+            .zip(&batch.statements)
+            .map(|((_, specs, _), entry)| Values::new(&entry.values, None, specs))
+            .collect::<Result<_, _>>()?;
+        if planned.iter().any(|(p, _, _)| p.conditions().is_some()) {
+            let refs: Vec<&ModifyPlan> = planned.iter().map(|(p, _, _)| p).collect();
+            let vals: Vec<&Values<'_>> = bound.iter().collect();
+            return Ok(ResultBody::Rows(lwt::execute(
+                self.storage(),
+                self.partition_locks(),
+                &refs,
+                &vals,
+                ts,
+            )?));
+        }
+        for ((plan, _, _), values) in planned.iter().zip(&bound) {
+            for m in plan.mutations(values, Some(ts), self.storage())? {
                 writes.push((plan.table().clone(), m));
             }
         }

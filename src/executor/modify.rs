@@ -3,6 +3,7 @@
 
 use crate::error::QueryError;
 use crate::executor::clock;
+use crate::executor::lwt::{plan_conditions, PlannedConditions};
 use crate::executor::restrictions::{
     bind_key_values, cartesian, storage_bounds, KeyValues, Restrictions, SliceBounds,
 };
@@ -47,6 +48,8 @@ pub struct ModifyPlan {
     liveness: bool,
     /// DELETE without columns removes rows (or partitions, or ranges).
     delete_rows: bool,
+    /// IF NOT EXISTS / IF EXISTS / IF conditions.
+    conditions: Option<PlannedConditions>,
 }
 
 fn using_terms(
@@ -111,11 +114,6 @@ impl ModifyPlan {
         if table.is_counter() {
             return Err(QueryError::invalid(
                 "INSERT statements are not allowed on counter tables, use UPDATE instead",
-            ));
-        }
-        if s.if_not_exists {
-            return Err(QueryError::invalid(
-                "Conditional (IF NOT EXISTS) inserts are not supported by ringdb yet",
             ));
         }
         let InsertValues::Values(values) = &s.values else {
@@ -185,6 +183,7 @@ impl ModifyPlan {
             timestamp,
             liveness: true,
             delete_rows: false,
+            conditions: s.if_not_exists.then_some(PlannedConditions::IfNotExists),
         })
     }
 
@@ -197,11 +196,6 @@ impl ModifyPlan {
         table: Arc<Table>,
         markers: &mut Markers,
     ) -> Result<ModifyPlan, QueryError> {
-        if s.conditions.is_some() {
-            return Err(QueryError::invalid(
-                "Conditional updates (IF ...) are not supported by ringdb yet",
-            ));
-        }
         let (ttl, timestamp) = using_terms(&s.using, &table, markers)?;
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
         let mut ops = Vec::new();
@@ -314,6 +308,10 @@ impl ModifyPlan {
             ops.push((i, op));
         }
         let keys = Restrictions::plan(&s.where_clause, &table, markers, false, false)?;
+        let conditions = match &s.conditions {
+            Some(c) => Some(plan_conditions(c, &table, markers)?),
+            None => None,
+        };
         let only_static = ops
             .iter()
             .all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
@@ -326,6 +324,7 @@ impl ModifyPlan {
             timestamp,
             liveness: false,
             delete_rows: false,
+            conditions,
         })
     }
 
@@ -338,11 +337,6 @@ impl ModifyPlan {
         table: Arc<Table>,
         markers: &mut Markers,
     ) -> Result<ModifyPlan, QueryError> {
-        if s.conditions.is_some() {
-            return Err(QueryError::invalid(
-                "Conditional deletes (IF ...) are not supported by ringdb yet",
-            ));
-        }
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
         let mut ops = Vec::new();
         for target in &s.columns {
@@ -403,6 +397,10 @@ impl ModifyPlan {
         }
         let (_, timestamp) = using_terms(&s.using, &table, markers)?;
         let keys = Restrictions::plan(&s.where_clause, &table, markers, false, false)?;
+        let conditions = match &s.conditions {
+            Some(c) => Some(plan_conditions(c, &table, markers)?),
+            None => None,
+        };
         let delete_rows = ops.is_empty();
         if !delete_rows {
             let only_static = ops
@@ -418,12 +416,50 @@ impl ModifyPlan {
             timestamp,
             liveness: false,
             delete_rows,
+            conditions,
         })
     }
 
     /// The table written.
     pub fn table(&self) -> &Arc<Table> {
         &self.table
+    }
+
+    /// The IF clause, for conditional statements.
+    pub fn conditions(&self) -> Option<&PlannedConditions> {
+        self.conditions.as_ref()
+    }
+
+    /// The bound partition keys and clustering prefixes (IN expanded).
+    ///
+    /// # Errors
+    /// InvalidRequest for null or unset key values.
+    pub fn bound_keys(
+        &self,
+        values: &Values<'_>,
+    ) -> Result<(Vec<Vec<Vec<u8>>>, Vec<Vec<Vec<u8>>>), QueryError> {
+        let partition = self
+            .keys
+            .partition
+            .as_ref()
+            .ok_or_else(|| QueryError::invalid("Missing partition key"))?;
+        let mut pk_lists = Vec::new();
+        for (v, c) in partition.iter().zip(self.table.partition_key()) {
+            pk_lists.push(bind_key_values(v, values, &c.name)?);
+        }
+        let pks = cartesian(pk_lists)?
+            .into_iter()
+            .map(|k| k.iter().map(Value::to_bytes).collect())
+            .collect();
+        let mut ck_lists = Vec::new();
+        for (v, c) in self.keys.clustering_eq.iter().zip(self.table.clustering()) {
+            ck_lists.push(bind_key_values(v, values, &c.name)?);
+        }
+        let cks = cartesian(ck_lists)?
+            .into_iter()
+            .map(|k| k.iter().map(Value::to_bytes).collect())
+            .collect();
+        Ok((pks, cks))
     }
 
     /// Marker indexes of the partition-key components, when each is bound by a plain marker.

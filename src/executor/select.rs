@@ -831,7 +831,7 @@ fn bind_limit(
 }
 
 /// Serializes a stored column for a result: simple cells as stored, collections rebuilt.
-fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> {
+pub(crate) fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> {
     match v {
         ColumnValue::Simple(c) => Some(Bytes::copy_from_slice(&c.value)),
         ColumnValue::Collection(items) => {

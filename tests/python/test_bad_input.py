@@ -255,3 +255,63 @@ def test_any_cql_text_gets_result_or_error_and_connection_stays(server, text):
         f = c.query("SELECT key FROM system.local WHERE key = 'local'", stream=23)
         assert f.opcode == cqlwire.RESULT
         assert cqlwire.parse_result(f.body).rows == [[b"local"]]
+
+
+# ---------------------------------------------------------------- values Cassandra rejects
+
+DEEP = 20_000
+REJECTED_DDL = [
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY, v " + "frozen<list<" * DEEP + "int" + ">>" * DEEP + ")",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY, v tuple<" + "tuple<" * DEEP + "int" + ">" * DEEP + ">)",
+    "CREATE KEYSPACE deep WITH replication = " + "{'a': " * DEEP + "1" + "}" * DEEP,
+    "CREATE TABLE {ks}." + "t" * 100_000 + " (k int PRIMARY KEY)",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH default_time_to_live = 99999999999999999999999",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH default_time_to_live = -1",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH default_time_to_live = 630720001",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH gc_grace_seconds = -5",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH gc_grace_seconds = 1e400",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH bloom_filter_fp_chance = 2",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY) WITH comment = 5 AND comment = 'twice'",
+    "CREATE KEYSPACE bad_rf WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 'abc'}",
+    "CREATE KEYSPACE bad_rf WITH replication = {'class': 'SimpleStrategy', 'replication_factor': -1}",
+    "CREATE KEYSPACE bad_rf WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 'x'}",
+    "CREATE KEYSPACE bad_rf WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 99999999999999999999}",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY, v map<int>)",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY, v list<int, int>)",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY, v set<counter>)",
+    "CREATE TABLE {ks}.t (k int PRIMARY KEY, v frozen<int>)",
+    "CREATE TABLE {ks}.t (k duration PRIMARY KEY)",
+    "CREATE TABLE {ks}.t (k int, c duration, PRIMARY KEY (k, c))",
+    "CREATE TYPE {ks}.rec (a int, b frozen<rec>)",
+    "CREATE TYPE {ks}.dupfield (a int, a text)",
+    "ALTER TABLE {ks}.existing RENAME k TO k",
+    "ALTER TABLE {ks}.existing ADD v counter",
+]
+
+
+@pytest.fixture(scope="module")
+def bad_ks(session):
+    session.execute("CREATE KEYSPACE IF NOT EXISTS bad_input WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE IF NOT EXISTS bad_input.existing (k int PRIMARY KEY, v2 text)")
+    return "bad_input"
+
+
+@pytest.mark.parametrize("stmt", REJECTED_DDL, ids=[f"ddl{i}" for i in range(len(REJECTED_DDL))])
+def test_rejected_ddl_gets_an_error(session, bad_ks, stmt):
+    from cassandra import AlreadyExists, InvalidRequest
+    from cassandra.protocol import ConfigurationException, SyntaxException
+    try:
+        with pytest.raises((InvalidRequest, ConfigurationException, SyntaxException)) as ei:
+            session.execute(stmt.replace("{ks}", bad_ks), timeout=30)
+        assert not isinstance(ei.value, AlreadyExists)
+        ks_meta = session.cluster.metadata.keyspaces
+        assert "deep" not in ks_meta and "bad_rf" not in ks_meta
+        assert set(ks_meta[bad_ks].tables) == {"existing"}
+    finally:
+        # whatever was wrongly accepted must not leak into the next case
+        session.execute(f"DROP TABLE IF EXISTS {bad_ks}.t")
+        session.execute("DROP KEYSPACE IF EXISTS bad_rf")
+        session.execute("DROP KEYSPACE IF EXISTS deep")
+        session.execute(f"DROP TYPE IF EXISTS {bad_ks}.rec")
+        session.execute(f"DROP TYPE IF EXISTS {bad_ks}.dupfield")

@@ -1,0 +1,520 @@
+//! Lightweight transactions on one node: IF NOT EXISTS, IF EXISTS and IF conditions, checked
+//! and applied under a per-partition lock, answered with `[applied]` and, when not applied, the
+//! current values (reference §7).
+
+use crate::error::QueryError;
+use crate::executor::modify::ModifyPlan;
+use crate::executor::order::compare_values;
+use crate::executor::select::serialize_column;
+use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::node::table_id;
+use crate::schema::{ColumnKind, Table};
+use bytes::Bytes;
+use cql::ast::{Condition, Conditions, DeleteTarget, Expr, Operator};
+use cql::response::{ColumnSpec, ResultMetadata, Rows};
+use cql::types::{DataType, NativeType, Value};
+use std::cmp::Ordering;
+use std::sync::Arc;
+use storage::{ClusteringBound, Slice, Storage};
+
+/// What a condition looks at in a column.
+#[derive(Debug, Clone)]
+enum Target {
+    Whole,
+    Element(Term),
+    Field(usize),
+}
+
+/// One planned `IF` condition.
+#[derive(Debug, Clone)]
+pub struct PlannedCondition {
+    column: usize,
+    target: Target,
+    op: Operator,
+    /// One operand, or the IN list.
+    values: Vec<Term>,
+    in_marker: bool,
+}
+
+/// The conditions of a conditional statement.
+#[derive(Debug, Clone)]
+pub enum PlannedConditions {
+    /// INSERT ... IF NOT EXISTS.
+    IfNotExists,
+    /// UPDATE/DELETE ... IF EXISTS.
+    IfExists,
+    /// IF a = x AND b > y ...
+    List(Vec<PlannedCondition>),
+}
+
+/// Plans the IF clause (its markers come after the WHERE clause's).
+///
+/// # Errors
+/// InvalidRequest for unknown columns or conditions on key columns.
+pub fn plan_conditions(
+    c: &Conditions,
+    table: &Table,
+    markers: &mut Markers,
+) -> Result<PlannedConditions, QueryError> {
+    match c {
+        Conditions::IfExists => Ok(PlannedConditions::IfExists),
+        Conditions::List(list) => {
+            let mut out = Vec::new();
+            for cond in list {
+                out.push(plan_one(cond, table, markers)?);
+            }
+            Ok(PlannedConditions::List(out))
+        }
+    }
+}
+
+fn plan_one(
+    cond: &Condition,
+    table: &Table,
+    markers: &mut Markers,
+) -> Result<PlannedCondition, QueryError> {
+    let (ks, tn) = (table.keyspace.as_str(), table.name.as_str());
+    let name = match &cond.target {
+        DeleteTarget::Column(c) | DeleteTarget::Element(c, _) | DeleteTarget::Field(c, _) => c,
+    };
+    let column = table
+        .columns
+        .iter()
+        .position(|c| &c.name == name)
+        .ok_or_else(|| QueryError::invalid(format!("Undefined column name {name}")))?;
+    let col = &table.columns[column];
+    if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+        return Err(QueryError::invalid(format!(
+            "PRIMARY KEY column '{name}' cannot have IF conditions"
+        )));
+    }
+    let (target, operand_type) = match &cond.target {
+        DeleteTarget::Column(_) => (Target::Whole, col.data_type.clone()),
+        DeleteTarget::Element(_, key) => {
+            let (kt, vt) = match col.data_type.unfrozen() {
+                DataType::List(e) => (DataType::Native(NativeType::Int), (**e).clone()),
+                DataType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                _ => {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid element access syntax for non-collection column {name}"
+                    )))
+                }
+            };
+            (
+                Target::Element(markers.term_named(
+                    key,
+                    &kt,
+                    ks,
+                    tn,
+                    name,
+                    &format!("key({name})"),
+                )?),
+                vt,
+            )
+        }
+        DeleteTarget::Field(_, field) => {
+            let DataType::Udt(u) = col.data_type.unfrozen() else {
+                return Err(QueryError::invalid(format!(
+                    "Invalid field selection for non-UDT column {name}"
+                )));
+            };
+            let fi = u
+                .fields
+                .iter()
+                .position(|(n, _)| n == field)
+                .ok_or_else(|| {
+                    QueryError::invalid(format!("Unknown field {field} for column {name}"))
+                })?;
+            (Target::Field(fi), u.fields[fi].1.clone())
+        }
+    };
+    let (values, in_marker) = match (cond.op, &cond.value) {
+        (Operator::In, Expr::BindMarker(_)) => (
+            vec![markers.term_named(
+                &cond.value,
+                &DataType::List(Box::new(operand_type)),
+                ks,
+                tn,
+                name,
+                &format!("in({name})"),
+            )?],
+            true,
+        ),
+        (Operator::In, Expr::List(items) | Expr::Tuple(items)) => (
+            items
+                .iter()
+                .map(|e| markers.term(e, &operand_type, ks, tn, name))
+                .collect::<Result<_, _>>()?,
+            false,
+        ),
+        (
+            Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge,
+            v,
+        ) => (vec![markers.term(v, &operand_type, ks, tn, name)?], false),
+        (op, _) => {
+            return Err(QueryError::invalid(format!(
+                "Unsupported operator {op:?} in IF condition on {name}"
+            )))
+        }
+    };
+    Ok(PlannedCondition {
+        column,
+        target,
+        op: cond.op,
+        values,
+        in_marker,
+    })
+}
+
+/// Serialises conditional writes per partition (striped).
+pub struct PartitionLocks {
+    stripes: Vec<std::sync::Mutex<()>>,
+}
+
+impl Default for PartitionLocks {
+    fn default() -> Self {
+        PartitionLocks {
+            stripes: (0..256).map(|_| std::sync::Mutex::new(())).collect(),
+        }
+    }
+}
+
+impl PartitionLocks {
+    /// Locks the stripe of `(table, partition key)`.
+    pub fn lock(&self, table: u128, pk: &[Vec<u8>]) -> std::sync::MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        table.hash(&mut h);
+        pk.hash(&mut h);
+        let i = (h.finish() as usize) % self.stripes.len();
+        self.stripes[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The current row a condition is checked against.
+struct Current {
+    exists: bool,
+    /// Serialized values per table column index (None = null).
+    cells: Vec<Option<Bytes>>,
+}
+
+fn read_current(
+    storage: &Storage,
+    table: &Table,
+    pk: &[Vec<u8>],
+    clustering: &[Vec<u8>],
+) -> Result<Current, QueryError> {
+    let bound = if clustering.is_empty() {
+        ClusteringBound::Unbounded
+    } else {
+        ClusteringBound::Inclusive(clustering.to_vec())
+    };
+    let read = storage.read_partition(
+        table_id(table),
+        pk,
+        &Slice {
+            start: bound.clone(),
+            end: bound,
+            reversed: false,
+            limit: Some(1),
+            cursor: None,
+        },
+    )?;
+    let row = read.rows.first();
+    let has_clustering = table.clustering().next().is_some();
+    let exists = row.is_some() || (!has_clustering && !read.static_cells.is_empty());
+    let cells = table
+        .columns
+        .iter()
+        .map(|c| match c.kind {
+            ColumnKind::PartitionKey => pk
+                .get(c.position as usize)
+                .map(|b| Bytes::copy_from_slice(b)),
+            ColumnKind::Clustering => clustering
+                .get(c.position as usize)
+                .map(|b| Bytes::copy_from_slice(b)),
+            ColumnKind::Static => read
+                .static_cells
+                .get(&c.id)
+                .and_then(|v| serialize_column(v, &c.data_type)),
+            ColumnKind::Regular => row
+                .and_then(|r| r.cells.get(&c.id))
+                .and_then(|v| serialize_column(v, &c.data_type)),
+        })
+        .collect();
+    Ok(Current { exists, cells })
+}
+
+fn check(
+    cond: &PlannedCondition,
+    table: &Table,
+    current: &Current,
+    values: &Values<'_>,
+) -> Result<bool, QueryError> {
+    let col = &table.columns[cond.column];
+    let whole = current.cells[cond.column]
+        .as_ref()
+        .and_then(|b| Value::decode(&col.data_type, b).ok());
+    let (actual, ty): (Option<Value>, DataType) = match &cond.target {
+        Target::Whole => (whole, col.data_type.clone()),
+        Target::Element(k) => {
+            let key = match values.bind(k)? {
+                Bound::Value(v) => v,
+                _ => {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for {} element access",
+                        col.name
+                    )))
+                }
+            };
+            match (whole, col.data_type.unfrozen()) {
+                (Some(Value::List(items)), DataType::List(e)) => {
+                    let Value::Int(i) = key else {
+                        return Err(QueryError::invalid("Invalid list index"));
+                    };
+                    (
+                        usize::try_from(i).ok().and_then(|i| items.get(i).cloned()),
+                        (**e).clone(),
+                    )
+                }
+                (Some(Value::Map(entries)), DataType::Map(kt, vt)) => (
+                    entries
+                        .into_iter()
+                        .find(|(k, _)| compare_values(k, &key, kt) == Ordering::Equal)
+                        .map(|(_, v)| v),
+                    (**vt).clone(),
+                ),
+                (_, DataType::List(e)) => (None, (**e).clone()),
+                (_, DataType::Map(_, vt)) => (None, (**vt).clone()),
+                (_, other) => (None, other.clone()),
+            }
+        }
+        Target::Field(fi) => match (whole, col.data_type.unfrozen()) {
+            (Some(Value::Udt(fields)), DataType::Udt(u)) => (
+                fields.get(*fi).and_then(|(_, v)| v.clone()),
+                u.fields[*fi].1.clone(),
+            ),
+            (_, DataType::Udt(u)) => (None, u.fields[*fi].1.clone()),
+            (_, other) => (None, other.clone()),
+        },
+    };
+    let mut operands: Vec<Option<Value>> = Vec::new();
+    for t in &cond.values {
+        match values.bind(t)? {
+            Bound::Value(Value::List(items)) if cond.in_marker => {
+                operands.extend(items.into_iter().map(Some))
+            }
+            Bound::Value(v) => operands.push(Some(v)),
+            Bound::Null => operands.push(None),
+            Bound::Unset => {
+                return Err(QueryError::invalid(format!(
+                    "Invalid 'unset' value in condition on {}",
+                    col.name
+                )))
+            }
+        }
+    }
+    let eq = |a: &Option<Value>, b: &Option<Value>| match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => compare_values(x, y, &ty) == Ordering::Equal,
+        _ => false,
+    };
+    Ok(match cond.op {
+        Operator::Eq => operands.first().is_some_and(|o| eq(&actual, o)),
+        Operator::Ne => operands.first().is_some_and(|o| !eq(&actual, o)),
+        Operator::In => operands.iter().any(|o| eq(&actual, o)),
+        op => {
+            let Some(Some(operand)) = operands.first() else {
+                return Err(QueryError::invalid(format!(
+                    "Invalid comparison with null for operator \"{op:?}\""
+                )));
+            };
+            match actual {
+                None => false,
+                Some(a) => {
+                    let o = compare_values(&a, operand, &ty);
+                    match op {
+                        Operator::Lt => o == Ordering::Less,
+                        Operator::Le => o != Ordering::Greater,
+                        Operator::Gt => o == Ordering::Greater,
+                        Operator::Ge => o != Ordering::Less,
+                        _ => false,
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Runs conditional statements that all address one partition (a single statement, or a
+/// conditional batch): checks every condition, applies all writes only if all hold.
+///
+/// # Errors
+/// InvalidRequest for statements spanning partitions or rows with IN.
+pub fn execute(
+    storage: &Storage,
+    locks: &PartitionLocks,
+    plans: &[&ModifyPlan],
+    values: &[&Values<'_>],
+    timestamp: i64,
+) -> Result<Rows, QueryError> {
+    let first = plans
+        .first()
+        .ok_or_else(|| QueryError::invalid("Empty conditional batch"))?;
+    let table: Arc<Table> = first.table().clone();
+    // Every statement must target the same single partition.
+    let mut partition: Option<Vec<Vec<u8>>> = None;
+    let mut rows_checked: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
+    for (i, (plan, vals)) in plans.iter().zip(values).enumerate() {
+        if plan.table().id != table.id {
+            return Err(QueryError::invalid(
+                "Batch with conditions cannot span multiple tables",
+            ));
+        }
+        let (pks, clusterings) = plan.bound_keys(vals)?;
+        if pks.len() != 1 {
+            return Err(QueryError::invalid(
+                "IN on the partition key is not supported with conditional updates",
+            ));
+        }
+        if clusterings.len() > 1 {
+            return Err(QueryError::invalid(
+                "IN on the clustering key columns is not supported with conditional updates",
+            ));
+        }
+        let pk = pks.into_iter().next().unwrap_or_default();
+        match &partition {
+            Some(p) if *p != pk => {
+                return Err(QueryError::invalid(
+                    "Batch with conditions cannot span multiple partitions",
+                ))
+            }
+            _ => partition = Some(pk),
+        }
+        if plan.conditions().is_some() {
+            rows_checked.push((i, clusterings.into_iter().next().unwrap_or_default()));
+        }
+    }
+    let pk = partition.unwrap_or_default();
+    let _guard = locks.lock(table.id.as_u128(), &pk);
+    let mut applied = true;
+    let mut shown: Vec<(Vec<usize>, Current, bool)> = Vec::new();
+    for (i, clustering) in &rows_checked {
+        let plan = plans[*i];
+        let current = read_current(storage, &table, &pk, clustering)?;
+        let (ok, show_all, cols) = match plan.conditions() {
+            Some(PlannedConditions::IfNotExists) => (!current.exists, true, Vec::new()),
+            Some(PlannedConditions::IfExists) => (current.exists, true, Vec::new()),
+            Some(PlannedConditions::List(conds)) => {
+                let mut ok = true;
+                let mut cols: Vec<usize> = Vec::new();
+                for c in conds {
+                    if !check(c, &table, &current, values[*i])? {
+                        ok = false;
+                    }
+                    if !cols.contains(&c.column) {
+                        cols.push(c.column);
+                    }
+                }
+                (ok, false, cols)
+            }
+            None => (true, false, Vec::new()),
+        };
+        if !ok {
+            applied = false;
+        }
+        shown.push((cols, current, show_all));
+    }
+    if applied {
+        let mut merged: Option<storage::Mutation> = None;
+        for (plan, vals) in plans.iter().zip(values) {
+            for m in plan.mutations(vals, Some(timestamp), storage)? {
+                match merged.as_mut() {
+                    None => merged = Some(m),
+                    Some(into) => {
+                        into.partition_deletion = into.partition_deletion.or(m.partition_deletion);
+                        into.range_deletions.extend(m.range_deletions);
+                        into.static_columns.extend(m.static_columns);
+                        into.rows.extend(m.rows);
+                    }
+                }
+            }
+        }
+        if let Some(m) = merged {
+            storage.apply(table_id(&table), &m)?;
+        }
+    }
+    Ok(result(&table, applied, &shown, plans.len() > 1))
+}
+
+fn result(
+    table: &Table,
+    applied: bool,
+    shown: &[(Vec<usize>, Current, bool)],
+    batch: bool,
+) -> Rows {
+    let spec = |name: &str, ty: DataType| ColumnSpec {
+        keyspace: table.keyspace.clone(),
+        table: table.name.clone(),
+        name: name.to_string(),
+        data_type: ty,
+    };
+    let applied_cell = Some(Bytes::from_static(if applied { &[1] } else { &[0] }));
+    let mut columns = vec![spec("[applied]", DataType::Native(NativeType::Boolean))];
+    if applied || shown.iter().all(|(_, cur, _)| !cur.exists) {
+        return Rows {
+            metadata: ResultMetadata {
+                columns,
+                paging_state: None,
+                no_metadata: false,
+            },
+            rows: vec![vec![applied_cell]],
+        };
+    }
+    // Column indexes to show: all columns for EXISTS checks, else (batch: key columns +) condition columns.
+    let mut idx: Vec<usize> = Vec::new();
+    let show_all = shown.iter().any(|(_, _, all)| *all);
+    if show_all {
+        for c in table.select_star_order() {
+            if let Some(i) = table.columns.iter().position(|x| x.name == c.name) {
+                idx.push(i);
+            }
+        }
+    } else {
+        if batch {
+            for c in table.partition_key().chain(table.clustering()) {
+                if let Some(i) = table.columns.iter().position(|x| x.name == c.name) {
+                    idx.push(i);
+                }
+            }
+        }
+        for (cols, _, _) in shown {
+            for c in cols {
+                if !idx.contains(c) {
+                    idx.push(*c);
+                }
+            }
+        }
+    }
+    for i in &idx {
+        let c = &table.columns[*i];
+        columns.push(spec(&c.name, c.data_type.clone()));
+    }
+    let rows = shown
+        .iter()
+        .filter(|(_, cur, _)| cur.exists)
+        .map(|(_, cur, _)| {
+            let mut row = vec![applied_cell.clone()];
+            row.extend(idx.iter().map(|i| cur.cells[*i].clone()));
+            row
+        })
+        .collect();
+    Rows {
+        metadata: ResultMetadata {
+            columns,
+            paging_state: None,
+            no_metadata: false,
+        },
+        rows,
+    }
+}
