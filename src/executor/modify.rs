@@ -5,7 +5,8 @@ use crate::error::QueryError;
 use crate::executor::clock;
 use crate::executor::lwt::{plan_conditions, PlannedConditions};
 use crate::executor::restrictions::{
-    bind_key_values, cartesian, storage_bounds, KeyValues, Restrictions, SliceBounds,
+    bind_key_values, bind_prefixes, bind_slice, cartesian, storage_bounds, KeyBytes, KeyValues,
+    Restrictions, SliceBounds,
 };
 use crate::executor::terms::{Bound, Markers, Term, Values};
 use crate::schema::{ColumnKind, Table};
@@ -437,7 +438,7 @@ impl ModifyPlan {
     pub fn bound_keys(
         &self,
         values: &Values<'_>,
-    ) -> Result<(Vec<Vec<Vec<u8>>>, Vec<Vec<Vec<u8>>>), QueryError> {
+    ) -> Result<(Vec<KeyBytes>, Vec<KeyBytes>), QueryError> {
         let partition = self
             .keys
             .partition
@@ -451,14 +452,7 @@ impl ModifyPlan {
             .into_iter()
             .map(|k| k.iter().map(Value::to_bytes).collect())
             .collect();
-        let mut ck_lists = Vec::new();
-        for (v, c) in self.keys.clustering_eq.iter().zip(self.table.clustering()) {
-            ck_lists.push(bind_key_values(v, values, &c.name)?);
-        }
-        let cks = cartesian(ck_lists)?
-            .into_iter()
-            .map(|k| k.iter().map(Value::to_bytes).collect())
-            .collect();
+        let cks = bind_prefixes(&self.keys.clustering_eq, &self.table, values)?;
         Ok((pks, cks))
     }
 
@@ -529,22 +523,7 @@ impl ModifyPlan {
             pk_lists.push(bind_key_values(v, values, &c.name)?);
         }
         let partition_keys = cartesian(pk_lists)?;
-        let mut ck_lists = Vec::new();
-        for (v, c) in self.keys.clustering_eq.iter().zip(&ck_cols) {
-            ck_lists.push(bind_key_values(v, values, &c.name)?);
-        }
-        let prefixes: Vec<Vec<Vec<u8>>> = cartesian(ck_lists)?
-            .into_iter()
-            .map(|p| p.iter().map(Value::to_bytes).collect())
-            .collect();
-        for p in &prefixes {
-            if let Some(c) = p.iter().find(|c| c.len() > 0xFFFF) {
-                return Err(QueryError::invalid(format!(
-                    "Key length of {} is longer than maximum of 65535",
-                    c.len()
-                )));
-            }
-        }
+        let prefixes = bind_prefixes(&self.keys.clustering_eq, &self.table, values)?;
         let full_row =
             prefixes.first().is_some_and(|p| p.len() == ck_cols.len()) || ck_cols.is_empty();
 
@@ -643,19 +622,7 @@ impl ModifyPlan {
     }
 
     fn bound_slice(&self, values: &Values<'_>) -> Result<SliceBounds, QueryError> {
-        let Some((lo, hi)) = &self.keys.clustering_slice else {
-            return Ok(None);
-        };
-        let bind = |e: &Option<crate::executor::restrictions::RangeEnd>| -> Result<Option<(Vec<u8>, bool)>, QueryError> {
-            match e {
-                None => Ok(None),
-                Some(r) => match values.bind(&r.term)? {
-                    Bound::Value(v) => Ok(Some((v.to_bytes(), r.inclusive))),
-                    _ => Err(QueryError::invalid("Invalid null value in clustering restriction")),
-                },
-            }
-        };
-        Ok(Some((bind(lo)?, bind(hi)?)))
+        bind_slice(&self.keys.clustering_slice, values)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -871,13 +838,13 @@ fn check_full_clustering(
     if keys.clustering_slice.is_some() {
         return Err(QueryError::invalid(format!(
             "Slice restrictions are not supported on the clustering columns in UPDATE statements (column {})",
-            ck.get(keys.clustering_eq.len()).map(|c| c.name.as_str()).unwrap_or("")
+            ck.get(keys.eq_width()).map(|c| c.name.as_str()).unwrap_or("")
         )));
     }
-    if keys.clustering_eq.len() < ck.len() && !only_static {
+    if keys.eq_width() < ck.len() && !only_static {
         return Err(QueryError::invalid(format!(
             "Some clustering keys are missing: {}",
-            ck[keys.clustering_eq.len()].name
+            ck[keys.eq_width()].name
         )));
     }
     Ok(())

@@ -17,15 +17,38 @@ pub enum KeyValues {
     In(Vec<Term>),
     /// One marker holding a list.
     InMarker(Term),
+    /// A multi-column relation on `width` consecutive clustering columns: `(a, b) = (1, 2)`,
+    /// `(a, b) IN ((1, 2), (3, 4))` or `(a, b) IN ?`; each term is a tuple (or, with
+    /// `in_marker`, one list of tuples).
+    Tuples {
+        /// The tuple terms.
+        terms: Vec<Term>,
+        /// One marker holding a list of tuples.
+        in_marker: bool,
+        /// Number of clustering columns covered.
+        width: usize,
+    },
+}
+
+impl KeyValues {
+    /// Clustering columns covered by this entry.
+    pub fn width(&self) -> usize {
+        match self {
+            KeyValues::Tuples { width, .. } => *width,
+            _ => 1,
+        }
+    }
 }
 
 /// One side of a range.
 #[derive(Debug, Clone)]
 pub struct RangeEnd {
-    /// The bound value.
+    /// The bound value (a tuple when `width > 1`).
     pub term: Term,
     /// Whether the value itself is included.
     pub inclusive: bool,
+    /// Clustering columns the bound covers (1 for a single-column relation).
+    pub width: usize,
 }
 
 /// A filter evaluated on each row.
@@ -115,6 +138,7 @@ impl Restrictions {
         let mut pk_values: Vec<Option<KeyValues>> = vec![None; pk.len()];
         let mut ck_eq: Vec<Option<KeyValues>> = vec![None; ck.len()];
         let mut ck_slices: Vec<(Option<RangeEnd>, Option<RangeEnd>)> = vec![(None, None); ck.len()];
+        let mut covered: Vec<bool> = vec![false; ck.len()];
         let mut r = Restrictions::default();
         let mut needs_filtering = false;
         for rel in relations {
@@ -167,6 +191,7 @@ impl Restrictions {
                             let end = RangeEnd {
                                 term,
                                 inclusive: matches!(op, Operator::Le | Operator::Ge),
+                                width: 1,
                             };
                             let slot = if matches!(op, Operator::Gt | Operator::Ge) {
                                 &mut ck_slices[pos].0
@@ -234,25 +259,128 @@ impl Restrictions {
                             r.token_start = Some(RangeEnd {
                                 term,
                                 inclusive: *op == Operator::Ge,
+                                width: 1,
                             })
                         }
                         Operator::Lt | Operator::Le => {
                             r.token_end = Some(RangeEnd {
                                 term,
                                 inclusive: *op == Operator::Le,
+                                width: 1,
                             })
                         }
                         Operator::Eq => {
                             r.token_start = Some(RangeEnd {
                                 term: term.clone(),
                                 inclusive: true,
+                                width: 1,
                             });
                             r.token_end = Some(RangeEnd {
                                 term,
                                 inclusive: true,
+                                width: 1,
                             });
                         }
                         _ => return Err(QueryError::invalid("Unsupported operator on token()")),
+                    }
+                }
+                Relation::MultiColumn { columns, op, value } => {
+                    let mut positions = Vec::new();
+                    let mut types = Vec::new();
+                    for name in columns {
+                        let i = index_of(name).ok_or_else(|| undefined(name))?;
+                        let col = &table.columns[i];
+                        if col.kind != ColumnKind::Clustering {
+                            return Err(QueryError::invalid(format!(
+                                "Multi-column relations can only be applied to clustering columns but was applied to: {name}"
+                            )));
+                        }
+                        positions.push(col.position as usize);
+                        types.push(col.data_type.clone());
+                    }
+                    let first = positions.first().copied().unwrap_or(0);
+                    if positions.iter().enumerate().any(|(k, p)| *p != first + k) {
+                        return Err(QueryError::invalid(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations",
+                        ));
+                    }
+                    let width = positions.len();
+                    if positions.iter().any(|p| {
+                        ck_eq[*p].is_some()
+                            || covered[*p]
+                            || ck_slices[*p].0.is_some()
+                            || ck_slices[*p].1.is_some()
+                    }) && !matches!(
+                        op,
+                        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                    ) {
+                        return Err(QueryError::invalid(format!(
+                            "Column \"{}\" cannot be restricted by more than one relation if it includes an Equal",
+                            columns.first().cloned().unwrap_or_default()
+                        )));
+                    }
+                    let tuple = DataType::Tuple(types);
+                    let label = format!("({})", columns.join(","));
+                    match (op, value) {
+                        (Operator::Eq, v) => {
+                            let term =
+                                markers.term(v, &tuple, &table.keyspace, &table.name, &label)?;
+                            ck_eq[first] = Some(KeyValues::Tuples {
+                                terms: vec![term],
+                                in_marker: false,
+                                width,
+                            });
+                        }
+                        (Operator::In, Expr::BindMarker(_)) => {
+                            let term = markers.term_named(
+                                value,
+                                &DataType::List(Box::new(tuple)),
+                                &table.keyspace,
+                                &table.name,
+                                &label,
+                                &format!("in({})", columns.join(",")),
+                            )?;
+                            ck_eq[first] = Some(KeyValues::Tuples {
+                                terms: vec![term],
+                                in_marker: true,
+                                width,
+                            });
+                        }
+                        (Operator::In, Expr::List(items) | Expr::Tuple(items)) => {
+                            let terms = items
+                                .iter()
+                                .map(|e| {
+                                    markers.term(e, &tuple, &table.keyspace, &table.name, &label)
+                                })
+                                .collect::<Result<_, _>>()?;
+                            ck_eq[first] = Some(KeyValues::Tuples {
+                                terms,
+                                in_marker: false,
+                                width,
+                            });
+                        }
+                        (Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, v) => {
+                            let term =
+                                markers.term(v, &tuple, &table.keyspace, &table.name, &label)?;
+                            let end = RangeEnd {
+                                term,
+                                inclusive: matches!(op, Operator::Le | Operator::Ge),
+                                width,
+                            };
+                            if matches!(op, Operator::Gt | Operator::Ge) {
+                                ck_slices[first].0 = Some(end);
+                            } else {
+                                ck_slices[first].1 = Some(end);
+                            }
+                        }
+                        _ => {
+                            return Err(QueryError::invalid(format!(
+                                "Unsupported operator in multi-column relation on {label}"
+                            )))
+                        }
+                    }
+                    for p in positions.iter().skip(1) {
+                        covered[*p] = true;
                     }
                 }
                 other => {
@@ -307,6 +435,14 @@ impl Restrictions {
         // Clustering: an = / IN prefix, then at most one slice.
         let mut prefix_done = false;
         for (pos, col) in ck.iter().enumerate() {
+            if covered[pos]
+                && ck_eq[pos].is_none()
+                && ck_slices[pos].0.is_none()
+                && ck_slices[pos].1.is_none()
+            {
+                // Part of a multi-column relation handled at its first column.
+                continue;
+            }
             let eq = ck_eq[pos].take();
             let slice = std::mem::take(&mut ck_slices[pos]);
             let has_slice = slice.0.is_some() || slice.1.is_some();
@@ -386,11 +522,16 @@ impl Restrictions {
         Ok(r)
     }
 
+    /// Clustering columns covered by the = / IN prefix.
+    pub fn eq_width(&self) -> usize {
+        self.clustering_eq.iter().map(KeyValues::width).sum()
+    }
+
     /// The order of the sliced clustering column (slices on DESC columns swap ends).
     pub fn slice_column_order(&self, table: &Table) -> ClusteringOrder {
         table
             .clustering()
-            .nth(self.clustering_eq.len())
+            .nth(self.eq_width())
             .map(|c| c.order)
             .unwrap_or_default()
     }
@@ -472,6 +613,28 @@ pub fn bind_key_values(
     match v {
         KeyValues::Eq(t) => Ok(vec![one(t)?]),
         KeyValues::In(ts) => ts.iter().map(one).collect(),
+        KeyValues::Tuples {
+            terms, in_marker, ..
+        } => {
+            let mut out = Vec::new();
+            for t in terms {
+                match values.bind(t)? {
+                    Bound::Value(Value::List(items)) if *in_marker => out.extend(items),
+                    Bound::Value(v) => out.push(v),
+                    Bound::Null => {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid null value in condition for columns {name}"
+                        )))
+                    }
+                    Bound::Unset => {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid unset value for columns {name}"
+                        )))
+                    }
+                }
+            }
+            Ok(out)
+        }
         KeyValues::InMarker(t) => match values.bind(t)? {
             Bound::Value(Value::List(items)) => Ok(items),
             Bound::Null => Err(QueryError::invalid(format!(
@@ -510,8 +673,98 @@ pub fn cartesian(columns: Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>, QueryError
     Ok(out)
 }
 
-/// Bound values of a clustering slice: (lower, upper), each (serialized value, inclusive).
-pub type SliceBounds = Option<(Option<(Vec<u8>, bool)>, Option<(Vec<u8>, bool)>)>;
+/// Bound values of a clustering slice: (lower, upper), each (serialized values, inclusive).
+pub type SliceBounds = Option<(Option<SliceEnd>, Option<SliceEnd>)>;
+
+/// One bound slice end: serialized clustering values and whether they are included.
+pub type SliceEnd = (Vec<Vec<u8>>, bool);
+
+/// A clustering prefix or partition key: serialized components.
+pub type KeyBytes = Vec<Vec<u8>>;
+
+/// Serialized components of a bound value: a tuple's components for multi-column relations.
+fn components(v: &Value, width: usize) -> Result<Vec<Vec<u8>>, QueryError> {
+    if width <= 1 {
+        return Ok(vec![v.to_bytes()]);
+    }
+    match v {
+        Value::Tuple(items) if items.len() == width => items
+            .iter()
+            .map(|i| {
+                i.as_ref().map(Value::to_bytes).ok_or_else(|| {
+                    QueryError::invalid("Invalid null value in multi-column relation")
+                })
+            })
+            .collect(),
+        _ => Err(QueryError::invalid(format!(
+            "Expected {width} elements in value tuple, but got {}",
+            match v {
+                Value::Tuple(i) => i.len(),
+                _ => 1,
+            }
+        ))),
+    }
+}
+
+/// Every clustering prefix the = / IN restrictions select (IN expanded, multi-column tuples
+/// split into their columns).
+///
+/// # Errors
+/// InvalidRequest for null values or oversized products.
+pub fn bind_prefixes(
+    entries: &[KeyValues],
+    table: &Table,
+    values: &Values<'_>,
+) -> Result<Vec<Vec<Vec<u8>>>, QueryError> {
+    let names: Vec<String> = table.clustering().map(|c| c.name.clone()).collect();
+    let mut lists = Vec::new();
+    let mut pos = 0;
+    for e in entries {
+        let name = names.get(pos).cloned().unwrap_or_default();
+        lists.push(bind_key_values(e, values, &name)?);
+        pos += e.width();
+    }
+    let mut out = Vec::new();
+    for combo in cartesian(lists)? {
+        let mut prefix = Vec::new();
+        for (v, e) in combo.iter().zip(entries) {
+            prefix.extend(components(v, e.width())?);
+        }
+        if let Some(c) = prefix.iter().find(|c| c.len() > 0xFFFF) {
+            return Err(QueryError::invalid(format!(
+                "Key length of {} is longer than maximum of 65535",
+                c.len()
+            )));
+        }
+        out.push(prefix);
+    }
+    Ok(out)
+}
+
+/// Binds a slice's ends.
+///
+/// # Errors
+/// InvalidRequest for null bounds.
+pub fn bind_slice(
+    slice: &Option<(Option<RangeEnd>, Option<RangeEnd>)>,
+    values: &Values<'_>,
+) -> Result<SliceBounds, QueryError> {
+    let Some((lo, hi)) = slice else {
+        return Ok(None);
+    };
+    let bind = |e: &Option<RangeEnd>| -> Result<Option<SliceEnd>, QueryError> {
+        match e {
+            None => Ok(None),
+            Some(r) => match values.bind(&r.term)? {
+                Bound::Value(v) => Ok(Some((components(&v, r.width)?, r.inclusive))),
+                _ => Err(QueryError::invalid(
+                    "Invalid null value in clustering restriction",
+                )),
+            },
+        }
+    };
+    Ok(Some((bind(lo)?, bind(hi)?)))
+}
 
 /// A clustering slice bound in storage (clustering) order for one prefix.
 pub fn storage_bounds(
@@ -519,9 +772,9 @@ pub fn storage_bounds(
     slice: SliceBounds,
     order: ClusteringOrder,
 ) -> (ClusteringBound, ClusteringBound) {
-    let with = |v: &Vec<u8>| {
+    let with = |v: &Vec<Vec<u8>>| {
         let mut p = prefix.to_vec();
-        p.push(v.clone());
+        p.extend(v.iter().cloned());
         p
     };
     let whole = || {

@@ -5,7 +5,8 @@
 use crate::error::QueryError;
 use crate::executor::order::compare_values;
 use crate::executor::restrictions::{
-    bind_key_values, cartesian, storage_bounds, KeyValues, RangeEnd, Restrictions,
+    bind_key_values, bind_prefixes, bind_slice, cartesian, storage_bounds, KeyValues, RangeEnd,
+    Restrictions,
 };
 use crate::executor::terms::{Bound, Markers, Term, Values};
 use crate::node::table_id;
@@ -586,14 +587,7 @@ impl SelectPlan {
         values: &Values<'_>,
     ) -> Result<Vec<(storage::ClusteringBound, storage::ClusteringBound)>, QueryError> {
         let ck: Vec<_> = self.table.clustering().collect();
-        let mut lists = Vec::new();
-        for (v, c) in self.restrictions.clustering_eq.iter().zip(&ck) {
-            lists.push(bind_key_values(v, values, &c.name)?);
-        }
-        let mut prefixes: Vec<Vec<Vec<u8>>> = Vec::new();
-        for p in cartesian(lists)? {
-            prefixes.push(p.iter().map(Value::to_bytes).collect());
-        }
+        let mut prefixes = bind_prefixes(&self.restrictions.clustering_eq, &self.table, values)?;
         // IN on clustering: read in clustering order.
         if prefixes.len() > 1 {
             let types: Vec<(DataType, ClusteringOrder)> =
@@ -621,23 +615,7 @@ impl SelectPlan {
                 prefixes.reverse();
             }
         }
-        let slice = match &self.restrictions.clustering_slice {
-            None => None,
-            Some((lo, hi)) => {
-                let bind = |e: &Option<RangeEnd>| -> Result<Option<(Vec<u8>, bool)>, QueryError> {
-                    match e {
-                        None => Ok(None),
-                        Some(r) => match values.bind(&r.term)? {
-                            Bound::Value(v) => Ok(Some((v.to_bytes(), r.inclusive))),
-                            _ => Err(QueryError::invalid(
-                                "Invalid null value in clustering restriction",
-                            )),
-                        },
-                    }
-                };
-                Some((bind(lo)?, bind(hi)?))
-            }
-        };
+        let slice = bind_slice(&self.restrictions.clustering_slice, values)?;
         let order = self.restrictions.slice_column_order(&self.table);
         Ok(prefixes
             .iter()

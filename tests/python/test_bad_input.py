@@ -315,3 +315,52 @@ def test_rejected_ddl_gets_an_error(session, bad_ks, stmt):
         session.execute("DROP KEYSPACE IF EXISTS deep")
         session.execute(f"DROP TYPE IF EXISTS {bad_ks}.rec")
         session.execute(f"DROP TYPE IF EXISTS {bad_ks}.dupfield")
+
+
+# ---------------------------------------------------------------- load shapes (bounded)
+
+def _query_frame(stream: int, q: bytes = b"SELECT * FROM system_schema.columns") -> bytes:
+    return cqlwire.encode_frame(cqlwire.QUERY, cqlwire.enc_long_string_bytes(q) + struct.pack(">HB", 1, 0), stream)
+
+
+def test_client_that_never_reads(server):
+    """A client pipelining big responses without reading them must not starve others or eat memory."""
+    before = rss_mib(server)
+    hog = cqlwire.connect_ready(server.host, server.port)
+    try:
+        hog.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        payload = b"".join(_query_frame(1 + (i % 30000)) for i in range(2000))
+        hog.sock.settimeout(10)
+        sent = 0
+        try:
+            while sent < len(payload):
+                sent += hog.sock.send(payload[sent:sent + 65536])
+        except socket.timeout:
+            pass  # the server stopped reading from us: that is backpressure working
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        with cqlwire.connect_ready(server.host, server.port) as other:
+            f = other.query("SELECT key FROM system.local")
+            assert f.opcode == cqlwire.RESULT
+        assert time.monotonic() - t0 < 5, "another connection was starved"
+        grown = rss_mib(server) - before
+        assert grown < 400, f"RSS grew by {grown:.0f} MiB while a client did not read"
+    finally:
+        close_with_rst(hog.sock)
+
+
+def test_many_connections_pipelining(server):
+    conns = [cqlwire.connect_ready(server.host, server.port) for _ in range(20)]
+    try:
+        for c in conns:
+            c.send_raw(b"".join(_query_frame(s, b"SELECT key FROM system.local") for s in range(1, 51)))
+        for c in conns:
+            seen = set()
+            while len(seen) < 50:
+                f = c.recv_frame(10)
+                assert f.opcode == cqlwire.RESULT
+                seen.add(f.stream)
+            assert seen == set(range(1, 51))
+    finally:
+        for c in conns:
+            c.close()
