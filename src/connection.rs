@@ -128,6 +128,17 @@ fn dispatch(
     let header = frame.header;
     let version = header.version;
     let stream = header.stream;
+    let established = session.version_or(version);
+    if established != version {
+        session.send_uncompressed(
+            established,
+            stream,
+            &Response::Error(ErrorBody::ProtocolError(format!(
+                "Invalid message version. Got {version} but previous messages on this connection had version {established}"
+            ))),
+        );
+        return true;
+    }
     let body: Bytes = if header.flags & frame::flags::COMPRESSION != 0 {
         match session.decompress(&frame.body, node.config().max_frame_bytes as usize) {
             Ok(b) => b,

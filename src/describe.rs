@@ -70,7 +70,7 @@ pub fn type_statement(t: &TypeDef) -> String {
 }
 
 /// `CREATE TABLE` for a table, options included.
-pub fn table_statement(t: &Table, virtual_table: bool) -> String {
+pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> String {
     let mut s = String::new();
     if virtual_table {
         s.push_str("/*\nWarning: Table ");
@@ -117,6 +117,9 @@ pub fn table_statement(t: &Table, virtual_table: bool) -> String {
     }
     let p = &t.params;
     let mut opts: Vec<String> = Vec::new();
+    if internals {
+        opts.push(format!("ID = {}", t.id));
+    }
     if !ck.is_empty() {
         let order: Vec<String> = ck
             .iter()
@@ -179,7 +182,7 @@ fn float(v: f64) -> String {
 /// One element row: (keyspace, type, name, create statement).
 type Element = (String, &'static str, String, String);
 
-fn keyspace_elements(ks: &Keyspace, only: bool) -> Vec<Element> {
+fn keyspace_elements(ks: &Keyspace, only: bool, internals: bool) -> Vec<Element> {
     let virt = is_virtual_keyspace(&ks.name);
     let mut out = Vec::new();
     let ks_stmt = if virt {
@@ -199,7 +202,7 @@ fn keyspace_elements(ks: &Keyspace, only: bool) -> Vec<Element> {
             ks.name.clone(),
             "table",
             t.name.clone(),
-            table_statement(t, virt),
+            table_statement(t, virt, internals),
         ));
     }
     out
@@ -287,7 +290,7 @@ fn listing_rows(
         },
         rows: items
             .into_iter()
-            .map(|(k, t, n)| vec![text_cell(&k), text_cell(t), text_cell(&n)])
+            .map(|(k, t, n)| vec![text_cell(&ident(&k)), text_cell(t), text_cell(&ident(&n))])
             .collect(),
     })
 }
@@ -366,7 +369,7 @@ pub fn describe(
                 })?,
             };
             element_rows(
-                keyspace_elements(keyspace(catalog, &name)?, *only),
+                keyspace_elements(keyspace(catalog, &name)?, *only, d.with_internals),
                 page_size,
                 state,
             )
@@ -382,7 +385,7 @@ pub fn describe(
                     ks.clone(),
                     "table",
                     t.name.clone(),
-                    table_statement(t, is_virtual_keyspace(&ks)),
+                    table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
                 )],
                 page_size,
                 state,
@@ -406,7 +409,7 @@ pub fn describe(
                 if !full && is_system_keyspace(&ks.name) {
                     continue;
                 }
-                elements.extend(keyspace_elements(ks, false));
+                elements.extend(keyspace_elements(ks, false, d.with_internals));
             }
             element_rows(elements, page_size, state)
         }
@@ -433,7 +436,11 @@ pub fn describe(
         DescribeTarget::Generic(name) => {
             if name.keyspace.is_none() {
                 if let Some(k) = catalog.keyspaces.get(&name.name) {
-                    return element_rows(keyspace_elements(k, false), page_size, state);
+                    return element_rows(
+                        keyspace_elements(k, false, d.with_internals),
+                        page_size,
+                        state,
+                    );
                 }
             }
             let ks = ks_of(name, current)?;
@@ -444,7 +451,7 @@ pub fn describe(
                         ks.clone(),
                         "table",
                         t.name.clone(),
-                        table_statement(t, is_virtual_keyspace(&ks)),
+                        table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
                     )],
                     page_size,
                     state,

@@ -171,6 +171,18 @@ impl Session {
                     self.send(version, stream, &unexpected("REGISTER"));
                     return;
                 }
+                if let Some(bad) = events.iter().find(|e| {
+                    !["TOPOLOGY_CHANGE", "STATUS_CHANGE", "SCHEMA_CHANGE"].contains(&e.as_str())
+                }) {
+                    self.send(
+                        version,
+                        stream,
+                        &Response::Error(ErrorBody::ProtocolError(format!(
+                            "Invalid value '{bad}' for Type"
+                        ))),
+                    );
+                    return;
+                }
                 if events
                     .iter()
                     .any(|e| e.eq_ignore_ascii_case("SCHEMA_CHANGE"))

@@ -2,6 +2,8 @@
 //! Everything here is synchronous and runs on the blocking pool (storage is fjall).
 
 pub mod clock;
+pub mod functions;
+pub mod json;
 pub mod literal;
 pub mod lwt;
 pub mod modify;
@@ -115,7 +117,14 @@ impl Node {
             page_size: params.page_size,
             paging_state: params.paging_state.as_ref(),
         };
-        self.run(&ctx, &prepared.statement, &inputs)
+        let mut result = self.run(&ctx, &prepared.statement, &inputs)?;
+        // Skip metadata only when the client's copy (from PREPARE) is still exact.
+        if let ResultBody::Rows(rows) = &mut result {
+            if params.skip_metadata && rows.metadata.columns == prepared.result_columns {
+                rows.metadata.no_metadata = true;
+            }
+        }
+        Ok(result)
     }
 
     fn prepare(&self, ctx: &SessionContext, text: &str) -> Result<ResultBody, QueryError> {

@@ -51,6 +51,88 @@ pub struct ModifyPlan {
     delete_rows: bool,
     /// IF NOT EXISTS / IF EXISTS / IF conditions.
     conditions: Option<PlannedConditions>,
+    /// INSERT JSON ?: the marker holding the JSON text, and DEFAULT UNSET.
+    json: Option<(Term, bool)>,
+}
+
+/// Builds the plan of `INSERT INTO t JSON '<text>'`: every column named in the object is set,
+/// the others are set to null unless DEFAULT UNSET.
+fn json_plan(
+    table: &Arc<Table>,
+    text: &str,
+    default_unset: bool,
+) -> Result<ModifyPlan, QueryError> {
+    let parsed: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        QueryError::invalid(format!(
+            "Could not decode JSON string as a map: {e}. (String was: {text})"
+        ))
+    })?;
+    let serde_json::Value::Object(object) = parsed else {
+        return Err(QueryError::invalid(format!(
+            "Could not decode JSON string as a map: not an object. (String was: {text})"
+        )));
+    };
+    let mut given: Vec<(usize, Option<Value>)> = Vec::new();
+    for (k, v) in &object {
+        let name = crate::executor::json::unquote_key(k);
+        let i = table
+            .columns
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| {
+                QueryError::invalid(format!(
+                    "JSON values map contains unrecognized column: {name}"
+                ))
+            })?;
+        let col = &table.columns[i];
+        given.push((
+            i,
+            crate::executor::json::from_json(v, &col.data_type, &col.name)?,
+        ));
+    }
+    let mut pk: Vec<Option<KeyValues>> = vec![None; table.partition_key().count()];
+    let mut ck: Vec<Option<KeyValues>> = vec![None; table.clustering().count()];
+    let mut ops = Vec::new();
+    for (i, col) in table.columns.iter().enumerate() {
+        let v = given.iter().find(|(g, _)| *g == i).map(|(_, v)| v.clone());
+        match col.kind {
+            ColumnKind::PartitionKey | ColumnKind::Clustering => {
+                let Some(Some(v)) = v else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value in condition for column {}",
+                        col.name
+                    )));
+                };
+                let slot = if col.kind == ColumnKind::PartitionKey {
+                    &mut pk
+                } else {
+                    &mut ck
+                };
+                slot[col.position as usize] = Some(KeyValues::Eq(Term::Const(Some(v))));
+            }
+            _ => match v {
+                Some(v) => ops.push((i, Op::Set(Term::Const(v)))),
+                None if !default_unset => ops.push((i, Op::Set(Term::Const(None)))),
+                None => {}
+            },
+        }
+    }
+    let keys = Restrictions {
+        partition: Some(pk.into_iter().flatten().collect()),
+        clustering_eq: ck.into_iter().flatten().collect(),
+        ..Restrictions::default()
+    };
+    Ok(ModifyPlan {
+        table: table.clone(),
+        keys,
+        ops,
+        ttl: None,
+        timestamp: None,
+        liveness: true,
+        delete_rows: false,
+        conditions: None,
+        json: None,
+    })
 }
 
 fn using_terms(
@@ -117,10 +199,41 @@ impl ModifyPlan {
                 "INSERT statements are not allowed on counter tables, use UPDATE instead",
             ));
         }
-        let InsertValues::Values(values) = &s.values else {
-            return Err(QueryError::invalid(
-                "INSERT JSON is not supported by ringdb yet",
-            ));
+        let values = match &s.values {
+            InsertValues::Values(values) => values,
+            InsertValues::Json(expr) => {
+                let text_term = markers.term_named(
+                    expr,
+                    &DataType::Native(NativeType::Text),
+                    &table.keyspace,
+                    &table.name,
+                    "[json]",
+                    "[json]",
+                )?;
+                let (ttl, timestamp) = using_terms(&s.using, &table, markers)?;
+                let conditions = s.if_not_exists.then_some(PlannedConditions::IfNotExists);
+                return match text_term {
+                    Term::Const(Some(Value::Text(json))) => {
+                        let mut plan = json_plan(&table, &json, s.default_unset)?;
+                        plan.ttl = ttl;
+                        plan.timestamp = timestamp;
+                        plan.conditions = conditions;
+                        Ok(plan)
+                    }
+                    Term::Marker { .. } => Ok(ModifyPlan {
+                        table,
+                        keys: Restrictions::default(),
+                        ops: Vec::new(),
+                        ttl,
+                        timestamp,
+                        liveness: true,
+                        delete_rows: false,
+                        conditions,
+                        json: Some((text_term, s.default_unset)),
+                    }),
+                    _ => Err(QueryError::invalid("Got null for INSERT JSON values")),
+                };
+            }
         };
         if values.len() != s.columns.len() {
             return Err(QueryError::invalid(format!(
@@ -185,6 +298,7 @@ impl ModifyPlan {
             liveness: true,
             delete_rows: false,
             conditions: s.if_not_exists.then_some(PlannedConditions::IfNotExists),
+            json: None,
         })
     }
 
@@ -326,6 +440,7 @@ impl ModifyPlan {
             liveness: false,
             delete_rows: false,
             conditions,
+            json: None,
         })
     }
 
@@ -418,12 +533,29 @@ impl ModifyPlan {
             liveness: false,
             delete_rows,
             conditions,
+            json: None,
         })
     }
 
     /// The table written.
     pub fn table(&self) -> &Arc<Table> {
         &self.table
+    }
+
+    /// For `INSERT JSON ?`: the plan with the bound JSON text applied.
+    fn resolve_json(&self, values: &Values<'_>) -> Result<Option<ModifyPlan>, QueryError> {
+        let Some((term, default_unset)) = &self.json else {
+            return Ok(None);
+        };
+        let text = match values.bind(term)? {
+            Bound::Value(Value::Text(t)) => t,
+            _ => return Err(QueryError::invalid("Got null for INSERT JSON values")),
+        };
+        let mut plan = json_plan(&self.table, &text, *default_unset)?;
+        plan.ttl = self.ttl.clone();
+        plan.timestamp = self.timestamp.clone();
+        plan.conditions = self.conditions.clone();
+        Ok(Some(plan))
     }
 
     /// The IF clause, for conditional statements.
@@ -439,6 +571,9 @@ impl ModifyPlan {
         &self,
         values: &Values<'_>,
     ) -> Result<(Vec<KeyBytes>, Vec<KeyBytes>), QueryError> {
+        if let Some(resolved) = self.resolve_json(values)? {
+            return resolved.bound_keys(values);
+        }
         let partition = self
             .keys
             .partition
@@ -481,6 +616,9 @@ impl ModifyPlan {
         default_timestamp: Option<i64>,
         storage: &Storage,
     ) -> Result<Vec<Mutation>, QueryError> {
+        if let Some(resolved) = self.resolve_json(values)? {
+            return resolved.mutations(values, default_timestamp, storage);
+        }
         let table = &self.table;
         let timestamp = match &self.timestamp {
             Some(t) => match values.bind(t)? {

@@ -43,6 +43,9 @@ pub struct SelectPlan {
     per_partition_limit: Option<Term>,
     distinct: bool,
     count: bool,
+    json: bool,
+    /// Identifies the statement inside paging states, so a state from another query is refused.
+    fingerprint: u64,
 }
 
 /// A row being produced: partition key, statics and the storage row.
@@ -80,11 +83,6 @@ impl SelectPlan {
         table: Arc<Table>,
         markers: &mut Markers,
     ) -> Result<SelectPlan, QueryError> {
-        if select.json {
-            return Err(QueryError::invalid(
-                "SELECT JSON is not supported by ringdb yet",
-            ));
-        }
         if !select.group_by.is_empty() {
             return Err(QueryError::invalid(
                 "GROUP BY is not supported by ringdb yet",
@@ -278,6 +276,13 @@ impl SelectPlan {
                 }
             }
         }
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            format!("{select:?}").hash(&mut h);
+            table.id.hash(&mut h);
+            h.finish()
+        };
         Ok(SelectPlan {
             table,
             outputs,
@@ -287,12 +292,41 @@ impl SelectPlan {
             per_partition_limit,
             distinct: select.distinct,
             count,
+            json: select.json,
+            fingerprint,
         })
     }
 
-    /// Result columns.
+    /// Result columns (one `[json]` text column for SELECT JSON).
     pub fn columns(&self) -> Vec<ColumnSpec> {
+        if self.json {
+            return vec![ColumnSpec {
+                keyspace: self.table.keyspace.clone(),
+                table: self.table.name.clone(),
+                name: "[json]".into(),
+                data_type: DataType::Native(NativeType::Text),
+            }];
+        }
         self.outputs.iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Rows as Cassandra's SELECT JSON prints them: one JSON object per row.
+    fn to_json_rows(&self, rows: Vec<Vec<Option<Bytes>>>) -> Vec<Vec<Option<Bytes>>> {
+        rows.into_iter()
+            .map(|row| {
+                let mut obj = serde_json::Map::new();
+                for ((_, spec), cell) in self.outputs.iter().zip(row) {
+                    let v = cell
+                        .and_then(|b| Value::decode(&spec.data_type, &b).ok())
+                        .map(|v| crate::executor::json::to_json(&v, &spec.data_type))
+                        .unwrap_or(serde_json::Value::Null);
+                    obj.insert(crate::executor::json::json_key(&spec.name), v);
+                }
+                vec![Some(Bytes::from(
+                    serde_json::Value::Object(obj).to_string(),
+                ))]
+            })
+            .collect()
     }
 
     /// Marker indexes of the partition-key components, when each is bound by `pk = ?`.
@@ -332,6 +366,11 @@ impl SelectPlan {
             Some(b) => PagingState::decode(b)?,
             None => PagingState::default(),
         };
+        if paging_state.is_some() && state.fingerprint != self.fingerprint {
+            return Err(QueryError::Protocol(
+                "Invalid value for the paging state: it belongs to another query".into(),
+            ));
+        }
         let page = if self.count {
             None
         } else {
@@ -430,6 +469,7 @@ impl SelectPlan {
                             Some(c) if per_partition.is_none_or(|p| in_partition < p) => {
                                 if full(out.len()) {
                                     next_state = Some(PagingState {
+                                        fingerprint: 0,
                                         mode: 1,
                                         returned: 0,
                                         pk_index: pk_index as u32,
@@ -453,6 +493,7 @@ impl SelectPlan {
                                     };
                                     if pi < keys.len() {
                                         next_state = Some(PagingState {
+                                            fingerprint: 0,
                                             mode: 1,
                                             returned: 0,
                                             pk_index: pi as u32,
@@ -523,6 +564,7 @@ impl SelectPlan {
                         Some(c) => {
                             if full(out.len()) {
                                 next_state = Some(PagingState {
+                                    fingerprint: 0,
                                     mode: 2,
                                     returned: 0,
                                     pk_index: 0,
@@ -550,6 +592,7 @@ impl SelectPlan {
             }
         }
         let next = next_state.map(|mut s| {
+            s.fingerprint = self.fingerprint;
             s.returned = state.returned + out.len() as u32;
             s.encode()
         });
@@ -568,6 +611,11 @@ impl SelectPlan {
                 .iter()
                 .map(|_| Some(Bytes::copy_from_slice(&counted.to_be_bytes())))
                 .collect()]
+        } else {
+            rows
+        };
+        let rows = if self.json {
+            self.to_json_rows(rows)
         } else {
             rows
         };
@@ -863,6 +911,8 @@ pub(crate) fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> 
 /// Where a paged SELECT resumes.
 #[derive(Debug, Clone, Default)]
 struct PagingState {
+    /// The statement's fingerprint.
+    fingerprint: u64,
     /// 1: partition keys; 2: token scan.
     mode: u8,
     returned: u32,
@@ -879,6 +929,7 @@ impl PagingState {
     fn encode(&self) -> Bytes {
         let mut b = BytesMut::new();
         b.put_slice(PAGING_MAGIC);
+        b.put_u64(self.fingerprint);
         b.put_u8(self.mode);
         b.put_u32(self.returned);
         b.put_u32(self.pk_index);
@@ -915,6 +966,8 @@ impl PagingState {
         if take(&mut r, 3)? != PAGING_MAGIC {
             return Err(bad());
         }
+        let f = take(&mut r, 8)?;
+        let fingerprint = u64::from_be_bytes([f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]]);
         let mode = take(&mut r, 1)?[0];
         let returned = u32_of(take(&mut r, 4)?);
         let pk_index = u32_of(take(&mut r, 4)?);
@@ -937,6 +990,7 @@ impl PagingState {
             return Err(bad());
         }
         Ok(PagingState {
+            fingerprint,
             mode,
             returned,
             pk_index,

@@ -428,7 +428,12 @@ fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryEr
             let _ = u;
             Ok(())
         }
-        DataType::Frozen(inner) => validate_frozen(inner),
+        DataType::Frozen(inner) => match inner.as_ref() {
+            DataType::Native(_) | DataType::Custom(_) => Err(QueryError::invalid(
+                "frozen<> is only allowed on collections, tuples, and user-defined types",
+            )),
+            other => validate_frozen(other),
+        },
         DataType::Tuple(ts) => ts.iter().try_for_each(validate_frozen),
         DataType::Native(_) | DataType::Custom(_) => Ok(()),
     }
@@ -443,7 +448,8 @@ fn check_element(e: &DataType, outer: &DataType) -> Result<(), QueryError> {
     Ok(())
 }
 
-/// Everything inside `frozen<...>` is frozen, so nesting is free.
+/// Everything inside `frozen<...>` is frozen, so nesting is free; but frozen applies only to
+/// collections, tuples and user types.
 fn validate_frozen(t: &DataType) -> Result<(), QueryError> {
     match t {
         DataType::Native(NativeType::Counter) => Err(QueryError::invalid(

@@ -56,6 +56,7 @@ impl KeyspaceParams {
         options: &[(String, OptionValue)],
         previous: Option<&KeyspaceParams>,
     ) -> Result<KeyspaceParams, QueryError> {
+        check_unique(options)?;
         let mut replication = previous.map(|p| p.replication.clone());
         let mut durable_writes = previous.map(|p| p.durable_writes).unwrap_or(true);
         for (name, value) in options {
@@ -254,6 +255,20 @@ impl Default for TableParams {
     }
 }
 
+/// Cassandra rejects a property given twice.
+fn check_unique(properties: &[(String, OptionValue)]) -> Result<(), QueryError> {
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in properties {
+        if !seen.insert(name.to_ascii_lowercase()) {
+            return Err(QueryError::Syntax(format!(
+                "Multiple definition for property {}",
+                name.to_ascii_lowercase()
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn parse_num<T: std::str::FromStr>(name: &str, v: &OptionValue) -> Result<T, QueryError> {
     option_text(v)
         .and_then(|s| s.trim().parse::<T>().ok())
@@ -267,6 +282,7 @@ impl TableParams {
     /// SyntaxException for unknown properties or malformed values, ConfigurationException
     /// for values out of range.
     pub fn apply(&mut self, properties: &[(String, OptionValue)]) -> Result<(), QueryError> {
+        check_unique(properties)?;
         for (name, value) in properties {
             let lname = name.to_ascii_lowercase();
             match lname.as_str() {
@@ -327,12 +343,15 @@ impl TableParams {
                 "default_time_to_live" => {
                     let v: i32 = parse_num(name, value)?;
                     if v < 0 {
-                        return Err(QueryError::Config(
-                            "default_time_to_live must be greater than or equal to 0 (got "
-                                .to_string()
-                                + &v.to_string()
-                                + ")",
-                        ));
+                        return Err(QueryError::Config(format!(
+                            "default_time_to_live must be greater than or equal to 0 (got {v})"
+                        )));
+                    }
+                    if i64::from(v) > crate::executor::modify::MAX_TTL {
+                        return Err(QueryError::Config(format!(
+                            "default_time_to_live must be less than or equal to {} (got {v})",
+                            crate::executor::modify::MAX_TTL
+                        )));
                     }
                     self.default_time_to_live = v;
                 }
@@ -360,6 +379,10 @@ impl TableParams {
                     self.additional_write_policy = option_text(value).unwrap_or_default()
                 }
                 "cdc" => self.cdc = parse_bool(name, value)?,
+                "extensions" => {
+                    let m = option_map(name, value)?;
+                    self.extensions = m.into_iter().map(|(k, v)| (k, v.into_bytes())).collect();
+                }
                 // Accepted and ignored, as Cassandra 4 does for these legacy options.
                 "read_repair_chance" | "dclocal_read_repair_chance" | "memtable" => {}
                 "id" => {}

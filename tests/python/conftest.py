@@ -6,8 +6,7 @@ On teardown the server gets SIGTERM and must exit 0 within 10 s.
 
 The binary comes from $RINGDB_BIN (default: target/debug/ringdb in the repo).
 
-Tests marked `dml` (INSERT/SELECT on user tables) are skipped unless RINGDB_DML=1; the
-foundation milestone is about connecting and schema, DML tests get enabled later.
+Tests marked `dml` exercise INSERT/SELECT on user tables; they always run.
 """
 
 from __future__ import annotations
@@ -265,17 +264,6 @@ def run_cqlsh(srv: RingServer, *args: str, timeout: float = 90, home: Path | Non
 
 
 # ---------------------------------------------------------------- hooks
-
-def pytest_collection_modifyitems(config, items):
-    # DML tests (INSERT/SELECT on user tables) are opt-in until the server implements DML:
-    # run them with RINGDB_DML=1.
-    if os.environ.get("RINGDB_DML") == "1":
-        return
-    skip = pytest.mark.skip(reason="DML tests are enabled with RINGDB_DML=1")
-    for item in items:
-        if "dml" in item.keywords:
-            item.add_marker(skip)
-
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):

@@ -18,6 +18,7 @@ import ipaddress
 import math
 import re
 import struct
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +38,13 @@ EXPECT_OK = re.compile(r"^expect ok\s*$", re.I)
 PAGE_SIZE = re.compile(r"^page size\s*:\s*(?P<n>\d+)\s*$", re.I)
 CONSISTENCY = re.compile(r"^(?P<serial>serial )?consistency\s*:\s*(?P<cl>[A-Z_]+)\s*$", re.I)
 BIND = re.compile(r"^bind\s*:\s*(?P<values>.*)$", re.I)
+SLEEP = re.compile(r"^sleep\s*:\s*(?P<s>[0-9.]+)\s*$", re.I)
+BEGIN_BATCH = re.compile(r"^BEGIN\s+((UNLOGGED|LOGGED|COUNTER)\s+)?BATCH\b", re.I)
+APPLY_BATCH = re.compile(r"\bAPPLY\s+BATCH\s*;$", re.I)
+RANGE_CELL = re.compile(r"^~(?P<lo>-?[0-9.]+)\.\.(?P<hi>-?[0-9.]+)$")
 HEADER = re.compile(r"^(feature|status)\s*:", re.I)
-DIRECTIVE_START = re.compile(r"^(expect |page size|consistency|serial consistency|bind\s*:|feature\s*:|status\s*:)", re.I)
+DIRECTIVE_START = re.compile(r"^(expect |page size|consistency|serial consistency|bind\s*:|sleep\s*:|feature\s*:|status\s*:)",
+                             re.I)
 
 
 @dataclass
@@ -60,6 +66,7 @@ class Statement:
     consistency: str | None = None
     serial_consistency: str | None = None
     bind: list | None = None        # None: a simple statement; a list: prepared and bound
+    sleep: float = 0.0              # seconds to wait before executing
     expect: Expect | None = None
 
 
@@ -134,6 +141,7 @@ def parse_script(path: Path) -> Script:
     lines = path.read_text().splitlines()
     buf: list[str] = []
     buf_line = 0
+    in_batch = False
     pending_opts: dict = {}
     last: Statement | None = None
     i = 0
@@ -145,8 +153,9 @@ def parse_script(path: Path) -> Script:
         where = f"{path.name}:{i + 1}"
         if buf:
             # inside a statement: everything (comments too) belongs to it until `;` ends a line
+            # (for BEGIN ... BATCH: until `APPLY BATCH;`)
             buf.append(raw)
-            if s.endswith(";"):
+            if s.endswith(";") and (not in_batch or APPLY_BATCH.search(s)):
                 text = "\n".join(buf).rstrip()
                 st = Statement(text[:-1].rstrip(), buf_line, **pending_opts)
                 script.statements.append(st)
@@ -196,6 +205,8 @@ def parse_script(path: Path) -> Script:
             elif m := CONSISTENCY.match(body):
                 key = "serial_consistency" if m.group("serial") else "consistency"
                 pending_opts[key] = m.group("cl").upper()
+            elif m := SLEEP.match(body):
+                pending_opts["sleep"] = float(m.group("s"))
             elif m := BIND.match(body):
                 pending_opts["bind"] = parse_bind(m.group("values"), where)
             elif body.lower().startswith("expect"):
@@ -205,7 +216,8 @@ def parse_script(path: Path) -> Script:
             continue
         # a statement starts
         buf, buf_line = [raw], i + 1
-        if s.endswith(";"):
+        in_batch = bool(BEGIN_BATCH.match(s))
+        if s.endswith(";") and (not in_batch or APPLY_BATCH.search(s)):
             st = Statement(raw.strip()[:-1].rstrip(), buf_line, **pending_opts)
             script.statements.append(st)
             last, buf, pending_opts = st, [], {}
@@ -324,6 +336,25 @@ def fmt_table(columns, rows) -> str:
     return "\n".join(out)
 
 
+def cell_matches(expected: str, actual: str) -> bool:
+    """`<any>` matches any value, `<notnull>` any non-null one, `~lo..hi` a number in [lo, hi]."""
+    if expected == "<any>":
+        return True
+    if expected == "<notnull>":
+        return actual != "null"
+    if m := RANGE_CELL.match(expected):
+        try:
+            return float(m.group("lo")) <= float(actual) <= float(m.group("hi"))
+        except ValueError:
+            return False
+    return expected == actual
+
+
+def rows_match(expected: list[list[str]], actual: list[list[str]]) -> bool:
+    return len(expected) == len(actual) and all(
+        len(e) == len(a) and all(cell_matches(x, y) for x, y in zip(e, a)) for e, a in zip(expected, actual))
+
+
 def error_class_name(e: Exception) -> str:
     return type(e).__name__
 
@@ -385,6 +416,8 @@ class Runner:
 
     def run_statement(self, st: Statement) -> None:
         ex = st.expect or Expect("ok", st.line)
+        if st.sleep:
+            time.sleep(st.sleep)
         try:
             columns, rows = self.execute(st)
         except Exception as e:  # noqa: BLE001 - any driver error is a result here
@@ -405,8 +438,9 @@ class Runner:
         exp_rows = ex.rows
         act_rows = rows
         if ex.any_order:
+            # matchers (<any>, ~lo..hi) are only reliable in ordered comparisons
             exp_rows, act_rows = sorted(exp_rows), sorted(act_rows)
-        if columns != ex.columns or act_rows != exp_rows:
+        if columns != ex.columns or not rows_match(exp_rows, act_rows):
             self.fail(st, fmt_table(ex.columns, ex.rows), fmt_table(columns, rows))
 
     def run(self) -> None:

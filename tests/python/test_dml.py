@@ -1,8 +1,7 @@
 """INSERT / SELECT / UPDATE / DELETE on user tables through the python driver.
 
-All tests here carry the `dml` marker: conftest.py skips them unless RINGDB_DML=1, because the
-foundation milestone (issue 2) is about connecting and schema. Enable them once DML lands:
-    RINGDB_DML=1 RINGDB_BIN=target/debug/ringdb .venv/bin/pytest tests/python/test_dml.py -q
+All tests here carry the `dml` marker (INSERT/SELECT on user tables); they run with the rest:
+    RINGDB_BIN=target/debug/ringdb .venv/bin/pytest tests/python/test_dml.py -q
 """
 
 from __future__ import annotations

@@ -512,7 +512,7 @@ def test_unknown_table_option_rejected(cluster, session, ks):
     "CREAT TABLE x (k int PRIMARY KEY)",
     "SELECT FROM system.local",
     "CREATE TABLE {ks}.bad (k int PRIMARY KEY",
-    "CREATE TABLE {ks}.bad (k int PRIMARY KEY,, v int)",
+    "CREATE TABLE {ks}.bad (k int PRIMARY KEY v int)",
     "DROP",
     "CREATE TABLE {ks}.bad (k int PRIMARY KEY) WITH",
     "'unterminated string",
