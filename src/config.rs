@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 /// The default CQL native-protocol port.
 pub const DEFAULT_PORT: u16 = 9042;
 
+/// Cassandra's default superuser name and password (`cassandra`/`cassandra`).
+pub const DEFAULT_SUPERUSER: &str = "cassandra";
+
 /// When an acknowledged write is made durable (Cassandra's `commitlog_sync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -16,6 +19,49 @@ pub enum CommitlogSync {
     Periodic,
     /// Fsynced before the ack, grouped across concurrent writers.
     Batch,
+}
+
+/// Who may connect (Cassandra's `authenticator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub enum Authenticator {
+    /// Anyone connects without credentials (the embedded quick start).
+    #[default]
+    AllowAllAuthenticator,
+    /// SASL PLAIN user name and password, checked against the roles' bcrypt hashes.
+    PasswordAuthenticator,
+}
+
+/// What a logged-in role may do (Cassandra's `authorizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub enum Authorizer {
+    /// Every statement is allowed.
+    #[default]
+    AllowAllAuthorizer,
+    /// Permissions granted with GRANT are enforced on every statement.
+    CassandraAuthorizer,
+}
+
+/// A secret setting: deserialised as a plain string, never printed by `Debug`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// The secret itself; keep it out of logs.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"<redacted>\"")
+    }
 }
 
 /// Every setting of a ringdb node. Each key of the TOML file has the same name.
@@ -44,6 +90,26 @@ pub struct Config {
     pub physical_partition_max_bytes: u64,
     /// A write that would take one logical partition past this size fails.
     pub logical_partition_max_bytes: u64,
+    /// `AllowAllAuthenticator` (default) or `PasswordAuthenticator`.
+    pub authenticator: Authenticator,
+    /// `AllowAllAuthorizer` (default) or `CassandraAuthorizer` (needs `PasswordAuthenticator`).
+    pub authorizer: Authorizer,
+    /// The superuser role created on first start, when no role exists yet.
+    pub superuser_name: String,
+    /// Its password (only used on first start; change it later with `ALTER ROLE`).
+    pub superuser_password: Secret,
+    /// PEM certificate chain the server presents on TLS connections.
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
+    /// PEM CA certificates; when set, TLS clients must present a certificate signed by one.
+    pub tls_client_ca_file: Option<PathBuf>,
+    /// Address of an extra listener that speaks only TLS, beside the plain `listen` one.
+    pub tls_listen: Option<SocketAddr>,
+    /// When true, the main `listen` port speaks only TLS.
+    pub tls_only: bool,
+    /// Seconds a client gets to complete the TLS handshake before it is disconnected.
+    pub tls_handshake_timeout_seconds: u64,
 }
 
 impl Default for Config {
@@ -51,7 +117,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)),
             data_dir: PathBuf::from("data"),
-            log_level: "info".to_string(),
+            log_level: "info,lsm_tree=warn,fjall=warn".to_string(),
             cluster_name: "Test Cluster".to_string(),
             max_frame_bytes: 256 * 1024 * 1024,
             max_connections: 4096,
@@ -60,6 +126,16 @@ impl Default for Config {
             commitlog_sync: CommitlogSync::Periodic,
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
+            authenticator: Authenticator::AllowAllAuthenticator,
+            authorizer: Authorizer::AllowAllAuthorizer,
+            superuser_name: DEFAULT_SUPERUSER.to_string(),
+            superuser_password: Secret::new(DEFAULT_SUPERUSER),
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
+            tls_listen: None,
+            tls_only: false,
+            tls_handshake_timeout_seconds: 10,
         }
     }
 }
@@ -100,6 +176,39 @@ impl Config {
             source: Box::new(source),
         })
     }
+
+    /// Checks settings that only make sense together (auth and TLS).
+    ///
+    /// # Errors
+    /// A message naming the conflicting keys.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.authenticator == Authenticator::AllowAllAuthenticator
+            && self.authorizer == Authorizer::CassandraAuthorizer
+        {
+            return Err("AllowAllAuthenticator can't be used with CassandraAuthorizer: set authenticator = \"PasswordAuthenticator\"".into());
+        }
+        if self.superuser_name.is_empty() {
+            return Err("superuser_name can't be empty".into());
+        }
+        let has_cert = self.tls_cert_file.is_some() || self.tls_key_file.is_some();
+        let wants_tls = self.tls_only || self.tls_listen.is_some();
+        if wants_tls && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
+            return Err("tls_only and tls_listen need both tls_cert_file and tls_key_file".into());
+        }
+        if has_cert && !wants_tls {
+            return Err("tls_cert_file/tls_key_file are set but no listener uses TLS: set tls_listen or tls_only = true".into());
+        }
+        if self.tls_client_ca_file.is_some() && !wants_tls {
+            return Err("tls_client_ca_file is set but no listener uses TLS".into());
+        }
+        if self.tls_listen.is_some() && self.tls_listen == Some(self.listen) {
+            return Err(
+                "tls_listen must differ from listen (use tls_only to make the main port TLS)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -116,6 +225,31 @@ mod tests {
         assert_eq!(c.physical_partition_max_bytes, 1 << 20);
         assert_eq!(c.commitlog_sync, CommitlogSync::Batch);
         assert_eq!(c.logical_partition_max_bytes, 20 << 30);
+    }
+
+    #[test]
+    fn security_keys_parse_and_the_password_is_not_printed() {
+        let c: Config = toml::from_str(
+            "authenticator = \"PasswordAuthenticator\"\nauthorizer = \"CassandraAuthorizer\"\nsuperuser_name = \"admin\"\nsuperuser_password = \"s3cret\"\ntls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"\ntls_listen = \"127.0.0.1:9142\"",
+        )
+        .expect("valid toml");
+        assert_eq!(c.authenticator, Authenticator::PasswordAuthenticator);
+        assert_eq!(c.authorizer, Authorizer::CassandraAuthorizer);
+        assert_eq!(c.superuser_password.expose(), "s3cret");
+        assert!(!format!("{c:?}").contains("s3cret"));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn inconsistent_security_settings_are_rejected() {
+        let c: Config = toml::from_str("authorizer = \"CassandraAuthorizer\"").expect("toml");
+        assert!(c.validate().is_err());
+        let c: Config = toml::from_str("tls_only = true").expect("toml");
+        assert!(c.validate().is_err());
+        let c: Config =
+            toml::from_str("tls_cert_file = \"c.pem\"\ntls_key_file = \"k.pem\"").expect("toml");
+        assert!(c.validate().is_err());
+        assert!(Config::default().validate().is_ok());
     }
 
     #[test]

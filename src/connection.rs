@@ -26,6 +26,9 @@ pub(crate) enum Outgoing {
     Frame(BytesMut),
     /// Flush what was written and close the connection.
     Close,
+    /// A request slot, released once everything queued before it has been written: a client
+    /// that stops reading its responses thereby stops the server reading its requests.
+    Release(tokio::sync::OwnedSemaphorePermit),
 }
 
 /// Serves one TCP connection until the client leaves, a fatal protocol error, or shutdown.
@@ -203,7 +206,7 @@ fn dispatch(
         };
         session.apply_effects(&response);
         session.send(version, stream, &response);
-        drop(permit);
+        session.release_after_write(permit);
     });
     true
 }
@@ -211,16 +214,19 @@ fn dispatch(
 /// Writes queued frames, gathering whatever is already queued into one write.
 async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
     let mut out = BytesMut::with_capacity(COALESCE_BYTES);
+    let mut written_then_release = Vec::new();
     let mut closing = false;
     while let Some(first) = rx.recv().await {
         match first {
             Outgoing::Frame(f) => out.extend_from_slice(&f),
             Outgoing::Close => closing = true,
+            Outgoing::Release(p) => written_then_release.push(p),
         }
         while !closing && out.len() < COALESCE_BYTES {
             match rx.try_recv() {
                 Ok(Outgoing::Frame(f)) => out.extend_from_slice(&f),
                 Ok(Outgoing::Close) => closing = true,
+                Ok(Outgoing::Release(p)) => written_then_release.push(p),
                 Err(_) => break,
             }
         }
@@ -230,6 +236,7 @@ async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<
             }
             out.clear();
         }
+        written_then_release.clear();
         if closing {
             break;
         }

@@ -142,6 +142,11 @@ impl Session {
         let _ = self.tx.send(Outgoing::Frame(out));
     }
 
+    /// Hands a request slot to the writer, which frees it once the response is on the socket.
+    pub(crate) fn release_after_write(&self, permit: tokio::sync::OwnedSemaphorePermit) {
+        let _ = self.tx.send(Outgoing::Release(permit));
+    }
+
     /// Applies what a result changes in the session (USE sets the keyspace).
     pub(crate) fn apply_effects(&self, response: &Response) {
         if let Response::Result(ResultBody::SetKeyspace(ks)) = response {

@@ -17,8 +17,12 @@ pub fn literal_value(
     receiver: &str,
 ) -> Result<Option<Value>, QueryError> {
     let invalid = || {
+        let text = match expr {
+            Expr::Literal(Literal::String(s)) => s.clone(),
+            other => other.to_string(),
+        };
         QueryError::invalid(format!(
-            "Invalid {} constant ({expr}) for \"{receiver}\" of type {ty}",
+            "Invalid {} constant ({text}) for \"{receiver}\" of type {ty}",
             kind_name(expr)
         ))
     };
@@ -74,8 +78,12 @@ pub fn literal_value(
                 )));
             }
             let mut out = Vec::with_capacity(items.len());
-            for (item, t) in items.iter().zip(types) {
-                out.push(literal_value(item, t, receiver)?);
+            for (k, (item, t)) in items.iter().zip(types).enumerate() {
+                out.push(literal_value(item, t, receiver).map_err(|_| {
+                    QueryError::invalid(format!(
+                        "Invalid tuple literal for {receiver}: component {k} is not of type {t}"
+                    ))
+                })?);
             }
             Value::Tuple(out)
         }
@@ -209,7 +217,7 @@ fn integer(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> 
     let DataType::Native(n) = ty else {
         return Err(out_of_range(s, ty, receiver));
     };
-    let bad = || out_of_range(s, ty, receiver);
+    let bad = || QueryError::invalid(format!("Unable to make {ty} from '{s}'"));
     Ok(match n {
         N::Tinyint => Value::Tinyint(s.parse().map_err(|_| bad())?),
         N::Smallint => Value::Smallint(s.parse().map_err(|_| bad())?),
@@ -234,7 +242,7 @@ fn integer(s: &str, ty: &DataType, receiver: &str) -> Result<Value, QueryError> 
         N::Decimal => crate::executor::numeric::decimal_from_str(s).ok_or_else(bad)?,
         N::Double => Value::Double(s.parse().map_err(|_| bad())?),
         N::Float => Value::Float(s.parse().map_err(|_| bad())?),
-        _ => return Err(bad()),
+        _ => return Err(out_of_range(s, ty, receiver)),
     })
 }
 

@@ -234,6 +234,11 @@ impl Node {
                     }
                 }
                 check_batch_kind(b.batch_type, plans.iter().map(|p| p.table().is_counter()))?;
+                if timestamp.is_some() && plans.iter().any(ModifyPlan::has_timestamp) {
+                    return Err(QueryError::invalid(
+                        "Timestamp must be set either on BATCH or individual statements",
+                    ));
+                }
                 Plan::Batch(plans, timestamp)
             }
             _ => return Ok(None),
@@ -584,8 +589,31 @@ fn check_batch_kind(
     Ok(())
 }
 
+/// True for INSERT/UPDATE/DELETE/BATCH statements that carry an IF clause.
+fn is_conditional(stmt: &Statement) -> bool {
+    match stmt {
+        Statement::Insert(i) => i.if_not_exists,
+        Statement::Update(u) => u.conditions.is_some(),
+        Statement::Delete(d) => d.conditions.is_some(),
+        Statement::Batch(b) => b.statements.iter().any(is_conditional),
+        _ => false,
+    }
+}
+
 /// A single node with replication factor 1 answers as Cassandra would.
 fn check_consistency(cl: Consistency, stmt: &Statement) -> Result<(), QueryError> {
+    let is_write = matches!(
+        stmt,
+        Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_)
+    );
+    if matches!(cl, Consistency::Serial | Consistency::LocalSerial)
+        && is_write
+        && !is_conditional(stmt)
+    {
+        return Err(QueryError::invalid(
+            "You must use conditional updates for serializable writes",
+        ));
+    }
     let required = match cl {
         Consistency::Two => 2,
         Consistency::Three => 3,

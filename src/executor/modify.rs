@@ -278,8 +278,13 @@ impl ModifyPlan {
                 )));
             }
         }
+        let static_only = !ops.is_empty()
+            && ops
+                .iter()
+                .all(|(i, _)| table.columns[*i].kind == ColumnKind::Static)
+            && ck.iter().all(Option::is_none);
         for (c, v) in table.clustering().zip(&ck) {
-            if v.is_none() {
+            if v.is_none() && !static_only {
                 return Err(QueryError::invalid(format!(
                     "Some clustering keys are missing: {}",
                     c.name
@@ -289,7 +294,7 @@ impl ModifyPlan {
         keys.partition = Some(pk.into_iter().flatten().collect());
         keys.clustering_eq = ck.into_iter().flatten().collect();
         let (ttl, timestamp) = using_terms(&s.using, &table, markers)?;
-        Ok(ModifyPlan {
+        ModifyPlan {
             table,
             keys,
             ops,
@@ -299,7 +304,8 @@ impl ModifyPlan {
             delete_rows: false,
             conditions: s.if_not_exists.then_some(PlannedConditions::IfNotExists),
             json: None,
-        })
+        }
+        .validated()
     }
 
     /// Plans an UPDATE.
@@ -331,14 +337,27 @@ impl ModifyPlan {
                     let i = column_index(&table, column)?;
                     let col = &table.columns[i];
                     let operand_type = match (col.data_type.unfrozen(), a) {
-                        (DataType::Map(k, _), Assignment::Subtract { .. }) => DataType::Set(k.clone()),
+                        (DataType::Map(k, _), Assignment::Subtract { .. }) => {
+                            DataType::Set(k.clone())
+                        }
                         (t, _) if col.data_type.is_multi_cell() => t.clone(),
-                        (DataType::Native(NativeType::Counter), _) => DataType::Native(NativeType::Bigint),
+                        (DataType::Native(NativeType::Counter), _) => {
+                            DataType::Native(NativeType::Bigint)
+                        }
                         _ => {
+                            let sign = if matches!(a, Assignment::Add { .. }) {
+                                "+"
+                            } else {
+                                "-"
+                            };
+                            let what = if col.data_type.is_collection() {
+                                "frozen collection column"
+                            } else {
+                                "non counter column"
+                            };
                             return Err(QueryError::invalid(format!(
-                                "Invalid operation ({column} = {column} {} ?) for non counter column {column}",
-                                if matches!(a, Assignment::Add { .. }) { "+" } else { "-" }
-                            )))
+                                "Invalid operation ({column} = {column} {sign} {value}) for {what} {column}"
+                            )));
                         }
                     };
                     let term = markers.term(value, &operand_type, &ks, &tn, column)?;
@@ -396,7 +415,14 @@ impl ModifyPlan {
                     let i = column_index(&table, column)?;
                     let col = &table.columns[i];
                     let DataType::Udt(u) = &col.data_type else {
-                        return Err(QueryError::invalid(format!("Invalid operation ({column}.{field} = ?) for non-UDT or frozen column {column}")));
+                        let what = if matches!(col.data_type.unfrozen(), DataType::Udt(_)) {
+                            "frozen UDT column"
+                        } else {
+                            "non-UDT column"
+                        };
+                        return Err(QueryError::invalid(format!(
+                            "Invalid operation ({column}.{field} = {value}) for {what} {column}"
+                        )));
                     };
                     let Some(fi) = u.fields.iter().position(|(n, _)| n == field) else {
                         return Err(QueryError::invalid(format!(
@@ -430,8 +456,13 @@ impl ModifyPlan {
         let only_static = ops
             .iter()
             .all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
+        if only_static && !ops.is_empty() && !keys.clustering_eq.is_empty() {
+            return Err(QueryError::invalid(
+                "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
+            ));
+        }
         check_full_clustering(&table, &keys, only_static && keys.clustering_eq.is_empty())?;
-        Ok(ModifyPlan {
+        ModifyPlan {
             table,
             keys,
             ops,
@@ -441,7 +472,8 @@ impl ModifyPlan {
             delete_rows: false,
             conditions,
             json: None,
-        })
+        }
+        .validated()
     }
 
     /// Plans a DELETE.
@@ -518,13 +550,18 @@ impl ModifyPlan {
             None => None,
         };
         let delete_rows = ops.is_empty();
+        if !delete_rows && keys.clustering_slice.is_some() {
+            return Err(QueryError::invalid(
+                "Range deletions are not supported for specific columns",
+            ));
+        }
         if !delete_rows {
             let only_static = ops
                 .iter()
                 .all(|(i, _)| table.columns[*i].kind == ColumnKind::Static);
             check_full_clustering(&table, &keys, only_static && keys.clustering_eq.is_empty())?;
         }
-        Ok(ModifyPlan {
+        ModifyPlan {
             table,
             keys,
             ops,
@@ -534,7 +571,42 @@ impl ModifyPlan {
             delete_rows,
             conditions,
             json: None,
-        })
+        }
+        .validated()
+    }
+
+    /// Cassandra's rules on USING with counters and conditions.
+    fn validated(self) -> Result<ModifyPlan, QueryError> {
+        if self.conditions.is_some() {
+            if self.table.is_counter() {
+                return Err(QueryError::invalid(
+                    "Conditional updates are not supported on counter tables",
+                ));
+            }
+            if self.timestamp.is_some() {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom timestamp for conditional updates",
+                ));
+            }
+        }
+        if self.table.is_counter() {
+            if self.ttl.is_some() {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom TTL for counter updates",
+                ));
+            }
+            if self.timestamp.is_some() && !self.delete_rows {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom timestamp for counter updates",
+                ));
+            }
+        }
+        Ok(self)
+    }
+
+    /// True when the statement has its own USING TIMESTAMP.
+    pub fn has_timestamp(&self) -> bool {
+        self.timestamp.is_some()
     }
 
     /// The table written.

@@ -240,20 +240,59 @@ impl Restrictions {
                 }
                 Relation::Token { columns, op, value } => {
                     let names: Vec<&str> = pk.iter().map(|c| c.name.as_str()).collect();
-                    if columns.iter().map(String::as_str).collect::<Vec<_>>() != names {
-                        return Err(QueryError::invalid("The token() function must be applied to all partition key components or none of them".to_string()));
+                    let given: Vec<&str> = columns.iter().map(String::as_str).collect();
+                    if given != names {
+                        let mut sorted_given = given.clone();
+                        sorted_given.sort_unstable();
+                        let mut sorted_names = names.clone();
+                        sorted_names.sort_unstable();
+                        return Err(QueryError::invalid(if sorted_given == sorted_names {
+                            format!("The token function arguments must be in the partition key order: {}", names.join(", "))
+                        } else {
+                            "The token() function must be applied to all partition key components or none of them".to_string()
+                        }));
                     }
                     if !for_select {
                         return Err(QueryError::invalid("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"));
                     }
-                    let term = markers.term_named(
-                        value,
-                        &DataType::Native(NativeType::Bigint),
-                        &table.keyspace,
-                        &table.name,
-                        "partition key token",
-                        "partition key token",
-                    )?;
+                    let term = match value {
+                        Expr::FunctionCall { name, args }
+                            if name.name == "token"
+                                && name.keyspace.as_deref().is_none_or(|k| k == "system") =>
+                        {
+                            if args.len() != pk.len() {
+                                return Err(QueryError::invalid(format!(
+                                    "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                                    pk.len(),
+                                    args.len()
+                                )));
+                            }
+                            let mut parts = Vec::new();
+                            for (a, c) in args.iter().zip(&pk) {
+                                let v = crate::executor::literal::literal_value(
+                                    a,
+                                    &c.data_type,
+                                    &c.name,
+                                )?
+                                .ok_or_else(|| {
+                                    QueryError::invalid("Invalid null value for token() argument")
+                                })?;
+                                parts.push(v.to_bytes());
+                            }
+                            let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+                            Term::Const(Some(Value::Bigint(storage::token::token(
+                                &storage::token::serialize_partition_key(&refs),
+                            ))))
+                        }
+                        _ => markers.term_named(
+                            value,
+                            &DataType::Native(NativeType::Bigint),
+                            &table.keyspace,
+                            &table.name,
+                            "partition key token",
+                            "partition key token",
+                        )?,
+                    };
                     match op {
                         Operator::Gt | Operator::Ge => {
                             r.token_start = Some(RangeEnd {
@@ -318,6 +357,23 @@ impl Restrictions {
                             "Column \"{}\" cannot be restricted by more than one relation if it includes an Equal",
                             columns.first().cloned().unwrap_or_default()
                         )));
+                    }
+                    let check_arity = |e: &Expr| -> Result<(), QueryError> {
+                        if let Expr::Tuple(items) = e {
+                            if items.len() != width {
+                                return Err(QueryError::invalid(format!(
+                                    "Expected {width} elements in value tuple, but got {}",
+                                    items.len()
+                                )));
+                            }
+                        }
+                        Ok(())
+                    };
+                    match value {
+                        Expr::List(items) if *op == Operator::In => {
+                            items.iter().try_for_each(check_arity)?
+                        }
+                        other => check_arity(other)?,
                     }
                     let tuple = DataType::Tuple(types);
                     let label = format!("({})", columns.join(","));
@@ -519,6 +575,62 @@ impl Restrictions {
         {
             return Err(QueryError::invalid(FILTERING));
         }
+        // Without partition keys the read is a scan: clustering restrictions become filters.
+        if for_select && r.partition.is_none() {
+            let eq = std::mem::take(&mut r.clustering_eq);
+            let slice = r.clustering_slice.take();
+            let mut pos = 0;
+            for v in eq {
+                let col = ck
+                    .get(pos)
+                    .copied()
+                    .ok_or_else(|| QueryError::invalid("Too many clustering restrictions"))?;
+                if v.width() > 1 {
+                    return Err(QueryError::invalid(
+                        "Multi-column relations are only supported with the partition key restricted by = or IN",
+                    ));
+                }
+                let i = index_of(&col.name).ok_or_else(|| undefined(&col.name))?;
+                let op = if matches!(v, KeyValues::Eq(_)) {
+                    Operator::Eq
+                } else {
+                    Operator::In
+                };
+                r.filters.push(RowFilter {
+                    column: i,
+                    op,
+                    values: v,
+                });
+                pos += 1;
+            }
+            if let Some((lo, hi)) = slice {
+                let col = ck
+                    .get(pos)
+                    .copied()
+                    .ok_or_else(|| QueryError::invalid("Too many clustering restrictions"))?;
+                let i = index_of(&col.name).ok_or_else(|| undefined(&col.name))?;
+                for (end, lower) in [(lo, true), (hi, false)] {
+                    if let Some(e) = end {
+                        if e.width > 1 {
+                            return Err(QueryError::invalid(
+                                "Multi-column relations are only supported with the partition key restricted by = or IN",
+                            ));
+                        }
+                        let op = match (lower, e.inclusive) {
+                            (true, true) => Operator::Ge,
+                            (true, false) => Operator::Gt,
+                            (false, true) => Operator::Le,
+                            (false, false) => Operator::Lt,
+                        };
+                        r.filters.push(RowFilter {
+                            column: i,
+                            op,
+                            values: KeyValues::Eq(e.term),
+                        });
+                    }
+                }
+            }
+        }
         Ok(r)
     }
 
@@ -684,8 +796,14 @@ pub type KeyBytes = Vec<Vec<u8>>;
 
 /// Serialized components of a bound value: a tuple's components for multi-column relations.
 fn components(v: &Value, width: usize) -> Result<Vec<Vec<u8>>, QueryError> {
-    if width <= 1 {
-        return Ok(vec![v.to_bytes()]);
+    match v {
+        Value::Tuple(items) if width == 1 && items.len() == 1 => {
+            return Ok(vec![items[0].as_ref().map(Value::to_bytes).ok_or_else(
+                || QueryError::invalid("Invalid null value in multi-column relation"),
+            )?]);
+        }
+        _ if width <= 1 => return Ok(vec![v.to_bytes()]),
+        _ => {}
     }
     match v {
         Value::Tuple(items) if items.len() == width => items

@@ -22,6 +22,10 @@ use storage::{ColumnValue, Cursor, Slice, Storage, TokenRange};
 
 const MIN_TOKEN: i64 = i64::MIN;
 
+fn self_table_has(table: &Table, name: &str) -> bool {
+    table.columns.iter().any(|c| c.name == name)
+}
+
 /// One output column.
 #[derive(Debug, Clone)]
 enum Selection {
@@ -59,6 +63,13 @@ struct RowContext<'a> {
 fn selector_name(expr: &Expr) -> String {
     match expr {
         Expr::Column(c) => c.clone(),
+        Expr::FunctionCall { name, args }
+            if name.name == "count"
+                && args.len() == 1
+                && matches!(args[0], Expr::Star | Expr::Literal(_)) =>
+        {
+            "count".to_string()
+        }
         Expr::FunctionCall { name, args } => {
             let args: Vec<String> = args.iter().map(selector_name).collect();
             let fname = if name.name == "token" {
@@ -230,7 +241,11 @@ impl SelectPlan {
                     return Err(QueryError::invalid(if ck.iter().any(|c| &c.name == name) {
                         "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".to_string()
                     } else {
-                        format!("Order by on unknown column {name}")
+                        if self_table_has(&table, name) {
+                            format!("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}")
+                        } else {
+                            format!("Undefined column name {name}")
+                        }
                     }));
                 };
                 let natural = match c.order {
@@ -261,6 +276,11 @@ impl SelectPlan {
             Some(e) => Some(markers.term_named(e, &int, &ks, &tn, "[limit]", "[limit]")?),
             None => None,
         };
+        if select.distinct && select.per_partition_limit.is_some() {
+            return Err(QueryError::invalid(
+                "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
+            ));
+        }
         if select.distinct {
             for (s, _) in &outputs {
                 if let Selection::Column(i) = s {
@@ -717,8 +737,18 @@ impl SelectPlan {
     ) -> Result<Vec<(usize, Operator, Vec<Value>)>, QueryError> {
         let mut out = Vec::new();
         for f in &self.restrictions.filters {
-            let name = &self.table.columns[f.column].name;
-            let vals = bind_key_values(&f.values, values, name)?;
+            let col = &self.table.columns[f.column];
+            let name = &col.name;
+            let vals = match bind_key_values(&f.values, values, name) {
+                Err(_)
+                    if !matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) =>
+                {
+                    return Err(QueryError::invalid(format!(
+                        "Unsupported null value for column {name}"
+                    )))
+                }
+                other => other?,
+            };
             out.push((f.column, f.op, vals));
         }
         Ok(out)

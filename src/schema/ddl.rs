@@ -90,7 +90,7 @@ pub fn apply_ddl(
                     return Ok(out);
                 }
                 return Err(QueryError::AlreadyExists {
-                    message: format!("Keyspace '{}' already exists", s.name),
+                    message: format!("Cannot add existing keyspace \"{}\"", s.name),
                     keyspace: s.name.clone(),
                     table: String::new(),
                 });
@@ -129,8 +129,8 @@ pub fn apply_ddl(
                 if s.if_exists {
                     return Ok(out);
                 }
-                return Err(QueryError::Config(format!(
-                    "Cannot drop non existing keyspace '{}'.",
+                return Err(QueryError::invalid(format!(
+                    "Keyspace '{}' doesn't exist",
                     s.name
                 )));
             }
@@ -503,7 +503,7 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     for c in &s.columns {
         if !names.insert(c.name.as_str()) {
             return Err(QueryError::invalid(format!(
-                "Duplicate column '{}' declaration for table {qualified}",
+                "Duplicate column '{}' declaration for table '{qualified}'",
                 c.name
             )));
         }
@@ -533,9 +533,16 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     let given = &s.options.clustering_order;
     for (i, (name, order)) in given.iter().enumerate() {
         let Some(pos) = s.clustering_key.iter().position(|c| c == name) else {
-            return Err(QueryError::invalid(format!(
-                "Only clustering key columns can be defined in CLUSTERING ORDER directive: {name} is not a clustering column"
-            )));
+            let missing = s
+                .clustering_key
+                .iter()
+                .find(|c| !given.iter().any(|(g, _)| g == *c));
+            return Err(QueryError::invalid(match missing {
+                Some(m) => format!("Missing CLUSTERING ORDER for column {m}"),
+                None => format!(
+                    "Only clustering key columns can be defined in CLUSTERING ORDER directive: {name} is not a clustering column"
+                ),
+            }));
         };
         if pos != i {
             return Err(QueryError::invalid("The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns (".to_string() + &s.clustering_key.join(", ") + ")"));
@@ -597,7 +604,7 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
         if key_names.contains(def.name.as_str()) {
             if def.is_static {
                 return Err(QueryError::invalid(format!(
-                    "Static column {} cannot be part of the PRIMARY KEY",
+                    "Static column '{}' cannot be part of the PRIMARY KEY",
                     def.name
                 )));
             }
@@ -617,7 +624,7 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     {
         if c.data_type.is_multi_cell() {
             return Err(QueryError::invalid(format!(
-                "Invalid non-frozen {} type {} for PRIMARY KEY component {}",
+                "Invalid non-frozen {} type {} for PRIMARY KEY column '{}'",
                 if matches!(c.data_type, DataType::Udt(_)) {
                     "user"
                 } else {
@@ -642,7 +649,7 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
     }
     if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
         return Err(QueryError::invalid(format!(
-            "Static columns are not allowed in table '{qualified}' as it has no clustering columns"
+            "Static columns are only useful (and thus allowed) if the table has at least one clustering column"
         )));
     }
     let counters = columns
@@ -729,7 +736,7 @@ fn alter_table(
                 validate_nesting(&data_type, false)?;
                 if def.is_static && t.clustering().next().is_none() {
                     return Err(QueryError::invalid(format!(
-                        "Static columns are not allowed in table '{qualified}' as it has no clustering columns"
+                        "Static columns are only useful (and thus allowed) if the table has at least one clustering column"
                     )));
                 }
                 if data_type.is_counter() != t.is_counter() {
