@@ -10,8 +10,8 @@ use cql::request::Request;
 use cql::response::{ErrorBody, Event, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -39,7 +39,51 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let _ = socket.set_nodelay(true);
-    let (mut reader, writer) = socket.into_split();
+    let (reader, writer) = socket.into_split();
+    serve(reader, writer, peer, node, shutdown).await;
+}
+
+/// Serves one TLS connection: the handshake (bounded by `tls_handshake_timeout_seconds`;
+/// a client that fails it, e.g. one speaking plain CQL, is disconnected), then as [`run`].
+pub async fn run_tls(
+    socket: TcpStream,
+    peer: SocketAddr,
+    node: Arc<Node>,
+    acceptor: tokio_rustls::TlsAcceptor,
+    shutdown: CancellationToken,
+) {
+    let _ = socket.set_nodelay(true);
+    let limit = Duration::from_secs(node.config().tls_handshake_timeout_seconds);
+    let handshake = tokio::select! {
+        r = tokio::time::timeout(limit, acceptor.accept(socket)) => r,
+        _ = shutdown.cancelled() => return,
+    };
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            debug!(%peer, error = %e, "TLS handshake failed; closing");
+            return;
+        }
+        Err(_) => {
+            debug!(%peer, "TLS handshake timed out; closing");
+            return;
+        }
+    };
+    let (reader, writer) = tokio::io::split(stream);
+    serve(reader, writer, peer, node, shutdown).await;
+}
+
+/// The connection loop over any byte stream (plain TCP halves or a split TLS stream).
+async fn serve<R, W>(
+    mut reader: R,
+    writer: W,
+    peer: SocketAddr,
+    node: Arc<Node>,
+    shutdown: CancellationToken,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer_task = tokio::spawn(write_loop(writer, rx));
     let session = Arc::new(Session::new(peer, tx.clone()));
@@ -185,7 +229,8 @@ fn dispatch(
             version,
             stream,
             &Response::Error(ErrorBody::ProtocolError(format!(
-                "Unexpected message {name}, expecting STARTUP or OPTIONS"
+                "Unexpected message {name}, expecting {}",
+                session.expecting()
             ))),
         );
         return true;
@@ -212,7 +257,10 @@ fn dispatch(
 }
 
 /// Writes queued frames, gathering whatever is already queued into one write.
-async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+) {
     let mut out = BytesMut::with_capacity(COALESCE_BYTES);
     let mut written_then_release = Vec::new();
     let mut closing = false;
@@ -231,7 +279,8 @@ async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<
             }
         }
         if !out.is_empty() {
-            if writer.write_all(&out).await.is_err() {
+            // (flush matters for TLS, whose writer buffers records; TCP's is a no-op)
+            if writer.write_all(&out).await.is_err() || writer.flush().await.is_err() {
                 break;
             }
             out.clear();

@@ -1,11 +1,14 @@
 //! ringdb: a Cassandra-compatible (CQL native protocol v3/v4) database server.
 //!
 //! Module map: [`config`] settings; [`server`] the accept loop and shutdown; [`connection`]
-//! frames in and out of one socket; [`session`] per-connection state; [`node`] shared state;
+//! frames in and out of one socket; [`tls`] TLS for client connections; [`session`]
+//! per-connection state; [`auth`] authentication, roles and permissions; [`node`] shared state;
 //! [`executor`] statement execution; [`schema`] the catalog; [`system`] system tables;
 //! [`describe`] server-side DESCRIBE; [`prepared`] the prepared-statement cache;
 //! [`error`] `QueryError` and its mapping to protocol errors.
 
+pub mod admin;
+pub mod auth;
 pub mod config;
 pub mod connection;
 pub mod describe;
@@ -17,3 +20,4 @@ pub mod schema;
 pub mod server;
 pub mod session;
 pub mod system;
+pub mod tls;

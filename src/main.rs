@@ -32,6 +32,13 @@ enum Command {
     Serve,
     /// Print the effective configuration.
     ShowConfig,
+    /// Print every table's physical partitions (token ranges, sizes, states): from a running
+    /// server with `--server ADDR`, otherwise from the data directory of a stopped server.
+    Partitions {
+        /// Address of a running ringdb.
+        #[arg(long)]
+        server: Option<SocketAddr>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,7 +56,13 @@ fn main() -> anyhow::Result<()> {
     if let Some(level) = cli.log_level {
         config.log_level = level;
     }
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
+    // A bare level keeps the storage engine's own chatter at warn.
+    let directives = if config.log_level.contains(['=', ',']) {
+        config.log_level.clone()
+    } else {
+        format!("{},lsm_tree=warn,fjall=warn", config.log_level)
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .with_context(|| format!("invalid --log-level {:?}", config.log_level))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -60,6 +73,14 @@ fn main() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::ShowConfig => {
             println!("{config:#?}");
+            Ok(())
+        }
+        Command::Partitions { server: Some(addr) } => {
+            ringdb::admin::partitions_from_server(addr)?;
+            Ok(())
+        }
+        Command::Partitions { server: None } => {
+            ringdb::admin::partitions_from_dir(config)?;
             Ok(())
         }
         Command::Serve => {

@@ -45,6 +45,8 @@ pub struct Node {
     events: broadcast::Sender<Event>,
     prepared: PreparedCache,
     partition_locks: crate::executor::lwt::PartitionLocks,
+    auth: crate::auth::Auth,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 fn now_ms() -> i64 {
@@ -97,6 +99,7 @@ pub fn layout_of(table: &Table) -> TableLayout {
             })
             .map(|c| (c.id, c.data_type.clone()))
             .collect(),
+        gc_grace_seconds: u32::try_from(table.params.gc_grace_seconds).unwrap_or(0),
     }
 }
 
@@ -111,12 +114,22 @@ impl Node {
     /// # Errors
     /// When the directory cannot be created or read, or storage fails to open.
     pub fn open(config: Config) -> Result<Node, NodeError> {
+        config.validate().map_err(NodeError::Startup)?;
         let dir = config.data_dir.clone();
         let io = |source| NodeError::DataDir {
             path: dir.clone(),
             source,
         };
         std::fs::create_dir_all(&dir).map_err(io)?;
+        let tls = match (&config.tls_cert_file, &config.tls_key_file) {
+            (Some(cert), Some(key)) => Some(
+                crate::tls::acceptor(cert, key, config.tls_client_ca_file.as_deref())
+                    .map_err(|e| NodeError::Startup(e.to_string()))?,
+            ),
+            _ => None,
+        };
+        let auth =
+            crate::auth::Auth::open(&config).map_err(|e| NodeError::Startup(e.to_string()))?;
         let host_id = host_id(&dir).map_err(io)?;
         let mut catalog = schema::load_catalog(&dir).map_err(io)?;
         system::install(&mut catalog).map_err(NodeError::Startup)?;
@@ -128,6 +141,8 @@ impl Node {
             dir.join("storage"),
             StorageOptions {
                 sync,
+                physical_partition_max_bytes: config.physical_partition_max_bytes,
+                logical_partition_max_bytes: config.logical_partition_max_bytes,
                 ..StorageOptions::default()
             },
         )?;
@@ -175,6 +190,8 @@ impl Node {
             events,
             prepared: PreparedCache::new(10_000),
             partition_locks: Default::default(),
+            auth,
+            tls,
         })
     }
 
@@ -196,6 +213,16 @@ impl Node {
     /// Locks serialising conditional writes per partition.
     pub fn partition_locks(&self) -> &crate::executor::lwt::PartitionLocks {
         &self.partition_locks
+    }
+
+    /// Authentication, roles and permissions.
+    pub fn auth(&self) -> &crate::auth::Auth {
+        &self.auth
+    }
+
+    /// The TLS acceptor, when a certificate is configured.
+    pub fn tls_acceptor(&self) -> Option<&tokio_rustls::TlsAcceptor> {
+        self.tls.as_ref()
     }
 
     /// The prepared-statement cache.

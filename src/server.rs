@@ -28,12 +28,14 @@ pub enum ServerError {
     },
 }
 
-/// Opens the node from `config`, binds `config.listen` and serves until SIGINT or SIGTERM.
+/// Opens the node from `config`, binds `config.listen` (and `tls_listen`) and serves until
+/// SIGINT or SIGTERM.
 ///
 /// # Errors
-/// When the data directory cannot be opened or the address cannot be bound.
+/// When the data directory cannot be opened or an address cannot be bound.
 pub async fn serve(config: Config) -> Result<(), ServerError> {
     let addr = config.listen;
+    let tls_addr = config.tls_listen;
     let node = tokio::task::spawn_blocking(move || Node::open(config))
         .await
         .map_err(|e| NodeError::Startup(format!("opening the node panicked: {e}")))??;
@@ -41,16 +43,59 @@ pub async fn serve(config: Config) -> Result<(), ServerError> {
         .await
         .map_err(|source| ServerError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
-    info!(%local, "ringdb is serving CQL");
-    run(listener, Arc::new(node), shutdown_signal()).await;
+    let tls = if node.config().tls_only {
+        "TLS"
+    } else {
+        "plain"
+    };
+    info!(%local, transport = tls, "ringdb is serving CQL");
+    let tls_listener = match tls_addr {
+        Some(addr) => {
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|source| ServerError::Listen { addr, source })?;
+            info!(local = %l.local_addr().unwrap_or(addr), transport = "TLS", "ringdb is serving CQL");
+            Some(l)
+        }
+        None => None,
+    };
+    run_with_tls(listener, tls_listener, Arc::new(node), shutdown_signal()).await;
     Ok(())
 }
 
 /// Serves `listener` until `shutdown` completes, then drains connections and flushes storage.
+/// The listener speaks TLS when the node's config says `tls_only`.
 pub async fn run(listener: TcpListener, node: Arc<Node>, shutdown: impl Future<Output = ()>) {
+    run_with_tls(listener, None, node, shutdown).await;
+}
+
+/// As [`run`], plus `tls_listener` whose connections must use TLS (the node needs a TLS
+/// certificate, else that listener is ignored with an error logged).
+pub async fn run_with_tls(
+    listener: TcpListener,
+    tls_listener: Option<TcpListener>,
+    node: Arc<Node>,
+    shutdown: impl Future<Output = ()>,
+) {
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
     let limit = Arc::new(Semaphore::new(node.config().max_connections));
+    let main_tls = match (node.config().tls_only, node.tls_acceptor()) {
+        (true, Some(acceptor)) => Some(acceptor.clone()),
+        (true, None) => {
+            error!("tls_only is set but no TLS certificate is loaded; not serving");
+            return;
+        }
+        (false, _) => None,
+    };
+    let tls_listener = match (tls_listener, node.tls_acceptor()) {
+        (Some(l), Some(acceptor)) => Some((l, acceptor.clone())),
+        (Some(_), None) => {
+            error!("a TLS listener was given but no TLS certificate is loaded; ignoring it");
+            None
+        }
+        (None, _) => None,
+    };
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -60,16 +105,24 @@ pub async fn run(listener: TcpListener, node: Arc<Node>, shutdown: impl Future<O
                 Err(_) => break,
             },
         };
-        let accepted = tokio::select! {
+        let (accepted, tls) = tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
+            accepted = listener.accept() => (accepted, main_tls.clone()),
+            accepted = accept_tls(tls_listener.as_ref()) => {
+                (accepted, tls_listener.as_ref().map(|(_, a)| a.clone()))
+            }
         };
         match accepted {
             Ok((socket, peer)) => {
                 let node = node.clone();
                 let token = token.child_token();
                 tracker.spawn(async move {
-                    connection::run(socket, peer, node, token).await;
+                    match tls {
+                        Some(acceptor) => {
+                            connection::run_tls(socket, peer, node, acceptor, token).await
+                        }
+                        None => connection::run(socket, peer, node, token).await,
+                    }
                     drop(permit);
                 });
             }
@@ -82,6 +135,7 @@ pub async fn run(listener: TcpListener, node: Arc<Node>, shutdown: impl Future<O
     }
     info!("shutting down: no longer accepting connections");
     drop(listener);
+    drop(tls_listener);
     token.cancel();
     tracker.close();
     let grace = Duration::from_secs(node.config().shutdown_grace_seconds);
@@ -93,6 +147,16 @@ pub async fn run(listener: TcpListener, node: Arc<Node>, shutdown: impl Future<O
         Ok(Ok(())) => info!("storage flushed; bye"),
         Ok(Err(e)) => error!(error = %e, "flushing storage on shutdown failed"),
         Err(e) => error!(error = %e, "flushing storage on shutdown panicked"),
+    }
+}
+
+/// Accepts on the TLS listener, or never when there is none.
+async fn accept_tls(
+    listener: Option<&(TcpListener, tokio_rustls::TlsAcceptor)>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some((l, _)) => l.accept().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -1,5 +1,6 @@
-//! Per-connection state: handshake (OPTIONS/STARTUP), negotiated compression, current keyspace,
-//! event registration, and encoding responses onto the connection's writer queue.
+//! Per-connection state: handshake (OPTIONS/STARTUP, then AUTHENTICATE/AUTH_RESPONSE when a
+//! password is required), negotiated compression, the logged-in role, current keyspace, event
+//! registration, and encoding responses onto the connection's writer queue.
 
 use crate::connection::{encode_event, Outgoing};
 use crate::node::Node;
@@ -10,7 +11,7 @@ use cql::request::Request;
 use cql::response::{ErrorBody, Response, ResultBody};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +25,8 @@ pub struct SessionContext {
     pub keyspace: Option<String>,
     /// The client's address.
     pub peer: SocketAddr,
+    /// The role that logged in; `None` for anonymous sessions (`AllowAllAuthenticator`).
+    pub user: Option<String>,
 }
 
 /// State of one client connection.
@@ -31,7 +34,13 @@ pub struct Session {
     peer: SocketAddr,
     tx: UnboundedSender<Outgoing>,
     keyspace: Mutex<Option<String>>,
+    user: OnceLock<String>,
     compression: OnceLock<Compression>,
+    /// STARTUP was accepted (compression applies from here on).
+    started: AtomicBool,
+    /// An AUTH_RESPONSE is being checked.
+    authenticating: AtomicBool,
+    /// Requests may run: STARTUP answered with READY, or AUTH_SUCCESS sent.
     ready: AtomicBool,
     closing: AtomicBool,
     version: AtomicU8,
@@ -45,7 +54,10 @@ impl Session {
             peer,
             tx,
             keyspace: Mutex::new(None),
+            user: OnceLock::new(),
             compression: OnceLock::new(),
+            started: AtomicBool::new(false),
+            authenticating: AtomicBool::new(false),
             ready: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             version: AtomicU8::new(0),
@@ -53,9 +65,24 @@ impl Session {
         }
     }
 
-    /// True once STARTUP has been answered with READY.
+    /// True once STARTUP has been answered with READY, or authentication succeeded.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+
+    /// What the connection waits for before it takes requests, for "Unexpected message"
+    /// errors: `SASL_RESPONSE` between AUTHENTICATE and AUTH_SUCCESS, as Cassandra says.
+    pub fn expecting(&self) -> &'static str {
+        if self.started.load(Ordering::Acquire) && !self.is_ready() {
+            "SASL_RESPONSE"
+        } else {
+            "STARTUP or OPTIONS"
+        }
+    }
+
+    /// The role that logged in, if any.
+    pub fn user(&self) -> Option<&str> {
+        self.user.get().map(String::as_str)
     }
 
     /// True after a fatal error: the connection closes once the answer is written.
@@ -76,6 +103,7 @@ impl Session {
         SessionContext {
             keyspace: self.keyspace.lock().map(|k| k.clone()).unwrap_or(None),
             peer: self.peer,
+            user: self.user.get().cloned(),
         }
     }
 
@@ -102,7 +130,7 @@ impl Session {
 
     /// Encodes `response` for `stream` (compressed when negotiated) and queues it.
     pub(crate) fn send(&self, version: u8, stream: i16, response: &Response) {
-        let compression = if self.is_ready() {
+        let compression = if self.started.load(Ordering::Acquire) {
             self.compression.get()
         } else {
             None
@@ -157,13 +185,29 @@ impl Session {
     }
 
     /// Answers OPTIONS, STARTUP, REGISTER and AUTH_RESPONSE, in order, and queues the reply.
-    pub(crate) fn handle_control(&self, request: Request, version: u8, stream: i16, node: &Node) {
+    pub(crate) fn handle_control(
+        self: &Arc<Self>,
+        request: Request,
+        version: u8,
+        stream: i16,
+        node: &Arc<Node>,
+    ) {
         match request {
             Request::Options => self.send(version, stream, &supported()),
             Request::Startup(options) => match self.startup(&options, version) {
                 Ok(()) => {
-                    self.send_uncompressed(version, stream, &Response::Ready);
-                    self.ready.store(true, Ordering::Release);
+                    match node.auth().authenticator_class() {
+                        Some(class) => self.send_uncompressed(
+                            version,
+                            stream,
+                            &Response::Authenticate(class.into()),
+                        ),
+                        None => {
+                            self.send_uncompressed(version, stream, &Response::Ready);
+                            self.ready.store(true, Ordering::Release);
+                        }
+                    }
+                    self.started.store(true, Ordering::Release);
                 }
                 Err(message) => self.send_uncompressed(
                     version,
@@ -173,7 +217,7 @@ impl Session {
             },
             Request::Register(events) => {
                 if !self.is_ready() {
-                    self.send(version, stream, &unexpected("REGISTER"));
+                    self.send(version, stream, &self.unexpected("REGISTER"));
                     return;
                 }
                 if let Some(bad) = events.iter().find(|e| {
@@ -196,19 +240,75 @@ impl Session {
                 }
                 self.send(version, stream, &Response::Ready);
             }
-            Request::AuthResponse(_) => self.send(
-                version,
-                stream,
-                &Response::Error(ErrorBody::ProtocolError(
-                    "Unexpected message AUTH_RESPONSE: authentication is not enabled".into(),
-                )),
-            ),
-            _ => self.send(version, stream, &unexpected("request")),
+            Request::AuthResponse(token) => self.auth_response(token, version, stream, node),
+            _ => self.send(version, stream, &self.unexpected("request")),
         }
     }
 
-    fn startup(&self, options: &[(String, String)], version: u8) -> Result<(), String> {
+    /// Checks the credentials on the blocking pool (bcrypt is slow by design) and answers
+    /// AUTH_SUCCESS or BadCredentials; requests keep being refused until AUTH_SUCCESS.
+    fn auth_response(
+        self: &Arc<Self>,
+        token: Option<Vec<u8>>,
+        version: u8,
+        stream: i16,
+        node: &Arc<Node>,
+    ) {
+        let protocol_error = |message: &str| {
+            self.send(
+                version,
+                stream,
+                &Response::Error(ErrorBody::ProtocolError(message.into())),
+            )
+        };
+        if node.auth().authenticator_class().is_none() {
+            return protocol_error(
+                "Unexpected message AUTH_RESPONSE: authentication is not enabled",
+            );
+        }
+        if !self.started.load(Ordering::Acquire) {
+            return protocol_error(
+                "Unexpected message AUTH_RESPONSE, expecting STARTUP or OPTIONS",
+            );
+        }
         if self.is_ready() {
+            return protocol_error("Unexpected message AUTH_RESPONSE: already authenticated");
+        }
+        if self.authenticating.swap(true, Ordering::AcqRel) {
+            return protocol_error("Unexpected message AUTH_RESPONSE: authentication in progress");
+        }
+        let session = self.clone();
+        let node = node.clone();
+        tokio::spawn(async move {
+            let check = node.clone();
+            let outcome =
+                tokio::task::spawn_blocking(move || check.auth().authenticate(token.as_deref()))
+                    .await;
+            let response = match outcome {
+                Ok(Ok(user)) => {
+                    tracing::debug!(peer = %session.peer, %user, "authenticated");
+                    let _ = session.user.set(user);
+                    session.ready.store(true, Ordering::Release);
+                    Response::AuthSuccess(None)
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(peer = %session.peer, "authentication failed");
+                    Response::Error(e.to_error_body())
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "authentication task failed");
+                    Response::Error(ErrorBody::ServerError(
+                        "Internal error during authentication; see the server log".into(),
+                    ))
+                }
+            };
+            session.authenticating.store(false, Ordering::Release);
+            session.send(version, stream, &response);
+        });
+    }
+
+    fn startup(&self, options: &[(String, String)], version: u8) -> Result<(), String> {
+        if self.started.load(Ordering::Acquire) {
             return Err("Unexpected message STARTUP: the connection is already started".into());
         }
         let get = |key: &str| {
@@ -237,6 +337,13 @@ impl Session {
         Ok(())
     }
 
+    fn unexpected(&self, what: &str) -> Response {
+        Response::Error(ErrorBody::ProtocolError(format!(
+            "Unexpected message {what}, expecting {}",
+            self.expecting()
+        )))
+    }
+
     /// Forwards schema events from the node to this connection until it closes.
     fn forward_events(&self, version: u8, node: &Node) {
         let mut events = node.subscribe_events();
@@ -261,12 +368,6 @@ impl Session {
             }
         });
     }
-}
-
-fn unexpected(what: &str) -> Response {
-    Response::Error(ErrorBody::ProtocolError(format!(
-        "Unexpected message {what}, expecting STARTUP or OPTIONS"
-    )))
 }
 
 /// The SUPPORTED answer to OPTIONS: python indexes COMPRESSION and pops CQL_VERSION, so both

@@ -149,8 +149,8 @@ impl Auth {
     /// # Errors
     /// BadCredentials with Cassandra's messages.
     pub fn authenticate(&self, token: Option<&[u8]>) -> Result<String, QueryError> {
-        let (user, pass) =
-            password::decode_plain(token.unwrap_or_default()).map_err(QueryError::BadCredentials)?;
+        let (user, pass) = password::decode_plain(token.unwrap_or_default())
+            .map_err(QueryError::BadCredentials)?;
         let state = self.state();
         let bad = || {
             QueryError::BadCredentials(format!(
@@ -289,13 +289,19 @@ pub fn after_ddl(node: &Node, ctx: &SessionContext, stmt: &Statement, result: &R
     let (created, dropped) = match stmt {
         Statement::CreateKeyspace(s) => (Some(AuthResource::Keyspace(s.name.clone())), None),
         Statement::CreateTable(s) => (
-            Some(AuthResource::Table(keyspace_of(&s.name), s.name.name.clone())),
+            Some(AuthResource::Table(
+                keyspace_of(&s.name),
+                s.name.name.clone(),
+            )),
             None,
         ),
         Statement::DropKeyspace(s) => (None, Some(AuthResource::Keyspace(s.name.clone()))),
         Statement::DropTable(s) => (
             None,
-            Some(AuthResource::Table(keyspace_of(&s.name), s.name.name.clone())),
+            Some(AuthResource::Table(
+                keyspace_of(&s.name),
+                s.name.name.clone(),
+            )),
         ),
         _ => return,
     };
@@ -303,11 +309,10 @@ pub fn after_ddl(node: &Node, ctx: &SessionContext, stmt: &Statement, result: &R
     let has_grants = |resource: &AuthResource| {
         let name = resource.name();
         let below = format!("{name}/");
-        auth.state().permissions.values().any(|grants| {
-            grants
-                .keys()
-                .any(|k| *k == name || k.starts_with(&below))
-        })
+        auth.state()
+            .permissions
+            .values()
+            .any(|grants| grants.keys().any(|k| *k == name || k.starts_with(&below)))
     };
     let nothing_to_do = creator.is_none()
         && !created.as_ref().is_some_and(has_grants)
@@ -331,7 +336,12 @@ pub fn after_ddl(node: &Node, ctx: &SessionContext, stmt: &Statement, result: &R
                     .or_default()
                     .entry(resource.name())
                     .or_default();
-                perms.extend(resource.applicable().iter().map(|p| p.keyword().to_string()));
+                perms.extend(
+                    resource
+                        .applicable()
+                        .iter()
+                        .map(|p| p.keyword().to_string()),
+                );
             }
         }
         Ok(())

@@ -64,8 +64,7 @@ pub fn decode_plain(token: &[u8]) -> Result<(String, String), String> {
         return Err("Authentication ID must not be null".into());
     }
     let user = String::from_utf8(user.to_vec()).map_err(|_| "Invalid UTF-8 in username")?;
-    let password =
-        String::from_utf8(password.to_vec()).map_err(|_| "Invalid UTF-8 in password")?;
+    let password = String::from_utf8(password.to_vec()).map_err(|_| "Invalid UTF-8 in password")?;
     Ok((user, password))
 }
 

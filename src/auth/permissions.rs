@@ -43,7 +43,8 @@ const ALL_ROLES_PERMISSIONS: &[Permission] = &[
     Permission::Authorize,
     Permission::Describe,
 ];
-const ROLE_PERMISSIONS: &[Permission] = &[Permission::Alter, Permission::Drop, Permission::Authorize];
+const ROLE_PERMISSIONS: &[Permission] =
+    &[Permission::Alter, Permission::Drop, Permission::Authorize];
 
 impl AuthResource {
     /// The stored name, as in `system_auth.role_permissions.resource`.
@@ -282,10 +283,13 @@ mod tests {
     fn inapplicable_permissions_are_filtered() {
         let t = AuthResource::Table("ks".into(), "t".into());
         assert_eq!(
-            t.filter(&[Permission::Create, Permission::Select]).expect("ok"),
+            t.filter(&[Permission::Create, Permission::Select])
+                .expect("ok"),
             [Permission::Select]
         );
         assert!(t.filter(&[Permission::Describe]).is_err());
-        assert!(AuthResource::AllRoles.filter(&[Permission::Describe]).is_ok());
+        assert!(AuthResource::AllRoles
+            .filter(&[Permission::Describe])
+            .is_ok());
     }
 }

@@ -97,15 +97,19 @@ impl AuthState {
 
     /// The permissions `user` holds on exactly `resource`, through any of its roles.
     /// Superusers hold every permission that applies to the resource.
-    pub fn permissions_on(&self, user: &str, resource: &AuthResource) -> BTreeSet<Permission> {
+    pub fn permissions_on(&self, user: &str, resource: &AuthResource) -> Vec<Permission> {
         if self.is_super(user) {
-            return resource.applicable().iter().copied().collect();
+            return resource.applicable().to_vec();
         }
         let name = resource.name();
-        let mut out = BTreeSet::new();
+        let mut out = Vec::new();
         for role in self.roles_of(user, true) {
             if let Some(granted) = self.permissions.get(&role).and_then(|m| m.get(&name)) {
-                out.extend(granted.iter().filter_map(|p| parse_permission(p)));
+                for p in granted.iter().filter_map(|p| parse_permission(p)) {
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
             }
         }
         out

@@ -29,6 +29,29 @@ pub fn literal_value(
     let ty_un = ty.unfrozen();
     Ok(Some(match (expr, ty_un) {
         (Expr::Literal(Literal::Null), _) => return Ok(None),
+        (Expr::FunctionCall { .. }, _) => {
+            let (value, returned) = constant_call(expr)?;
+            let fits = returned == *ty_un
+                || (matches!(ty_un, DataType::Native(NativeType::Uuid))
+                    && matches!(returned, DataType::Native(NativeType::Timeuuid)))
+                || (matches!(
+                    ty_un,
+                    DataType::Native(NativeType::Text | NativeType::Ascii)
+                ) && matches!(
+                    returned,
+                    DataType::Native(NativeType::Text | NativeType::Ascii)
+                ));
+            if !fits {
+                return Err(QueryError::invalid(format!(
+                    "Type error: cannot assign result of function {expr} (type {returned}) to {receiver} (type {ty})"
+                )));
+            }
+            return Ok(value.map(|v| match (v, ty_un) {
+                (Value::Timeuuid(u), DataType::Native(NativeType::Uuid)) => Value::Uuid(u),
+                (Value::Text(t), DataType::Native(NativeType::Ascii)) => Value::Ascii(t),
+                (v, _) => v,
+            }));
+        }
         (Expr::TypeHint { ty: hint, expr }, _) => return literal_value(expr, hint, receiver),
         (Expr::Negate(inner), DataType::Native(_)) => match inner.as_ref() {
             Expr::Literal(Literal::Integer(s)) => integer(&format!("-{s}"), ty_un, receiver)?,
@@ -108,6 +131,68 @@ pub fn literal_value(
         }
         _ => return Err(invalid()),
     }))
+}
+
+/// Evaluates a function call whose arguments are constants (literals or other such calls),
+/// e.g. `now()`, `maxTimeuuid('2013-01-01')`, `blobAsInt(0x0000002a)`.
+///
+/// # Errors
+/// Unknown functions, argument type errors, function failures.
+pub fn constant_call(expr: &Expr) -> Result<(Option<Value>, DataType), QueryError> {
+    use crate::executor::functions::{self, ArgKind, FunctionArg};
+    let Expr::FunctionCall { name, args } = expr else {
+        return Err(QueryError::invalid(format!(
+            "{expr} is not a function call"
+        )));
+    };
+    let fname = match name.keyspace.as_deref() {
+        None | Some("system") => name.name.as_str(),
+        Some(ks) => {
+            return Err(QueryError::invalid(format!(
+                "Unknown function {ks}.{} called",
+                name.name
+            )))
+        }
+    };
+    if !functions::is_known_function(fname) || functions::is_aggregate(fname) {
+        return Err(QueryError::invalid(format!(
+            "Unknown function {fname} called"
+        )));
+    }
+    let mut nested: Vec<Option<(Option<Value>, DataType)>> = Vec::with_capacity(args.len());
+    for a in args {
+        nested.push(match a {
+            Expr::FunctionCall { .. } => Some(constant_call(a)?),
+            Expr::Literal(_) => None,
+            other => {
+                return Err(QueryError::invalid(format!(
+                    "Only constant arguments are supported in function calls outside of selectors, got {other}"
+                )))
+            }
+        });
+    }
+    let call: Vec<FunctionArg<'_>> = args
+        .iter()
+        .zip(&nested)
+        .map(|(a, n)| FunctionArg {
+            kind: match (a, n) {
+                (Expr::Literal(l), _) => ArgKind::Literal(l),
+                (_, Some((_, t))) => ArgKind::Typed(t),
+                _ => ArgKind::Marker,
+            },
+            text: a.to_string(),
+        })
+        .collect();
+    let sig = functions::resolve(fname, &call)?;
+    let mut values = Vec::with_capacity(args.len());
+    for ((a, n), t) in args.iter().zip(nested).zip(&sig.arg_types) {
+        values.push(match n {
+            Some((v, _)) => v,
+            None => literal_value(a, t, &a.to_string())?,
+        });
+    }
+    let result = functions::call_scalar(&sig.name, &values, &sig.arg_types)?;
+    Ok((result, sig.return_type))
 }
 
 fn kind_name(expr: &Expr) -> &'static str {

@@ -441,7 +441,9 @@ pub fn execute(
             }
         }
         if let Some(m) = merged {
-            storage.apply(table_id(&table), &m)?;
+            storage
+                .apply(table_id(&table), &m)
+                .map_err(|e| crate::error::write_error(e, &table, &m.partition_key))?;
         }
     }
     Ok(result(&table, applied, &shown, plans.len() > 1))

@@ -11,6 +11,7 @@ pub mod numeric;
 pub mod order;
 pub mod restrictions;
 pub mod select;
+pub mod selection;
 pub mod terms;
 pub mod time;
 pub mod virtual_select;
@@ -109,6 +110,7 @@ impl Node {
         let ctx = SessionContext {
             keyspace: prepared.keyspace.clone().or_else(|| ctx.keyspace.clone()),
             peer: ctx.peer,
+            user: ctx.user.clone(),
         };
         let inputs = Inputs {
             timestamp: params.timestamp,
@@ -285,7 +287,9 @@ impl Node {
             }
         }
         for (table, m) in merged.values() {
-            self.storage().apply(table_id(table), m)?;
+            self.storage()
+                .apply(table_id(table), m)
+                .map_err(|e| crate::error::write_error(e, table, &m.partition_key))?;
         }
         Ok(())
     }
@@ -321,6 +325,7 @@ impl Node {
         stmt: &Statement,
         inputs: &Inputs<'_>,
     ) -> Result<ResultBody, QueryError> {
+        crate::auth::authorize(self, ctx, stmt)?;
         match stmt {
             Statement::Select(_)
             | Statement::Insert(_)
@@ -374,7 +379,9 @@ impl Node {
             | Statement::DropTable(_)
             | Statement::CreateType(_)
             | Statement::AlterType(_)
-            | Statement::DropType(_) => self.run_ddl(ctx, stmt),
+            | Statement::DropType(_) => self
+                .run_ddl(ctx, stmt)
+                .inspect(|r| crate::auth::after_ddl(self, ctx, stmt, r)),
             Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
                 "Secondary indexes are not supported by ringdb",
             )),
@@ -382,9 +389,7 @@ impl Node {
                 "{} is not supported by ringdb",
                 u.kind
             ))),
-            _ => Err(QueryError::invalid(
-                "Authentication and authorization statements are not supported yet",
-            )),
+            _ => crate::auth::execute(self, ctx, stmt),
         }
     }
 
@@ -397,7 +402,13 @@ impl Node {
         match plan {
             Plan::Virtual(v) => {
                 let catalog = self.catalog();
-                let rows = crate::system::rows_for(self.info(), &catalog, v.table());
+                let rows = crate::system::rows_for(
+                    self.info(),
+                    &catalog,
+                    &self.auth().state(),
+                    self.storage(),
+                    v.table(),
+                );
                 Ok(ResultBody::Rows(v.execute(
                     rows,
                     values,
@@ -493,7 +504,9 @@ impl Node {
             let inner_ctx = SessionContext {
                 keyspace: ctx_ks,
                 peer: ctx.peer,
+                user: ctx.user.clone(),
             };
+            crate::auth::authorize(self, &inner_ctx, &stmt)?;
             let mut markers = Markers::default();
             let plan = match self.plan(&inner_ctx, &stmt, &mut markers)? {
                 Some(Plan::Modify(m)) => m,

@@ -56,6 +56,8 @@ pub struct RangeEnd {
 pub struct RowFilter {
     /// Column index in `table.columns`.
     pub column: usize,
+    /// For `m[key] = v`: the map key.
+    pub key: Option<Term>,
     /// Operator.
     pub op: Operator,
     /// Operand (a list for IN).
@@ -217,6 +219,7 @@ impl Restrictions {
                             }
                             needs_filtering = true;
                             r.filters.push(RowFilter {
+                                key: None,
                                 column: i,
                                 op: *op,
                                 values: filter_values(markers, table, col, *op, value)?,
@@ -231,6 +234,7 @@ impl Restrictions {
                             }
                             needs_filtering = true;
                             r.filters.push(RowFilter {
+                                key: None,
                                 column: i,
                                 op: *op,
                                 values: filter_values(markers, table, col, *op, value)?,
@@ -439,10 +443,34 @@ impl Restrictions {
                         covered[*p] = true;
                     }
                 }
-                other => {
-                    return Err(QueryError::invalid(format!(
-                        "Restriction {other} is not supported by ringdb yet"
-                    )))
+                Relation::MapElement {
+                    column,
+                    key,
+                    op,
+                    value,
+                } => {
+                    let i = index_of(column).ok_or_else(|| undefined(column))?;
+                    let col = &table.columns[i];
+                    let DataType::Map(kt, vt) = col.data_type.unfrozen() else {
+                        return Err(QueryError::invalid(format!(
+                            "Column {column} cannot be used as a map"
+                        )));
+                    };
+                    if !for_select {
+                        return Err(QueryError::invalid(format!(
+                            "Non PRIMARY KEY columns found in where clause: {column}"
+                        )));
+                    }
+                    let (kt, vt) = ((**kt).clone(), (**vt).clone());
+                    let key = markers.term(key, &kt, &table.keyspace, &table.name, column)?;
+                    let value = markers.term(value, &vt, &table.keyspace, &table.name, column)?;
+                    needs_filtering = true;
+                    r.filters.push(RowFilter {
+                        column: i,
+                        key: Some(key),
+                        op: *op,
+                        values: KeyValues::Eq(value),
+                    });
                 }
             }
         }
@@ -473,6 +501,7 @@ impl Restrictions {
                 if let Some(v) = v {
                     let i = index_of(&c.name).ok_or_else(|| undefined(&c.name))?;
                     r.filters.push(RowFilter {
+                        key: None,
                         column: i,
                         op: match v {
                             KeyValues::Eq(_) => Operator::Eq,
@@ -516,6 +545,7 @@ impl Restrictions {
                     let i = index_of(&col.name).ok_or_else(|| undefined(&col.name))?;
                     if let Some(v) = eq {
                         r.filters.push(RowFilter {
+                            key: None,
                             column: i,
                             op: match v {
                                 KeyValues::Eq(_) => Operator::Eq,
@@ -526,6 +556,7 @@ impl Restrictions {
                     }
                     if let Some(lo) = slice.0 {
                         r.filters.push(RowFilter {
+                            key: None,
                             column: i,
                             op: if lo.inclusive {
                                 Operator::Ge
@@ -537,6 +568,7 @@ impl Restrictions {
                     }
                     if let Some(hi) = slice.1 {
                         r.filters.push(RowFilter {
+                            key: None,
                             column: i,
                             op: if hi.inclusive {
                                 Operator::Le
@@ -597,6 +629,7 @@ impl Restrictions {
                     Operator::In
                 };
                 r.filters.push(RowFilter {
+                    key: None,
                     column: i,
                     op,
                     values: v,
@@ -623,6 +656,7 @@ impl Restrictions {
                             (false, false) => Operator::Lt,
                         };
                         r.filters.push(RowFilter {
+                            key: None,
                             column: i,
                             op,
                             values: KeyValues::Eq(e.term),

@@ -8,11 +8,12 @@ use crate::executor::restrictions::{
     bind_key_values, bind_prefixes, bind_slice, cartesian, storage_bounds, KeyValues, RangeEnd,
     Restrictions,
 };
+use crate::executor::selection::{plan_group_by, plan_selector, Grouper, Selection};
 use crate::executor::terms::{Bound, Markers, Term, Values};
 use crate::node::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
 use bytes::{BufMut, Bytes, BytesMut};
-use cql::ast::{Expr, Operator, Order, Select};
+use cql::ast::{Operator, Order, Select};
 use cql::response::{ColumnSpec, ResultMetadata, Rows};
 use cql::types::{DataType, NativeType, Value};
 use std::cmp::Ordering;
@@ -22,18 +23,11 @@ use storage::{ColumnValue, Cursor, Slice, Storage, TokenRange};
 
 const MIN_TOKEN: i64 = i64::MIN;
 
+/// A bound row filter: column index, map key (for `m[k] = v`), operator, operand values.
+type BoundFilter = (usize, Option<Value>, Operator, Vec<Value>);
+
 fn self_table_has(table: &Table, name: &str) -> bool {
     table.columns.iter().any(|c| c.name == name)
-}
-
-/// One output column.
-#[derive(Debug, Clone)]
-enum Selection {
-    Column(usize),
-    WriteTime(usize),
-    Ttl(usize),
-    Token,
-    Count,
 }
 
 /// A planned SELECT on a user table.
@@ -46,7 +40,10 @@ pub struct SelectPlan {
     limit: Option<Term>,
     per_partition_limit: Option<Term>,
     distinct: bool,
-    count: bool,
+    /// Aggregates or GROUP BY: rows are folded into groups.
+    aggregate: bool,
+    /// GROUP BY columns (indexes into `table.columns`).
+    group_by: Vec<usize>,
     json: bool,
     /// Identifies the statement inside paging states, so a state from another query is refused.
     fingerprint: u64,
@@ -60,30 +57,6 @@ struct RowContext<'a> {
     row: Option<&'a storage::Row>,
 }
 
-fn selector_name(expr: &Expr) -> String {
-    match expr {
-        Expr::Column(c) => c.clone(),
-        Expr::FunctionCall { name, args }
-            if name.name == "count"
-                && args.len() == 1
-                && matches!(args[0], Expr::Star | Expr::Literal(_)) =>
-        {
-            "count".to_string()
-        }
-        Expr::FunctionCall { name, args } => {
-            let args: Vec<String> = args.iter().map(selector_name).collect();
-            let fname = if name.name == "token" {
-                "system.token".to_string()
-            } else {
-                name.name.clone()
-            };
-            format!("{fname}({})", args.join(", "))
-        }
-        Expr::Star => "*".into(),
-        other => other.to_string(),
-    }
-}
-
 impl SelectPlan {
     /// Plans `select` against `table`.
     ///
@@ -94,11 +67,6 @@ impl SelectPlan {
         table: Arc<Table>,
         markers: &mut Markers,
     ) -> Result<SelectPlan, QueryError> {
-        if !select.group_by.is_empty() {
-            return Err(QueryError::invalid(
-                "GROUP BY is not supported by ringdb yet",
-            ));
-        }
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
         let spec = |name: &str, ty: DataType| ColumnSpec {
             keyspace: ks.clone(),
@@ -116,7 +84,6 @@ impl SelectPlan {
                 })
         };
         let mut outputs = Vec::new();
-        let mut count = false;
         if select.selectors.is_empty() {
             for c in table.select_star_order() {
                 if select.distinct
@@ -131,96 +98,13 @@ impl SelectPlan {
             }
         } else {
             for sel in &select.selectors {
-                let name = sel
-                    .alias
-                    .clone()
-                    .unwrap_or_else(|| selector_name(&sel.expr));
-                let selection = match &sel.expr {
-                    Expr::Column(c) => {
-                        let i = index_of(c)?;
-                        (Selection::Column(i), table.columns[i].data_type.clone())
-                    }
-                    Expr::FunctionCall { name: f, args }
-                        if f.keyspace.is_none() || f.keyspace.as_deref() == Some("system") =>
-                    {
-                        match (f.name.as_str(), args.as_slice()) {
-                            ("writetime" | "ttl", [Expr::Column(c)]) => {
-                                let i = index_of(c)?;
-                                let col = &table.columns[i];
-                                if matches!(
-                                    col.kind,
-                                    ColumnKind::PartitionKey | ColumnKind::Clustering
-                                ) {
-                                    return Err(QueryError::invalid(format!(
-                                        "Cannot use selection function {} on PRIMARY KEY part {c}",
-                                        if f.name == "ttl" { "ttl" } else { "writeTime" }
-                                    )));
-                                }
-                                if col.data_type.is_multi_cell() {
-                                    return Err(QueryError::invalid(format!(
-                                        "Cannot use selection function {} on non-frozen {} {c}",
-                                        if f.name == "ttl" { "ttl" } else { "writeTime" },
-                                        if matches!(col.data_type, DataType::Udt(_)) {
-                                            "UDT"
-                                        } else {
-                                            "collection"
-                                        }
-                                    )));
-                                }
-                                if col.data_type.is_counter() {
-                                    return Err(QueryError::invalid(format!(
-                                        "Cannot use selection function {} on counter column {c}",
-                                        if f.name == "ttl" { "ttl" } else { "writeTime" }
-                                    )));
-                                }
-                                if f.name == "ttl" {
-                                    (Selection::Ttl(i), DataType::Native(NativeType::Int))
-                                } else {
-                                    (
-                                        Selection::WriteTime(i),
-                                        DataType::Native(NativeType::Bigint),
-                                    )
-                                }
-                            }
-                            ("token", cols) => {
-                                let names: Vec<String> =
-                                    table.partition_key().map(|c| c.name.clone()).collect();
-                                let given: Vec<String> = cols.iter().map(selector_name).collect();
-                                if names != given {
-                                    return Err(QueryError::invalid(format!(
-                                        "Type error: {} cannot be passed as argument 0 of function system.token of type {}",
-                                        given.join(", "),
-                                        names.join(", ")
-                                    )));
-                                }
-                                (Selection::Token, DataType::Native(NativeType::Bigint))
-                            }
-                            ("count", [Expr::Star]) | ("count", [Expr::Literal(_)]) => {
-                                count = true;
-                                (Selection::Count, DataType::Native(NativeType::Bigint))
-                            }
-                            _ => {
-                                return Err(QueryError::invalid(format!(
-                                    "Unknown function {} or not supported by ringdb yet",
-                                    selector_name(&sel.expr)
-                                )))
-                            }
-                        }
-                    }
-                    other => {
-                        return Err(QueryError::invalid(format!(
-                            "Selector {other} is not supported by ringdb yet"
-                        )))
-                    }
-                };
-                outputs.push((selection.0, spec(&name, selection.1)));
+                let planned = plan_selector(&sel.expr, &table)?;
+                let name = sel.alias.clone().unwrap_or(planned.name);
+                outputs.push((planned.selection, spec(&name, planned.data_type)));
             }
         }
-        if count && outputs.iter().any(|(s, _)| !matches!(s, Selection::Count)) {
-            return Err(QueryError::invalid(
-                "Only count(*) alone is supported as an aggregate by ringdb yet",
-            ));
-        }
+        let group_by = plan_group_by(&select.group_by, &table)?;
+        let aggregate = !group_by.is_empty() || outputs.iter().any(|(s, _)| s.is_aggregate());
         let restrictions = Restrictions::plan(
             &select.where_clause,
             &table,
@@ -311,7 +195,8 @@ impl SelectPlan {
             limit,
             per_partition_limit,
             distinct: select.distinct,
-            count,
+            aggregate,
+            group_by,
             json: select.json,
             fingerprint,
         })
@@ -391,7 +276,7 @@ impl SelectPlan {
                 "Invalid value for the paging state: it belongs to another query".into(),
             ));
         }
-        let page = if self.count {
+        let page = if self.aggregate {
             None
         } else {
             page_size.filter(|p| *p > 0).map(|p| p as usize)
@@ -403,7 +288,12 @@ impl SelectPlan {
             (None, r) => r,
         };
         let mut out: Vec<Vec<Option<Bytes>>> = Vec::new();
-        let mut counted: i64 = 0;
+        let fold_outputs: Vec<(Selection, DataType)> = self
+            .outputs
+            .iter()
+            .map(|(s, c)| (s.clone(), c.data_type.clone()))
+            .collect();
+        let mut grouper = Grouper::new(&fold_outputs, !self.group_by.is_empty())?;
         let mut next_state: Option<PagingState> = None;
         let full = |n: usize| want.is_some_and(|w| n >= w);
 
@@ -478,10 +368,11 @@ impl SelectPlan {
                             };
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
-                                if self.count {
-                                    counted += 1;
+                                if self.aggregate {
+                                    grouper
+                                        .feed(self.group_key(&ctx), &|sel| self.leaf(&ctx, sel))?;
                                 } else {
-                                    out.push(self.project(&ctx));
+                                    out.push(self.project(&ctx)?);
                                 }
                             }
                         }
@@ -535,7 +426,7 @@ impl SelectPlan {
             }
             None => {
                 let Some(range) = self.token_range(values)? else {
-                    return self.finish(out, counted, None);
+                    return self.finish(out, grouper, None);
                 };
                 let mut cursor = state.cursor.clone().map(Cursor::from_bytes);
                 let mut last_pk: Option<Vec<Vec<u8>>> = state.last_pk.clone();
@@ -572,10 +463,11 @@ impl SelectPlan {
                             }
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
-                                if self.count {
-                                    counted += 1;
+                                if self.aggregate {
+                                    grouper
+                                        .feed(self.group_key(&ctx), &|sel| self.leaf(&ctx, sel))?;
                                 } else {
-                                    out.push(self.project(&ctx));
+                                    out.push(self.project(&ctx)?);
                                 }
                             }
                         }
@@ -602,7 +494,7 @@ impl SelectPlan {
                 }
             }
         }
-        if let (Some(w), true) = (want, !self.count) {
+        if let (Some(w), true) = (want, !self.aggregate) {
             out.truncate(w);
         }
         if let Some(r) = remaining_total.as_mut() {
@@ -616,23 +508,19 @@ impl SelectPlan {
             s.returned = state.returned + out.len() as u32;
             s.encode()
         });
-        self.finish(out, counted, next)
+        self.finish(out, grouper, next)
     }
 
     fn finish(
         &self,
         rows: Vec<Vec<Option<Bytes>>>,
-        counted: i64,
+        grouper: Grouper<'_>,
         next: Option<Bytes>,
     ) -> Result<Rows, QueryError> {
-        let rows = if self.count {
-            vec![self
-                .outputs
-                .iter()
-                .map(|_| Some(Bytes::copy_from_slice(&counted.to_be_bytes())))
-                .collect()]
+        let (rows, next) = if self.aggregate {
+            (grouper.finish()?, None)
         } else {
-            rows
+            (rows, next)
         };
         let rows = if self.json {
             self.to_json_rows(rows)
@@ -731,10 +619,7 @@ impl SelectPlan {
         }))
     }
 
-    fn bind_filters(
-        &self,
-        values: &Values<'_>,
-    ) -> Result<Vec<(usize, Operator, Vec<Value>)>, QueryError> {
+    fn bind_filters(&self, values: &Values<'_>) -> Result<Vec<BoundFilter>, QueryError> {
         let mut out = Vec::new();
         for f in &self.restrictions.filters {
             let col = &self.table.columns[f.column];
@@ -749,7 +634,18 @@ impl SelectPlan {
                 }
                 other => other?,
             };
-            out.push((f.column, f.op, vals));
+            let key = match &f.key {
+                Some(t) => match values.bind(t)? {
+                    Bound::Value(v) => Some(v),
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Unsupported null map key for column {name}"
+                        )))
+                    }
+                },
+                None => None,
+            };
+            out.push((f.column, key, f.op, vals));
         }
         Ok(out)
     }
@@ -776,16 +672,27 @@ impl SelectPlan {
         }
     }
 
-    fn matches(&self, ctx: &RowContext<'_>, filters: &[(usize, Operator, Vec<Value>)]) -> bool {
-        for (i, op, vals) in filters {
+    fn matches(&self, ctx: &RowContext<'_>, filters: &[BoundFilter]) -> bool {
+        for (i, key, op, vals) in filters {
             let col = &self.table.columns[*i];
             let Some(bytes) = self.cell_value(ctx, *i) else {
                 return false;
             };
-            let Ok(cell) = Value::decode(&col.data_type, &bytes) else {
-                return false;
+            let (cell, ty) = match key {
+                Some(k) => {
+                    let DataType::Map(_, vt) = col.data_type.unfrozen() else {
+                        return false;
+                    };
+                    match crate::executor::selection::element_of(&bytes, &col.data_type, k) {
+                        Some(v) => (v, vt.as_ref()),
+                        None => return false,
+                    }
+                }
+                None => match Value::decode(&col.data_type, &bytes) {
+                    Ok(v) => (v, &col.data_type),
+                    Err(_) => return false,
+                },
             };
-            let ty = &col.data_type;
             let ok = match op {
                 Operator::In => vals
                     .iter()
@@ -834,33 +741,46 @@ impl SelectPlan {
         true
     }
 
-    fn project(&self, ctx: &RowContext<'_>) -> Vec<Option<Bytes>> {
+    /// The group key of a row: its GROUP BY column values.
+    fn group_key(&self, ctx: &RowContext<'_>) -> Vec<Option<Bytes>> {
+        self.group_by
+            .iter()
+            .map(|i| self.cell_value(ctx, *i))
+            .collect()
+    }
+
+    /// Columns, writetime, ttl and token of one row.
+    fn leaf(&self, ctx: &RowContext<'_>, sel: &Selection) -> Option<Bytes> {
+        match sel {
+            Selection::Column(i) => self.cell_value(ctx, *i),
+            Selection::WriteTime(i) | Selection::Ttl(i) => {
+                let col = &self.table.columns[*i];
+                let cell = if col.kind == ColumnKind::Static {
+                    ctx.statics.get(&col.id)
+                } else {
+                    ctx.row.and_then(|r| r.cells.get(&col.id))
+                };
+                match cell {
+                    Some(ColumnValue::Simple(c)) => match sel {
+                        Selection::WriteTime(_) => {
+                            Some(Bytes::copy_from_slice(&c.timestamp.to_be_bytes()))
+                        }
+                        _ => c
+                            .ttl
+                            .map(|t| Bytes::copy_from_slice(&(t as i32).to_be_bytes())),
+                    },
+                    _ => None,
+                }
+            }
+            Selection::Token => Some(Bytes::copy_from_slice(&ctx.token.to_be_bytes())),
+            _ => None,
+        }
+    }
+
+    fn project(&self, ctx: &RowContext<'_>) -> Result<Vec<Option<Bytes>>, QueryError> {
         self.outputs
             .iter()
-            .map(|(s, _)| match s {
-                Selection::Column(i) => self.cell_value(ctx, *i),
-                Selection::WriteTime(i) | Selection::Ttl(i) => {
-                    let col = &self.table.columns[*i];
-                    let cell = if col.kind == ColumnKind::Static {
-                        ctx.statics.get(&col.id)
-                    } else {
-                        ctx.row.and_then(|r| r.cells.get(&col.id))
-                    };
-                    match cell {
-                        Some(ColumnValue::Simple(c)) => match s {
-                            Selection::WriteTime(_) => {
-                                Some(Bytes::copy_from_slice(&c.timestamp.to_be_bytes()))
-                            }
-                            _ => c
-                                .ttl
-                                .map(|t| Bytes::copy_from_slice(&(t as i32).to_be_bytes())),
-                        },
-                        _ => None,
-                    }
-                }
-                Selection::Token => Some(Bytes::copy_from_slice(&ctx.token.to_be_bytes())),
-                Selection::Count => None,
-            })
+            .map(|(s, _)| s.eval(&|sel| self.leaf(ctx, sel)))
             .collect()
     }
 }

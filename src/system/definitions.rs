@@ -76,7 +76,20 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
             index_name text, kind text, options frozen<map<text, text>>,
             PRIMARY KEY ((keyspace_name), table_name, index_name));",
     ),
-    ("system_auth", false, ""),
+    (
+        "system_auth",
+        false,
+        "CREATE TABLE system_auth.roles (role text PRIMARY KEY, can_login boolean,
+            is_superuser boolean, member_of set<text>, salted_hash text);
+         CREATE TABLE system_auth.role_members (role text, member text,
+            PRIMARY KEY ((role), member));
+         CREATE TABLE system_auth.role_permissions (role text, resource text,
+            permissions set<text>, PRIMARY KEY ((role), resource));
+         CREATE TABLE system_auth.resource_role_permissons_index (resource text, role text,
+            PRIMARY KEY ((resource), role));
+         CREATE TABLE system_auth.network_permissions (role text PRIMARY KEY,
+            dcs frozen<set<text>>);",
+    ),
     ("system_distributed", false, ""),
     (
         "system_traces",
@@ -98,5 +111,12 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
             column_name text, clustering_order text, column_name_bytes blob, kind text,
             position int, type text, PRIMARY KEY ((keyspace_name), table_name, column_name));",
     ),
-    ("system_views", true, ""),
+    (
+        "system_views",
+        true,
+        "CREATE TABLE system_views.physical_partitions (keyspace_name text, table_name text,
+            id bigint, start_token bigint, end_token bigint, bytes bigint,
+            partitions_estimate bigint, state text,
+            PRIMARY KEY ((keyspace_name), table_name, id));",
+    ),
 ];

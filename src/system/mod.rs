@@ -3,6 +3,7 @@
 //! from the catalog on every read.
 
 mod definitions;
+mod ring_tables;
 mod rows;
 
 pub use rows::{rows_for, NodeInfo};

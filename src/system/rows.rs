@@ -1,6 +1,7 @@
 //! Row generation for the system tables, from node facts and the catalog.
 
 use super::{is_virtual_keyspace, DATA_CENTER, PARTITIONER, RACK, RELEASE_VERSION};
+use crate::auth::AuthState;
 use crate::schema::{Catalog, Table};
 use crate::session::CQL_VERSION;
 use bytes::Bytes;
@@ -46,8 +47,24 @@ fn text_list<S: AsRef<str>>(items: &[S]) -> Value {
 
 /// The rows of a system table, each in `table.columns` order, sorted by primary key;
 /// `None` when the table holds no generated data.
-pub fn rows_for(info: &NodeInfo, catalog: &Catalog, table: &Table) -> Vec<Vec<Option<Bytes>>> {
+pub fn rows_for(
+    info: &NodeInfo,
+    catalog: &Catalog,
+    auth: &AuthState,
+    storage: &storage::Storage,
+    table: &Table,
+) -> Vec<Vec<Option<Bytes>>> {
     let named: Vec<NamedRow> = match (table.keyspace.as_str(), table.name.as_str()) {
+        ("system_views", "physical_partitions") => {
+            super::ring_tables::physical_partitions(catalog, storage)
+        }
+        ("system", "size_estimates") => super::ring_tables::size_estimates(catalog, storage, false),
+        ("system", "table_estimates") => super::ring_tables::size_estimates(catalog, storage, true),
+        ("system_auth", "roles") => auth_roles(auth),
+        ("system_auth", "role_members") => auth_role_members(auth),
+        ("system_auth", "role_permissions") => auth_role_permissions(auth),
+        ("system_auth", "resource_role_permissons_index") => auth_permissions_index(auth),
+        ("system_auth", "network_permissions") => auth_network_permissions(auth),
         ("system", "local") => vec![local(info, catalog)],
         ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
         ("system_schema", "tables") => schema_tables(catalog),
@@ -232,6 +249,92 @@ fn schema_types(catalog: &Catalog) -> Vec<NamedRow> {
                 ("field_names", text_list(&t.field_names)),
                 ("field_types", text_list(&types)),
             ]
+        })
+        .collect()
+}
+
+/// `system_auth.roles`. `salted_hash` is always null: hashes never leave the server.
+fn auth_roles(auth: &AuthState) -> Vec<NamedRow> {
+    let mut roles: Vec<_> = auth.roles.values().collect();
+    roles.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    roles
+        .into_iter()
+        .map(|r| {
+            let mut row = vec![
+                ("role", text(r.name.clone())),
+                ("can_login", Value::Boolean(r.can_login)),
+                ("is_superuser", Value::Boolean(r.is_superuser)),
+            ];
+            if !r.member_of.is_empty() {
+                row.push((
+                    "member_of",
+                    Value::Set(r.member_of.iter().map(|m| text(m.clone())).collect()),
+                ));
+            }
+            row
+        })
+        .collect()
+}
+
+fn auth_role_members(auth: &AuthState) -> Vec<NamedRow> {
+    let mut pairs: Vec<(&str, &str)> = auth
+        .roles
+        .values()
+        .flat_map(|r| {
+            r.member_of
+                .iter()
+                .map(move |g| (g.as_str(), r.name.as_str()))
+        })
+        .collect();
+    pairs.sort_by(|a, b| (a.0.as_bytes(), a.1.as_bytes()).cmp(&(b.0.as_bytes(), b.1.as_bytes())));
+    pairs
+        .into_iter()
+        .map(|(role, member)| vec![("role", text(role)), ("member", text(member))])
+        .collect()
+}
+
+fn auth_role_permissions(auth: &AuthState) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for (role, grants) in &auth.permissions {
+        for (resource, perms) in grants {
+            out.push(vec![
+                ("role", text(role.clone())),
+                ("resource", text(resource.clone())),
+                (
+                    "permissions",
+                    Value::Set(perms.iter().map(|p| text(p.clone())).collect()),
+                ),
+            ]);
+        }
+    }
+    out
+}
+
+fn auth_permissions_index(auth: &AuthState) -> Vec<NamedRow> {
+    let mut pairs: Vec<(&str, &str)> = auth
+        .permissions
+        .iter()
+        .flat_map(|(role, grants)| grants.keys().map(move |res| (res.as_str(), role.as_str())))
+        .collect();
+    pairs.sort_by(|a, b| (a.0.as_bytes(), a.1.as_bytes()).cmp(&(b.0.as_bytes(), b.1.as_bytes())));
+    pairs
+        .into_iter()
+        .map(|(resource, role)| vec![("resource", text(resource)), ("role", text(role))])
+        .collect()
+}
+
+fn auth_network_permissions(auth: &AuthState) -> Vec<NamedRow> {
+    auth.roles
+        .values()
+        .filter_map(|r| {
+            let dcs = r.datacenters.as_ref()?;
+            Some(vec![
+                ("role", text(r.name.clone())),
+                (
+                    "dcs",
+                    Value::Set(dcs.iter().map(|d| text(d.clone())).collect()),
+                ),
+            ])
         })
         .collect()
 }

@@ -1,5 +1,6 @@
-//! `Storage`: opens the fjall `Database`, keeps one keyspace per table (physical partition 0
-//! for now), the meta (system) keyspace, write locks and the commit-log sync policy.
+//! `Storage`: opens the fjall `Database`, keeps each table's physical partitions (one fjall
+//! keyspace each, see [`crate::ring`]), the meta (system) keyspace, write locks, the split
+//! workers and the commit-log sync policy.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,6 +13,9 @@ use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
+use crate::compaction::GcRegistry;
+use crate::ring::{delete_keyspace, TableRing};
+use crate::split::Splitter;
 use crate::{StorageError, TableId, TableLayout};
 
 /// The keyspace holding the server's meta data (schema catalog).
@@ -38,8 +42,13 @@ impl Default for SyncPolicy {
 /// The clock storage uses for TTL expiry and deletion times: seconds since the Unix epoch.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
+/// Default [`StorageOptions::physical_partition_max_bytes`]: 30 GiB.
+pub const DEFAULT_PHYSICAL_PARTITION_MAX_BYTES: u64 = 30 << 30;
+/// Default [`StorageOptions::logical_partition_max_bytes`]: 20 GiB.
+pub const DEFAULT_LOGICAL_PARTITION_MAX_BYTES: u64 = 20 << 30;
+
 /// Options for [`Storage::open`].
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct StorageOptions {
     /// Commit-log sync policy.
     pub sync: SyncPolicy,
@@ -47,6 +56,35 @@ pub struct StorageOptions {
     pub cache_bytes: Option<u64>,
     /// Clock override for tests (`None`: the system clock).
     pub clock: Option<Clock>,
+    /// A physical partition storing more than this many bytes (keys + values) is split in
+    /// two in the background. Default 30 GiB.
+    pub physical_partition_max_bytes: u64,
+    /// A write that would take one logical partition (one partition key) past this many bytes
+    /// fails with [`StorageError::PartitionTooLarge`]. Default 20 GiB.
+    pub logical_partition_max_bytes: u64,
+    /// Splits running at the same time (background threads). Default 1; 0 disables automatic
+    /// splits ([`Storage::split_now`] still works).
+    pub max_concurrent_splits: usize,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        StorageOptions {
+            sync: SyncPolicy::default(),
+            cache_bytes: None,
+            clock: None,
+            physical_partition_max_bytes: DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
+            logical_partition_max_bytes: DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
+            max_concurrent_splits: 1,
+        }
+    }
+}
+
+/// The size limits in force.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) physical_partition_max_bytes: u64,
+    pub(crate) logical_partition_max_bytes: u64,
 }
 
 impl fmt::Debug for StorageOptions {
@@ -55,6 +93,15 @@ impl fmt::Debug for StorageOptions {
             .field("sync", &self.sync)
             .field("cache_bytes", &self.cache_bytes)
             .field("clock", &self.clock.as_ref().map(|_| "custom"))
+            .field(
+                "physical_partition_max_bytes",
+                &self.physical_partition_max_bytes,
+            )
+            .field(
+                "logical_partition_max_bytes",
+                &self.logical_partition_max_bytes,
+            )
+            .field("max_concurrent_splits", &self.max_concurrent_splits)
             .finish()
     }
 }
@@ -66,7 +113,16 @@ pub type MetaEntry = (Vec<u8>, Vec<u8>);
 pub(crate) struct Table {
     pub(crate) id: TableId,
     pub(crate) layout: TableLayout,
-    pub(crate) keyspace: Keyspace,
+    /// Routing to physical partitions (kept across layout updates).
+    pub(crate) ring: Arc<TableRing>,
+}
+
+impl Table {
+    /// The keyspace of the first physical partition (tests poke at raw keys through it).
+    #[cfg(test)]
+    pub(crate) fn keyspace(&self) -> Keyspace {
+        self.ring.current().parts[0].keyspace.clone()
+    }
 }
 
 /// Size statistics a planner can use.
@@ -76,6 +132,12 @@ pub struct TableStats {
     pub approximate_items: u64,
     /// Bytes on disk (SSTables and blobs, journal excluded).
     pub disk_bytes: u64,
+    /// Stored key + value bytes, unflushed writes included (the split accounting).
+    pub bytes: u64,
+    /// Logical partitions stored.
+    pub partitions: u64,
+    /// Physical partitions.
+    pub physical_partitions: u64,
 }
 
 /// Group commit for [`SyncPolicy::Batch`]: a writer whose commit is already covered by a
@@ -102,9 +164,12 @@ impl GroupSync {
 
 pub(crate) struct Inner {
     pub(crate) db: Database,
-    meta: Keyspace,
+    pub(crate) meta: Keyspace,
     tables: RwLock<HashMap<TableId, Arc<Table>>>,
     locks: Vec<Mutex<()>>,
+    pub(crate) limits: Limits,
+    pub(crate) splitter: Splitter,
+    gc: GcRegistry,
     sync: SyncPolicy,
     group_sync: GroupSync,
     clock: Option<Clock>,
@@ -115,6 +180,10 @@ pub(crate) struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.splitter.stop();
+        if let Err(e) = Storage::persist_stats_of(self) {
+            tracing::error!("saving partition statistics failed: {e}");
+        }
         if let Ok(mut tx) = self.stop_syncer.lock() {
             tx.take();
         }
@@ -142,10 +211,6 @@ impl fmt::Debug for Storage {
     }
 }
 
-fn keyspace_name(table: TableId, physical_partition: u32) -> String {
-    format!("t{table}_p{physical_partition}")
-}
-
 impl Storage {
     /// Opens (or creates) the store in `dir`, replaying fjall's journal.
     ///
@@ -154,7 +219,9 @@ impl Storage {
     /// recovered.
     pub fn open(dir: impl AsRef<Path>, options: StorageOptions) -> Result<Storage, StorageError> {
         std::fs::create_dir_all(dir.as_ref())?;
-        let mut builder = Database::builder(dir.as_ref());
+        let gc = GcRegistry::new(options.clock.clone());
+        let mut builder =
+            Database::builder(dir.as_ref()).with_compaction_filter_factories(gc.assigner());
         if let Some(bytes) = options.cache_bytes {
             builder = builder.cache_size(bytes);
         }
@@ -179,12 +246,18 @@ impl Storage {
             }
             SyncPolicy::Batch => None,
         };
-        Ok(Storage {
+        let storage = Storage {
             inner: Arc::new(Inner {
                 db,
                 meta,
                 tables: RwLock::new(HashMap::new()),
                 locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+                limits: Limits {
+                    physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
+                    logical_partition_max_bytes: options.logical_partition_max_bytes,
+                },
+                splitter: Splitter::default(),
+                gc,
                 sync: options.sync,
                 group_sync: GroupSync::default(),
                 clock: options.clock,
@@ -192,60 +265,106 @@ impl Storage {
                 stop_syncer: Mutex::new(Some(tx)),
                 syncer: Mutex::new(syncer),
             }),
-        })
+        };
+        storage.start_split_workers(options.max_concurrent_splits)?;
+        Ok(storage)
     }
 
     /// Creates a table, or opens it (after a restart, or to update its layout). Idempotent.
+    /// Opening loads the table's routing map and finishes or rolls back a split that a crash
+    /// interrupted.
     ///
     /// # Errors
-    /// [`StorageError::Fjall`] when the keyspace cannot be created.
+    /// [`StorageError::Fjall`] when a keyspace cannot be created, [`StorageError::Corrupt`]
+    /// for an unreadable routing map.
     pub fn create_table(&self, id: TableId, layout: TableLayout) -> Result<(), StorageError> {
-        let keyspace = self
-            .inner
-            .db
-            .keyspace(&keyspace_name(id, 0), KeyspaceCreateOptions::default)?;
+        let existing = self.table(id).ok();
+        let ring = match existing {
+            Some(t) => t.ring.clone(),
+            None => Arc::new(self.load_ring(id)?),
+        };
+        self.inner.gc.register(id, &layout);
         let table = Arc::new(Table {
             id,
             layout,
-            keyspace,
+            ring: ring.clone(),
         });
         self.write_tables().insert(id, table);
+        for p in &ring.current().parts {
+            self.maybe_queue_split(id, p);
+        }
         Ok(())
     }
 
-    /// Drops a table and all its data.
+    /// Drops a table and all its data (a running split of it is rolled back first).
     ///
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
-        let table = self
-            .write_tables()
-            .remove(&id)
-            .ok_or(StorageError::UnknownTable(id))?;
-        self.inner.db.delete_keyspace(table.keyspace.clone())?;
-        Ok(())
+        let table = self.table(id)?;
+        table.ring.cancel.store(true, Ordering::SeqCst);
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.write_tables().remove(&id);
+        self.inner.gc.unregister(id);
+        let view = table.ring.current();
+        for p in &view.parts {
+            self.inner.db.delete_keyspace(p.keyspace.clone())?;
+        }
+        for name in self.inner.db.list_keyspace_names() {
+            if let Some((t, pid)) = crate::ring::parse_keyspace_name(&name) {
+                if t == id {
+                    delete_keyspace(&self.inner.db, id, pid)?;
+                }
+            }
+        }
+        self.forget_ring(id)?;
+        self.after_write()
     }
 
-    /// Removes every row of a table (the table stays).
+    /// Removes every row of a table (the table and its physical partitions stay).
     ///
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
         let table = self.table(id)?;
-        table.keyspace.clear()?;
+        table.ring.cancel.store(true, Ordering::SeqCst);
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        table.ring.cancel.store(false, Ordering::SeqCst);
+        let _all = self.lock_stripes(u64::MAX);
+        for p in &table.ring.current().parts {
+            p.keyspace.clear()?;
+            p.bytes.store(0, Ordering::Relaxed);
+            p.partitions.store(0, Ordering::Relaxed);
+            p.set_oversized(false);
+        }
         self.after_write()
     }
 
-    /// Size statistics of a table.
+    /// Size statistics of a table (summed over its physical partitions).
     ///
     /// # Errors
     /// [`StorageError::UnknownTable`].
     pub fn table_stats(&self, id: TableId) -> Result<TableStats, StorageError> {
-        let table = self.table(id)?;
-        Ok(TableStats {
-            approximate_items: table.keyspace.approximate_len() as u64,
-            disk_bytes: table.keyspace.disk_space(),
-        })
+        let view = self.table(id)?.ring.current();
+        let mut stats = TableStats {
+            physical_partitions: view.parts.len() as u64,
+            ..TableStats::default()
+        };
+        for p in &view.parts {
+            stats.approximate_items += p.keyspace.approximate_len() as u64;
+            stats.disk_bytes += p.keyspace.disk_space();
+            stats.bytes += p.bytes();
+            stats.partitions += p.partitions();
+        }
+        Ok(stats)
     }
 
     /// Stores a meta value (the server's schema catalog) in the system keyspace.
@@ -323,17 +442,49 @@ impl Storage {
             .ok_or(StorageError::UnknownTable(id))
     }
 
+    /// Every open table.
+    pub(crate) fn tables_snapshot(&self) -> Vec<Arc<Table>> {
+        Self::tables_of(&self.inner)
+    }
+
+    fn tables_of(inner: &Inner) -> Vec<Arc<Table>> {
+        let tables = inner.tables.read().unwrap_or_else(|p| p.into_inner());
+        tables.values().cloned().collect()
+    }
+
+    /// [`Storage::persist_stats`] on an `Inner` (also used while it drops).
+    pub(crate) fn persist_stats_of(inner: &Inner) -> Result<(), StorageError> {
+        crate::ring::persist_stats(inner, &Self::tables_of(inner))
+    }
+
     fn write_tables(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<TableId, Arc<Table>>> {
         self.inner.tables.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The lock stripe (0..64) owning `(table, token)`.
+    pub(crate) fn stripe(table: TableId, token: i64) -> usize {
+        let h = (table.0 as u64) ^ ((table.0 >> 64) as u64) ^ (token as u64);
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % LOCK_STRIPES
+    }
+
     /// The write lock of the stripe owning `(table, token)`.
     pub(crate) fn lock_partition(&self, table: TableId, token: i64) -> MutexGuard<'_, ()> {
-        let h = (table.0 as u64) ^ ((table.0 >> 64) as u64) ^ (token as u64);
-        let idx = (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % LOCK_STRIPES;
-        self.inner.locks[idx]
+        self.inner.locks[Self::stripe(table, token)]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Locks every stripe whose bit is set in `mask`, in stripe order (writers hold at most
+    /// one stripe, so this cannot deadlock with them).
+    pub(crate) fn lock_stripes(&self, mask: u64) -> Vec<MutexGuard<'_, ()>> {
+        (0..LOCK_STRIPES)
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| {
+                self.inner.locks[i]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+            })
+            .collect()
     }
 
     /// Applies the sync policy after a committed write (journal already written to the OS).

@@ -29,6 +29,22 @@ pub enum StorageError {
     /// The table was never created (or was dropped).
     #[error("unknown table {0}")]
     UnknownTable(TableId),
+    /// A write would take one logical partition (partition key) past
+    /// `logical_partition_max_bytes`.
+    #[error(
+        "partition key with token {token} of table {table} would grow to {bytes} bytes, \
+         exceeding logical_partition_max_bytes ({max}): partition too large"
+    )]
+    PartitionTooLarge {
+        /// The table.
+        table: TableId,
+        /// The partition key's token.
+        token: i64,
+        /// The size the partition would have had.
+        bytes: u64,
+        /// The cap.
+        max: u64,
+    },
     /// A paging cursor does not belong to this read.
     #[error("invalid paging cursor")]
     InvalidCursor,

@@ -7,9 +7,19 @@
 //!   (its module docs hold the key-layout design note).
 //! - [`table`]: table ids and layouts.
 //! - `cell`: stored cells, TTL and Cassandra's reconciliation.
-//! - `write`: [`Mutation`] and [`Storage::apply`] (one atomic fjall batch per partition).
-//! - `read`: [`Storage::read_partition`] (slices, reverse, paging) and [`Storage::scan`].
-//! - `engine`: [`Storage`], tables as fjall keyspaces, the meta store and the sync policy.
+//! - `write`: [`Mutation`] and [`Storage::apply`] (one atomic fjall batch per partition,
+//!   the partition's size cell, the logical partition cap, dual writes during a split).
+//! - `read`: [`Storage::read_partition`] (slices, reverse, paging) and [`Storage::scan`]
+//!   (walks the physical partitions in token order).
+//! - `engine`: [`Storage`], [`StorageOptions`], tables, the meta store, lock stripes and the
+//!   sync policy.
+//! - `ring`: physical partitions: the persisted, versioned routing map from token ranges to
+//!   fjall keyspaces `t{table}_p{id}`, size accounting, crash recovery on open, and
+//!   [`Storage::physical_partitions`] / [`Storage::size_estimates`].
+//! - `split`: the online split (choose, prepare, copy with dual writes, switch, drop),
+//!   its worker threads, [`Storage::split_now`] and [`Storage::wait_for_splits`].
+//! - `compaction`: the fjall compaction filter purging expired cells and tombstones past
+//!   [`TableLayout::gc_grace_seconds`].
 //! - [`error`]: the crate's error type, [`StorageError`].
 //!
 //! ```
@@ -41,10 +51,13 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod cell;
+mod compaction;
 mod engine;
 pub mod error;
 pub mod key;
 mod read;
+mod ring;
+mod split;
 pub mod table;
 pub mod token;
 mod write;
@@ -52,14 +65,20 @@ mod write;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]
+mod split_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cell::CellValue;
-pub use engine::{Clock, MetaEntry, Storage, StorageOptions, SyncPolicy, TableStats};
+pub use engine::{
+    Clock, MetaEntry, Storage, StorageOptions, SyncPolicy, TableStats,
+    DEFAULT_LOGICAL_PARTITION_MAX_BYTES, DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
+};
 pub use error::StorageError;
 pub use key::{ClusteringBound, Order};
 pub use read::{
     ColumnValue, Cursor, PartitionSlice, Row, ScanPage, ScannedPartition, Slice, TokenRange,
 };
-pub use table::{TableId, TableLayout};
+pub use ring::{PartitionState, PhysicalPartitionInfo, SizeEstimate};
+pub use table::{TableId, TableLayout, DEFAULT_GC_GRACE_SECONDS};
 pub use write::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite};

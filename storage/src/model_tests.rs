@@ -230,6 +230,7 @@ fn table_layout(order: Order) -> TableLayout {
         columns: [(3, DataType::Set(Box::new(N::Tinyint.into())))]
             .into_iter()
             .collect(),
+        ..Default::default()
     }
 }
 
@@ -413,10 +414,10 @@ fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
             Op::Flush => db
                 .table(T)
                 .unwrap()
-                .keyspace
+                .keyspace()
                 .rotate_memtable_and_wait()
                 .unwrap(),
-            Op::Compact => db.table(T).unwrap().keyspace.major_compact().unwrap(),
+            Op::Compact => db.table(T).unwrap().keyspace().major_compact().unwrap(),
             Op::Reopen => {
                 drop(db);
                 db = open(dir.path(), &clock, order);

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use fjall::{Readable, Snapshot};
+use fjall::{Keyspace, Readable, Snapshot};
 
 use crate::cell::{CellValue, StoredCell};
 use crate::engine::{Storage, Table};
@@ -149,6 +149,8 @@ impl PartitionDeletions {
 struct ReadCtx<'a> {
     snap: &'a Snapshot,
     table: &'a Table,
+    /// The keyspace of the physical partition being read.
+    ks: &'a Keyspace,
     now: i64,
     items: u64,
 }
@@ -162,7 +164,7 @@ impl ReadCtx<'_> {
     }
 
     fn deletions(&mut self, prefix: &[u8]) -> Result<PartitionDeletions, StorageError> {
-        let ks = &self.table.keyspace;
+        let ks = self.ks;
         let mut k = prefix.to_vec();
         k.push(key::SECTION_PARTITION_DELETION);
         let partition = match self.snap.get(ks, &k)? {
@@ -279,7 +281,7 @@ impl ReadCtx<'_> {
         let mut k = prefix.to_vec();
         k.push(key::SECTION_STATIC);
         let mut items = Vec::new();
-        for guard in self.snap.prefix(&self.table.keyspace, &k) {
+        for guard in self.snap.prefix(self.ks, &k) {
             let (sk, cell) = self.kv(guard)?;
             items.push((ItemPath::decode(&sk[k.len()..])?, cell));
         }
@@ -306,7 +308,7 @@ impl ReadCtx<'_> {
         if limit == 0 || start >= end {
             return Ok((rows, None));
         }
-        let iter = self.snap.range(&self.table.keyspace, start..end);
+        let iter = self.snap.range(self.ks, start..end);
         let iter: Box<dyn Iterator<Item = fjall::Guard>> = if reversed {
             Box::new(iter.rev())
         } else {
@@ -395,10 +397,14 @@ impl Storage {
                 lo = lo.max(next);
             }
         }
+        // Routing first, then the snapshot: the partition a view routes to keeps every write
+        // until the view is released (see `crate::split`).
+        let view = table.ring.current();
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
             snap: &snap,
             table: &table,
+            ks: &view.part(addr.token).keyspace,
             now: self.now(),
             items: 0,
         };
@@ -472,34 +478,55 @@ impl Storage {
                 _ => return Err(StorageError::InvalidCursor),
             }
         }
+        let view = table.ring.current();
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
             snap: &snap,
             table: &table,
+            ks: &view.parts[0].keyspace,
             now: self.now(),
             items: 0,
         };
         let mut remaining = limit;
+        let mut last_prefix: Option<Vec<u8>> = None;
         let pk_len = table.layout.partition_key.len();
         loop {
             if upper.as_ref().is_some_and(|u| &position >= u) {
                 break;
             }
-            let first = match &upper {
-                Some(u) => snap
-                    .range(&table.keyspace, position.clone()..u.clone())
-                    .next(),
-                None => snap.range(&table.keyspace, position.clone()..).next(),
+            // Walk the physical partitions in token order.
+            let index = view.map.index(key::token_of(&position));
+            let part_end = view.map.ranges[index].end;
+            ctx.ks = &view.parts[index].keyspace;
+            let part_upper =
+                (part_end != MAX_TOKEN).then(|| key::encode_token(part_end + 1).to_vec());
+            let bound = match (&upper, &part_upper) {
+                (Some(a), Some(b)) => Some(a.min(b).clone()),
+                (a, b) => a.clone().or_else(|| b.clone()),
             };
-            let Some(first) = first else { break };
+            let first = match bound {
+                Some(u) => snap.range(ctx.ks, position.clone()..u).next(),
+                None => snap.range(ctx.ks, position.clone()..).next(),
+            };
+            let Some(first) = first else {
+                match part_upper {
+                    Some(next) if index + 1 < view.parts.len() => {
+                        position = position.max(next);
+                        continue;
+                    }
+                    _ => break,
+                }
+            };
             ctx.items += 1;
             let first_key = first.key()?;
             let (token, pk, rest) = key::split_partition_prefix(&first_key)?;
             let prefix = first_key[..first_key.len() - rest.len()].to_vec();
             if remaining == 0 {
-                page.cursor = Some(Cursor(
-                    [&[CURSOR_AFTER_PARTITION][..], &prev_prefix(&position)?].concat(),
-                ));
+                let last = match last_prefix.take() {
+                    Some(p) => p,
+                    None => prev_prefix(&position)?,
+                };
+                page.cursor = Some(Cursor([&[CURSOR_AFTER_PARTITION][..], &last].concat()));
                 break;
             }
             let dels = ctx.deletions(&prefix)?;
@@ -538,6 +565,7 @@ impl Storage {
                 break;
             }
             position = after_partition(&prefix);
+            last_prefix = Some(prefix);
         }
         page.items_read = ctx.items;
         self.count_items(ctx.items);

@@ -18,8 +18,11 @@ impl fmt::Display for TableId {
     }
 }
 
+/// Cassandra's default `gc_grace_seconds` (10 days).
+pub const DEFAULT_GC_GRACE_SECONDS: u32 = 864_000;
+
 /// The shape of a table that storage needs: key types and column types.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableLayout {
     /// Partition-key component types, in key order.
     pub partition_key: Vec<DataType>,
@@ -28,4 +31,18 @@ pub struct TableLayout {
     /// Regular and static columns by column id. Needed for collection columns (their element
     /// keys are ordered by the element type); simple columns may be omitted.
     pub columns: BTreeMap<u32, DataType>,
+    /// Tombstones and expired cells older than this are purged at compaction (see
+    /// `compaction`). Default [`DEFAULT_GC_GRACE_SECONDS`].
+    pub gc_grace_seconds: u32,
+}
+
+impl Default for TableLayout {
+    fn default() -> Self {
+        TableLayout {
+            partition_key: Vec::new(),
+            clustering: Vec::new(),
+            columns: BTreeMap::new(),
+            gc_grace_seconds: DEFAULT_GC_GRACE_SECONDS,
+        }
+    }
 }

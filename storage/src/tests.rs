@@ -29,6 +29,7 @@ pub(crate) fn layout(order: Order) -> TableLayout {
         partition_key: vec![N::Int.into()],
         clustering: vec![(N::Int.into(), order)],
         columns,
+        ..Default::default()
     }
 }
 
@@ -597,8 +598,14 @@ fn bad_requests_and_corrupt_data_are_errors() {
     // Garbage written under a row key reads back as an error, not a panic.
     put(&e.db, 1, vec![insert(1, 1)]);
     let table = e.db.table(T).unwrap();
-    let (k, _) = table.keyspace.iter().next().unwrap().into_inner().unwrap();
-    table.keyspace.insert(k.clone(), vec![7u8]).unwrap();
+    let (k, _) = table
+        .keyspace()
+        .iter()
+        .next()
+        .unwrap()
+        .into_inner()
+        .unwrap();
+    table.keyspace().insert(k.clone(), vec![7u8]).unwrap();
     assert!(matches!(
         e.db.read_partition(T, &[int(1)], &Slice::default()),
         Err(StorageError::Corrupt(_))
@@ -607,9 +614,9 @@ fn bad_requests_and_corrupt_data_are_errors() {
     garbage_key.truncate(10);
     garbage_key.push(0x03);
     garbage_key.push(0x77);
-    table.keyspace.insert(k, StoredCellBytes::live()).unwrap();
+    table.keyspace().insert(k, StoredCellBytes::live()).unwrap();
     table
-        .keyspace
+        .keyspace()
         .insert(garbage_key, StoredCellBytes::live())
         .unwrap();
     assert!(e.db.scan(T, TokenRange::FULL, 100, None).is_err());
@@ -716,8 +723,8 @@ fn measure_throughput() {
     }
     let slice_rows_s = rows as f64 / t.elapsed().as_secs_f64();
     let table = e.db.table(T).unwrap();
-    table.keyspace.rotate_memtable_and_wait().unwrap();
-    table.keyspace.major_compact().unwrap();
+    table.keyspace().rotate_memtable_and_wait().unwrap();
+    table.keyspace().major_compact().unwrap();
     let bytes = e.db.table_stats(T).unwrap().disk_bytes;
     println!(
         "write {write_ns} ns/row, point read {read_ns} ns, slice {slice_rows_s:.0} rows/s, \

@@ -5,6 +5,13 @@
 //! So a write reads the keys it touches (under the partition's lock stripe) and writes only
 //! where the new cell wins; deletions are their own keys and shadow older cells at read time.
 //! The same lock makes counter read-modify-write safe under concurrent increments.
+//!
+//! Every batch also rewrites the partition's size cell (see [`crate::key`]), which is how the
+//! logical partition cap is enforced and how the physical partition's byte count is kept
+//! exact. During a split, each write to the splitting partition is also written, in the same
+//! batch, to the new partition that will own its token.
+
+use std::collections::HashMap;
 
 use cql::types::{DataType, NativeType};
 
@@ -186,8 +193,9 @@ impl Storage {
     /// # Errors
     /// [`StorageError::UnknownTable`]; [`StorageError::InvalidRequest`] or
     /// [`StorageError::InvalidValue`] for malformed keys and values;
-    /// [`StorageError::Fjall`] on I/O failure; [`StorageError::Corrupt`] for unreadable
-    /// existing data.
+    /// [`StorageError::PartitionTooLarge`] when the write would take the partition past
+    /// `logical_partition_max_bytes`; [`StorageError::Fjall`] on I/O failure;
+    /// [`StorageError::Corrupt`] for unreadable existing data.
     pub fn apply(&self, table_id: TableId, mutation: &Mutation) -> Result<(), StorageError> {
         let table = self.table(table_id)?;
         let addr = address(&table, &mutation.partition_key)?;
@@ -256,15 +264,27 @@ impl Storage {
         }
 
         let guard = self.lock_partition(table_id, addr.token);
+        // Routing is read under the stripe lock: a split switches routing and then waits for
+        // every stripe, so a write never lands in a partition that has stopped owning it.
+        let view = table.ring.current();
+        let route = view.route(addr.token);
+        let ks = &route.primary.keyspace;
+        let size_key = key::size_cell_key(&addr.prefix);
+        let old_size = match ks.get(&size_key)? {
+            Some(v) => Some(key::decode_size(&v)?),
+            None => None,
+        };
         let mut batch = self.inner.db.batch();
         // Within one mutation later items reconcile against earlier ones, not just disk.
-        let mut written: std::collections::HashMap<&[u8], StoredCell> = Default::default();
+        // Values: the winning cell and its encoded length.
+        let mut written: HashMap<&[u8], (StoredCell, usize)> = HashMap::new();
+        let mut delta: i64 = 0;
         for (k, pending) in &items {
-            let existing = match written.get(k.as_slice()) {
-                Some(c) => Some(c.clone()),
-                None => match table.keyspace.get(k)? {
-                    Some(v) => Some(StoredCell::decode(&v)?),
-                    None => None,
+            let (existing, old_len) = match written.get(k.as_slice()) {
+                Some((c, len)) => (Some(c.clone()), *len),
+                None => match ks.get(k)? {
+                    Some(v) => (Some(StoredCell::decode(&v)?), v.len()),
+                    None => (None, 0),
                 },
             };
             let new = match pending {
@@ -278,12 +298,49 @@ impl Storage {
                 (Some(old), Pending::Cell(_)) => new.wins_over(old),
             };
             if wins {
-                batch.insert(&table.keyspace, k.as_slice(), new.encode());
-                written.insert(k.as_slice(), new);
+                let encoded = new.encode();
+                let old_total = if existing.is_some() {
+                    k.len() + old_len
+                } else {
+                    0
+                };
+                delta += (k.len() + encoded.len()) as i64 - old_total as i64;
+                written.insert(k.as_slice(), (new, encoded.len()));
+                if let Some(dual) = route.dual {
+                    batch.insert(&dual.keyspace, k.as_slice(), encoded.clone());
+                }
+                batch.insert(ks, k.as_slice(), encoded);
             }
         }
+        if written.is_empty() {
+            return self.after_write();
+        }
+        let new_size = old_size.unwrap_or(0).saturating_add_signed(delta);
+        let max = self.inner.limits.logical_partition_max_bytes;
+        if delta > 0 && new_size > max {
+            return Err(StorageError::PartitionTooLarge {
+                table: table_id,
+                token: addr.token,
+                bytes: new_size,
+                max,
+            });
+        }
+        let size_value = new_size.to_be_bytes();
+        if let Some(dual) = route.dual {
+            batch.insert(&dual.keyspace, size_key.as_slice(), size_value);
+        }
+        batch.insert(ks, size_key.as_slice(), size_value);
         batch.commit()?;
+        let new_partition = i64::from(old_size.is_none());
+        if new_partition > 0 {
+            delta += (size_key.len() + size_value.len()) as i64;
+        }
+        route.primary.account(delta, new_partition);
+        if let Some(dual) = route.dual {
+            dual.account(delta, new_partition);
+        }
         drop(guard);
+        self.maybe_queue_split(table_id, route.primary);
         self.after_write()
     }
 }

@@ -102,10 +102,20 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     /// Spawns the binary on `dir` and waits until it accepts connections.
-    #[allow(clippy::zombie_processes)]
     pub fn spawn(dir: &Path, port: u16) -> ServerProcess {
+        Self::spawn_with_config(dir, port, "")
+    }
+
+    /// Spawns the binary with a `--config` file holding `config_toml`.
+    #[allow(clippy::zombie_processes)]
+    pub fn spawn_with_config(dir: &Path, port: u16, config_toml: &str) -> ServerProcess {
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        std::fs::create_dir_all(dir).expect("data dir");
+        let config = dir.join("test-config.toml");
+        std::fs::write(&config, config_toml).expect("config file");
         let child = Command::new(binary())
+            .arg("--config")
+            .arg(&config)
             .arg("--listen")
             .arg(addr.to_string())
             .arg("--data-dir")

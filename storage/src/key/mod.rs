@@ -8,6 +8,7 @@
 //! pk         the serialized partition key, escaped (00 -> 00 FF) and terminated by 00 01, so
 //!            partitions with equal tokens sort by raw key bytes and no key is a prefix of another
 //! section    00 partition deletion | 01 static row | 02 range tombstone | 03 clustered row
+//!            | FE the partition's size cell (u64 BE: key + value bytes of its other items)
 //! then, for a row (section 03): the clustering components, each a memcomparable value
 //!            (see [`encode_value`]; header 01 empty / 02 value), every byte inverted for DESC;
 //!            then 00 ending the clustering (below every component header 01/02/FD/FE)
@@ -22,8 +23,8 @@
 //! `[enc(P), enc(P) ‖ FF)`, because no component header and no terminator is `FF`. So slices,
 //! reverse slices and paging are plain fjall range scans.
 //!
-//! Physical partitions (a later step) only cut this key space at token boundaries; the layout
-//! does not change.
+//! Physical partitions ([`crate::ring`]) cut this key space at token boundaries only, so a
+//! logical partition's keys always stay together in one fjall keyspace.
 
 mod number;
 mod value;
@@ -46,6 +47,8 @@ pub(crate) const SECTION_STATIC: u8 = 0x01;
 pub(crate) const SECTION_RANGE_TOMBSTONE: u8 = 0x02;
 /// Section byte: clustered rows.
 pub(crate) const SECTION_ROWS: u8 = 0x03;
+/// Section byte: the partition's size cell (not a stored cell; skipped by reads).
+pub(crate) const SECTION_SIZE: u8 = 0xfe;
 /// Ends the clustering of a row key.
 pub(crate) const CLUSTERING_END: u8 = 0x00;
 /// Greater than any byte that can follow a clustering prefix.
@@ -77,6 +80,35 @@ pub fn partition_prefix(token: i64, serialized_key: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&encode_token(token));
     escape_bytes(serialized_key, &mut out);
     out
+}
+
+/// The key of a partition's size cell.
+pub(crate) fn size_cell_key(prefix: &[u8]) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    k.push(SECTION_SIZE);
+    k
+}
+
+/// Is `key` a partition's size cell?
+pub(crate) fn is_size_cell(key: &[u8]) -> bool {
+    key.last() == Some(&SECTION_SIZE)
+        && split_partition_prefix(key).is_ok_and(|(_, _, rest)| rest == [SECTION_SIZE])
+}
+
+/// The token of a key (or key position); positions shorter than a token count as MIN.
+pub(crate) fn token_of(key: &[u8]) -> i64 {
+    match key.first_chunk::<8>() {
+        Some(t) => decode_token(*t),
+        None => i64::MIN,
+    }
+}
+
+/// Decodes a size cell's value.
+pub(crate) fn decode_size(v: &[u8]) -> Result<u64, StorageError> {
+    let b: [u8; 8] = v
+        .try_into()
+        .map_err(|_| StorageError::corrupt("partition size cell is not 8 bytes"))?;
+    Ok(u64::from_be_bytes(b))
 }
 
 /// Splits a key into (token, serialized partition key, rest after the partition prefix).

@@ -1,0 +1,3 @@
+//! Shared fuzz properties; see [`checks`].
+
+pub mod checks;

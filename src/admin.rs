@@ -1,0 +1,189 @@
+//! Admin subcommands: print the physical partitions of every table, from a data directory
+//! (server stopped) or from a running server over CQL.
+
+use crate::config::Config;
+use crate::node::Node;
+use bytes::BytesMut;
+use cql::frame;
+use cql::request::{Query, QueryParameters, Request};
+use cql::response::{Response, ResultBody};
+use cql::types::{DataType, NativeType, Value};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// Why an admin command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// Opening the data directory failed (is a server running on it?).
+    #[error("cannot open the data directory: {0}")]
+    Open(#[from] crate::node::NodeError),
+    /// The network failed.
+    #[error("connection to {addr}: {source}")]
+    Io {
+        /// Server address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The server answered something unexpected.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+/// One physical partition, as printed.
+struct Line {
+    keyspace: String,
+    table: String,
+    id: i64,
+    start: i64,
+    end: i64,
+    bytes: i64,
+    partitions: i64,
+    state: String,
+}
+
+fn print(lines: &[Line]) {
+    println!(
+        "{:<20} {:<20} {:>5} {:>21} {:>21} {:>14} {:>12}  state",
+        "keyspace", "table", "id", "start (excl)", "end (incl)", "bytes", "partitions"
+    );
+    for l in lines {
+        println!(
+            "{:<20} {:<20} {:>5} {:>21} {:>21} {:>14} {:>12}  {}",
+            l.keyspace, l.table, l.id, l.start, l.end, l.bytes, l.partitions, l.state
+        );
+    }
+    println!("{} physical partitions", lines.len());
+}
+
+/// Prints the physical partitions stored in `config.data_dir` (the server must be stopped).
+///
+/// # Errors
+/// When the directory cannot be opened.
+pub fn partitions_from_dir(config: Config) -> Result<(), AdminError> {
+    let node = Node::open(config)?;
+    let catalog = node.catalog();
+    let mut lines = Vec::new();
+    for ks in catalog
+        .keyspaces
+        .values()
+        .filter(|k| !crate::schema::is_system_keyspace(&k.name))
+    {
+        for t in ks.tables.values() {
+            let Ok(parts) = node.storage().physical_partitions(crate::node::table_id(t)) else {
+                continue;
+            };
+            for p in parts {
+                lines.push(Line {
+                    keyspace: ks.name.clone(),
+                    table: t.name.clone(),
+                    id: i64::try_from(p.id).unwrap_or(i64::MAX),
+                    start: p.start_token,
+                    end: p.end_token,
+                    bytes: i64::try_from(p.bytes).unwrap_or(i64::MAX),
+                    partitions: i64::try_from(p.partitions_estimate).unwrap_or(i64::MAX),
+                    state: p.state.as_str().to_string(),
+                });
+            }
+        }
+    }
+    print(&lines);
+    let _ = node.shutdown();
+    Ok(())
+}
+
+fn request(
+    stream: &mut TcpStream,
+    addr: SocketAddr,
+    stream_id: i16,
+    req: &Request,
+) -> Result<Response, AdminError> {
+    let io = |source| AdminError::Io { addr, source };
+    let mut body = BytesMut::new();
+    req.encode_body(4, &mut body);
+    let mut out = BytesMut::new();
+    frame::FrameHeader {
+        version: 4,
+        is_response: false,
+        flags: 0,
+        stream: stream_id,
+        opcode: req.opcode() as u8,
+        length: body.len() as u32,
+    }
+    .encode(&mut out);
+    out.extend_from_slice(&body);
+    stream.write_all(&out).map_err(io)?;
+    let mut header = [0u8; frame::HEADER_LEN];
+    stream.read_exact(&mut header).map_err(io)?;
+    let h = frame::FrameHeader::decode(&header)
+        .ok_or_else(|| AdminError::Protocol("short header".into()))?;
+    let mut body = vec![0u8; h.length as usize];
+    stream.read_exact(&mut body).map_err(io)?;
+    Response::decode(h.opcode, 4, &body).map_err(|e| AdminError::Protocol(e.to_string()))
+}
+
+/// Prints the physical partitions reported by a running server's
+/// `system_views.physical_partitions`.
+///
+/// # Errors
+/// Connection failures or an error answer.
+pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
+    let io = |source| AdminError::Io { addr, source };
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(io)?;
+    let startup = Request::Startup(vec![("CQL_VERSION".into(), "3.4.6".into())]);
+    match request(&mut stream, addr, 1, &startup)? {
+        Response::Ready => {}
+        other => {
+            return Err(AdminError::Protocol(format!(
+                "STARTUP answered {:?}",
+                other.opcode()
+            )))
+        }
+    }
+    let query = Request::Query(Query {
+        query: "SELECT keyspace_name, table_name, id, start_token, end_token, bytes, partitions_estimate, state FROM system_views.physical_partitions".into(),
+        params: QueryParameters::default(),
+    });
+    let rows = match request(&mut stream, addr, 2, &query)? {
+        Response::Result(ResultBody::Rows(rows)) => rows,
+        Response::Error(e) => return Err(AdminError::Protocol(e.message().to_string())),
+        other => {
+            return Err(AdminError::Protocol(format!(
+                "unexpected {:?}",
+                other.opcode()
+            )))
+        }
+    };
+    let text = DataType::Native(NativeType::Text);
+    let bigint = DataType::Native(NativeType::Bigint);
+    let get_text = |c: &Option<bytes::Bytes>| match c.as_ref().map(|b| Value::decode(&text, b)) {
+        Some(Ok(Value::Text(s))) => s,
+        _ => String::new(),
+    };
+    let get_i64 = |c: &Option<bytes::Bytes>| match c.as_ref().map(|b| Value::decode(&bigint, b)) {
+        Some(Ok(Value::Bigint(n))) => n,
+        _ => 0,
+    };
+    let mut lines: Vec<Line> = rows
+        .rows
+        .iter()
+        .filter(|r| r.len() == 8)
+        .map(|r| Line {
+            keyspace: get_text(&r[0]),
+            table: get_text(&r[1]),
+            id: get_i64(&r[2]),
+            start: get_i64(&r[3]),
+            end: get_i64(&r[4]),
+            bytes: get_i64(&r[5]),
+            partitions: get_i64(&r[6]),
+            state: get_text(&r[7]),
+        })
+        .collect();
+    lines.sort_by(|a, b| (&a.keyspace, &a.table, a.start).cmp(&(&b.keyspace, &b.table, b.start)));
+    print(&lines);
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! System tables about the token ring and its physical partitions, from storage statistics:
+//! `system.size_estimates`, `system.table_estimates` and `system_views.physical_partitions`.
+
+use crate::node::table_id;
+use crate::schema::{is_system_keyspace, Catalog};
+use cql::types::Value;
+use storage::Storage;
+
+/// A generated row: (column name, value) pairs.
+pub(super) type NamedRow = Vec<(&'static str, Value)>;
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Text(s.into())
+}
+
+fn user_tables(catalog: &Catalog) -> impl Iterator<Item = &crate::schema::Table> {
+    catalog
+        .keyspaces
+        .values()
+        .filter(|k| !is_system_keyspace(&k.name))
+        .flat_map(|k| k.tables.values().map(|t| t.as_ref()))
+}
+
+/// `system_views.physical_partitions`: one row per physical partition of every user table.
+pub(super) fn physical_partitions(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in user_tables(catalog) {
+        let Ok(parts) = storage.physical_partitions(table_id(t)) else {
+            continue;
+        };
+        for p in parts {
+            out.push(vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("id", Value::Bigint(i64::try_from(p.id).unwrap_or(i64::MAX))),
+                ("start_token", Value::Bigint(p.start_token)),
+                ("end_token", Value::Bigint(p.end_token)),
+                (
+                    "bytes",
+                    Value::Bigint(i64::try_from(p.bytes).unwrap_or(i64::MAX)),
+                ),
+                (
+                    "partitions_estimate",
+                    Value::Bigint(i64::try_from(p.partitions_estimate).unwrap_or(i64::MAX)),
+                ),
+                ("state", text(p.state.as_str())),
+            ]);
+        }
+    }
+    out
+}
+
+/// `system.size_estimates` (and, with `range_type`, `system.table_estimates`): per table and
+/// physical-partition token range, partition count and mean partition size.
+pub(super) fn size_estimates(
+    catalog: &Catalog,
+    storage: &Storage,
+    with_range_type: bool,
+) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in user_tables(catalog) {
+        let Ok(estimates) = storage.size_estimates(table_id(t)) else {
+            continue;
+        };
+        for e in estimates {
+            let mut row = vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("range_start", text(e.range_start.to_string())),
+                ("range_end", text(e.range_end.to_string())),
+                (
+                    "mean_partition_size",
+                    Value::Bigint(i64::try_from(e.mean_partition_size).unwrap_or(i64::MAX)),
+                ),
+                (
+                    "partitions_count",
+                    Value::Bigint(i64::try_from(e.partitions_count).unwrap_or(i64::MAX)),
+                ),
+            ];
+            if with_range_type {
+                row.push(("range_type", text("primary")));
+            }
+            out.push(row);
+        }
+    }
+    out
+}

@@ -1,0 +1,184 @@
+//! A fjall compaction filter that purges expired cells and tombstones past gc-grace.
+//!
+//! fjall asks for a filter factory per keyspace by name when it opens or creates the keyspace
+//! (before the server has told storage about its tables), so the factory looks the table's
+//! `gc_grace_seconds` and clustering up in a shared registry at compaction time; an unknown
+//! table keeps everything.
+//!
+//! What is purged, once `deleted_at` (tombstones) or the expiry time (TTL cells) is more than
+//! `gc_grace_seconds` in the past:
+//! - cell tombstones and expired cells, row liveness markers and collection elements:
+//!   each shadows only its own key (the write path never stores a losing cell), so removing
+//!   it cannot resurrect anything older. As in Cassandra, a write with an older timestamp
+//!   arriving after gc-grace is then accepted.
+//!
+//! Kept for now: partition deletions, range tombstones, row deletions and whole-collection
+//! deletions. Each shadows *other* keys, which may sit in SSTables this compaction does not
+//! see, so dropping it could resurrect them. (Purging them needs the shadowed cells removed
+//! first, e.g. by a major compaction that drops cells covered by a tombstone it has seen.)
+//! Purged items become fjall tombstones, so older versions of the same key stay hidden.
+//! Size cells and size counters are not decreased by purges.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use cql::types::DataType;
+use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
+
+use crate::cell::StoredCell;
+use crate::engine::Clock;
+use crate::key::{self, ItemPath, KeyReader, Order};
+use crate::ring::parse_keyspace_name;
+use crate::{TableId, TableLayout};
+
+#[derive(Clone)]
+struct GcTable {
+    gc_grace_seconds: u32,
+    clustering: Vec<(DataType, Order)>,
+}
+
+type Tables = Arc<RwLock<HashMap<TableId, GcTable>>>;
+
+/// What fjall's `with_compaction_filter_factories` takes.
+type Assigner = Arc<dyn Fn(&str) -> Option<Arc<dyn Factory>> + Send + Sync>;
+
+/// gc-grace and clustering per table, shared with the compaction filters.
+#[derive(Clone)]
+pub(crate) struct GcRegistry {
+    tables: Tables,
+    clock: Option<Clock>,
+}
+
+impl GcRegistry {
+    pub(crate) fn new(clock: Option<Clock>) -> GcRegistry {
+        GcRegistry {
+            tables: Arc::default(),
+            clock,
+        }
+    }
+
+    pub(crate) fn register(&self, table: TableId, layout: &TableLayout) {
+        let entry = GcTable {
+            gc_grace_seconds: layout.gc_grace_seconds,
+            clustering: layout.clustering.clone(),
+        };
+        self.tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(table, entry);
+    }
+
+    pub(crate) fn unregister(&self, table: TableId) {
+        self.tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&table);
+    }
+
+    /// The per-keyspace factory assigner to install in fjall's builder.
+    pub(crate) fn assigner(&self) -> Assigner {
+        let registry = self.clone();
+        Arc::new(move |name: &str| {
+            let (table, _) = parse_keyspace_name(name)?;
+            Some(Arc::new(GcFactory {
+                registry: registry.clone(),
+                table,
+            }) as Arc<dyn Factory>)
+        })
+    }
+
+    fn now(&self) -> i64 {
+        match &self.clock {
+            Some(clock) => clock(),
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        }
+    }
+}
+
+struct GcFactory {
+    registry: GcRegistry,
+    table: TableId,
+}
+
+impl std::panic::RefUnwindSafe for GcFactory {}
+
+impl Factory for GcFactory {
+    fn name(&self) -> &str {
+        "ringdb-gc-grace"
+    }
+
+    fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
+        let table = self
+            .registry
+            .tables
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&self.table)
+            .cloned();
+        Box::new(GcFilter {
+            table,
+            now: self.registry.now(),
+        })
+    }
+}
+
+struct GcFilter {
+    table: Option<GcTable>,
+    now: i64,
+}
+
+impl CompactionFilter for GcFilter {
+    fn filter_item(
+        &mut self,
+        item: ItemAccessor<'_>,
+        _ctx: &Context,
+    ) -> fjall::compaction::filter::CompactionFilterResult {
+        let Some(table) = &self.table else {
+            return Ok(Verdict::Keep);
+        };
+        if !purgeable_path(table, item.key()) {
+            return Ok(Verdict::Keep);
+        }
+        let Ok(cell) = StoredCell::decode(&item.value()?) else {
+            return Ok(Verdict::Keep);
+        };
+        let grace = i64::from(table.gc_grace_seconds);
+        let gone_since = match cell {
+            StoredCell::Live { .. } => return Ok(Verdict::Keep),
+            StoredCell::Expiring { expires_at, .. } => expires_at,
+            StoredCell::Tombstone { deleted_at, .. } => deleted_at,
+        };
+        if gone_since.saturating_add(grace) < self.now {
+            Ok(Verdict::Remove)
+        } else {
+            Ok(Verdict::Keep)
+        }
+    }
+}
+
+/// Is `key` a single-key item (a cell, a liveness marker, a collection element)?
+fn purgeable_path(table: &GcTable, key: &[u8]) -> bool {
+    let Ok((_, _, rest)) = key::split_partition_prefix(key) else {
+        return false;
+    };
+    let path = match rest.split_first() {
+        Some((&key::SECTION_STATIC, item)) => item,
+        Some((&key::SECTION_ROWS, row)) => {
+            let mut reader = KeyReader::new(row, false);
+            if key::decode_clustering_from(&table.clustering, &mut reader).is_err() {
+                return false;
+            }
+            match reader.remaining().split_first() {
+                Some((&key::CLUSTERING_END, item)) => item,
+                _ => return false,
+            }
+        }
+        _ => return false,
+    };
+    matches!(
+        ItemPath::decode(path),
+        Ok(ItemPath::Liveness | ItemPath::Cell(_) | ItemPath::Complex(_, Some(_)))
+    )
+}

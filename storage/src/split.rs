@@ -1,0 +1,581 @@
+//! Online splits of physical partitions.
+//!
+//! A physical partition whose bytes pass `physical_partition_max_bytes` is queued to a
+//! background worker, which splits it while reads and writes go on. The source keeps the
+//! lower half of its range; the upper half moves to one new keyspace:
+//!
+//! 1. **Choose** the token `at` that best halves its bytes, walking the logical partitions'
+//!    size cells on a snapshot (two seeks per logical partition). Cuts fall between tokens
+//!    only, so a logical partition is never cut; a partition holding a single token is flagged
+//!    oversized instead.
+//! 2. **Prepare**: save a map version recording the pending split (source, new id, `at`),
+//!    create the new keyspace, and install a routing view in which every write to a token
+//!    above `at` is also written, in the same atomic batch, to the new keyspace. Taking every
+//!    write-lock stripe once then guarantees that all later writes there are dual-written.
+//! 3. **Copy** the upper half from a snapshot taken after that barrier, in chunks of about
+//!    256 KiB: for each chunk, lock the stripes of the partitions it holds, re-read the chunk
+//!    fresh from the source and write it to the new keyspace. A key is therefore copied
+//!    either before a later write (which is dual-written) or after it (and the copy reads the
+//!    newer value); keys created after the snapshot were dual-written from the start. The new
+//!    partition's byte count is the snapshot's bytes plus every dual write's delta.
+//! 4. **Switch**: save, fsynced (which also makes every copied batch durable: fjall has one
+//!    sequential journal), the map version in which the source owns `(start, at]`, the new
+//!    partition `(at, end]`, and the source is listed as garbage; then, holding every stripe,
+//!    install the matching view and move the upper half's counts off the source's.
+//! 5. **Trim** the moved keys from the source once no reader or writer still holds a view
+//!    from before the switch, then save the map without the garbage entry.
+//!
+//! Until step 4 the source holds every acknowledged write, so a crash before the switch rolls
+//! the split back on open (the new keyspace is deleted); a crash after it redoes the trim (see
+//! [`Storage::load_ring`]). Reads never see untrimmed keys: they are routed, and scans bounded,
+//! by token range. Errors roll back the same way; drop and truncate cancel a running split.
+//! Only the switch is fsynced: a lost prepare record leaves a stray keyspace, deleted on open.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fjall::{Keyspace, Readable, Snapshot};
+
+use crate::engine::{Inner, Storage, Table};
+use crate::key::{self, decode_size, is_size_cell, size_cell_key, split_partition_prefix};
+use crate::ring::{
+    open_keyspace, ActiveSplit, PendingSplit, Physical, RangeEntry, RingView, TableRing,
+};
+use crate::{StorageError, TableId};
+
+/// Bytes copied per locked chunk.
+const CHUNK_BYTES: usize = 256 << 10;
+/// How often the maintenance thread saves size statistics.
+const STATS_EVERY: Duration = Duration::from_secs(5);
+
+/// Steps at which tests can simulate a crash (the split stops, leaving its state as is).
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SplitStep {
+    Prepared,
+    Copying,
+    Copied,
+    Switched,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<(TableId, u64)>,
+    running: usize,
+    stop: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    work: Condvar,
+    idle: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The split queue and its worker threads.
+#[derive(Default)]
+pub(crate) struct Splitter {
+    shared: Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    #[cfg(test)]
+    pub(crate) crash_at: Mutex<Option<SplitStep>>,
+}
+
+impl Splitter {
+    /// Stops the workers (joining all but the current thread).
+    pub(crate) fn stop(&self) {
+        self.shared.lock().stop = true;
+        self.shared.work.notify_all();
+        let me = std::thread::current().id();
+        let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in handles {
+            if h.thread().id() != me {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+fn worker(shared: Arc<Shared>, weak: Weak<Inner>, index: usize) {
+    loop {
+        let job = {
+            let mut state = shared.lock();
+            loop {
+                if state.stop {
+                    return;
+                }
+                if let Some(job) = state.queue.pop_front() {
+                    state.running += 1;
+                    break Some(job);
+                }
+                let (s, timeout) = shared
+                    .work
+                    .wait_timeout(state, STATS_EVERY)
+                    .unwrap_or_else(|p| p.into_inner());
+                state = s;
+                if timeout.timed_out() && index == 0 {
+                    break None;
+                }
+            }
+        };
+        let Some(inner) = weak.upgrade() else { return };
+        let storage = Storage { inner };
+        match job {
+            None => {
+                if let Err(e) = storage.persist_stats() {
+                    tracing::error!("saving partition statistics failed: {e}");
+                }
+            }
+            Some((table, id)) => {
+                if let Err(e) = storage.run_split(table, id, false) {
+                    tracing::error!(%table, id, "split failed: {e}");
+                }
+                let mut state = shared.lock();
+                state.running -= 1;
+                shared.idle.notify_all();
+            }
+        }
+    }
+}
+
+/// How a copy ended.
+enum Copy {
+    Done,
+    Cancelled,
+    #[cfg(test)]
+    Crashed,
+}
+
+impl Storage {
+    pub(crate) fn start_split_workers(&self, n: usize) -> Result<(), StorageError> {
+        let splitter = &self.inner.splitter;
+        let mut workers = splitter.workers.lock().unwrap_or_else(|p| p.into_inner());
+        for index in 0..n.max(1) {
+            let shared = splitter.shared.clone();
+            let weak = Arc::downgrade(&self.inner);
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("storage-split-{index}"))
+                    .spawn(move || worker(shared, weak, index))?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Queues a split of `part` when it is over the threshold (once).
+    pub(crate) fn maybe_queue_split(&self, table: TableId, part: &Physical) {
+        if part.bytes() > self.inner.limits.physical_partition_max_bytes
+            && !part.is_oversized()
+            && !part.split_queued.swap(true, Ordering::AcqRel)
+        {
+            let shared = &self.inner.splitter.shared;
+            shared.lock().queue.push_back((table, part.id));
+            shared.work.notify_one();
+        }
+    }
+
+    /// Blocks until no split is queued or running (splits started by the splits it waited
+    /// for included).
+    pub fn wait_for_splits(&self) {
+        let shared = &self.inner.splitter.shared;
+        let mut state = shared.lock();
+        while !(state.stop || state.queue.is_empty() && state.running == 0) {
+            state = shared.idle.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Splits the table's largest physical partition now, in the calling thread, whatever its
+    /// size. Returns `false` when it holds fewer than two distinct tokens (nothing to split).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`]; [`StorageError::Fjall`] on I/O failure (the split is
+    /// rolled back).
+    pub fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
+        let view = self.table(table)?.ring.current();
+        let Some(largest) = view.parts.iter().max_by_key(|p| p.bytes()) else {
+            return Ok(false);
+        };
+        let id = largest.id;
+        drop(view);
+        self.run_split(table, id, true)
+    }
+
+    /// Splits physical partition `id` of `table` if it is (still) over the threshold, or
+    /// always when `force`. Returns whether it split.
+    pub(crate) fn run_split(
+        &self,
+        table_id: TableId,
+        id: u64,
+        force: bool,
+    ) -> Result<bool, StorageError> {
+        let table = self.table(table_id)?;
+        let ring = table.ring.clone();
+        let _split = ring.split_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if ring.cancel.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let view = ring.current();
+        let Some(i) = view.position(id) else {
+            return Ok(false);
+        };
+        let src = &view.parts[i];
+        // Cleared first: writes during this split may queue the (smaller) source again.
+        src.split_queued.store(false, Ordering::Release);
+        if !force && src.bytes() <= self.inner.limits.physical_partition_max_bytes {
+            return Ok(false);
+        }
+        self.split(&table, &ring, view, i)
+    }
+
+    #[cfg(test)]
+    fn crash_at(&self, step: SplitStep) -> bool {
+        let crash = *self
+            .inner
+            .splitter
+            .crash_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        crash == Some(step)
+    }
+
+    fn split(
+        &self,
+        table: &Table,
+        ring: &TableRing,
+        view: Arc<RingView>,
+        i: usize,
+    ) -> Result<bool, StorageError> {
+        let started = Instant::now();
+        let src = &view.parts[i];
+        let (start, end) = (view.map.start(i), view.map.ranges[i].end);
+        let source_bytes = src.bytes();
+        let db = &self.inner.db;
+
+        // 1. Choose the split token.
+        let sizes = partition_sizes(&db.snapshot(), &src.keyspace, start, end)?;
+        let Some(at) = best_split(&sizes) else {
+            if !src.is_oversized() {
+                src.set_oversized(true);
+                let mut map = view.map.clone();
+                map.version += 1;
+                map.ranges[i].oversized = true;
+                self.save_map(table.id, &map, &[], &[], false)?;
+                ring.install(RingView {
+                    map,
+                    parts: view.parts.clone(),
+                    split: None,
+                });
+                tracing::info!(
+                    table = %table.id, id = src.id, bytes = source_bytes,
+                    "physical partition holds a single logical partition: flagged oversized"
+                );
+            }
+            return Ok(false);
+        };
+
+        // 2. Prepare: record the pending split, create the new keyspace, start dual writes.
+        let mut map = view.map.clone();
+        map.version += 1;
+        let upper_id = map.next_id;
+        map.next_id += 1;
+        map.split = Some(PendingSplit {
+            source: src.id,
+            upper: upper_id,
+            at,
+        });
+        self.save_map(table.id, &map, &[], &[], false)?;
+        let upper = Arc::new(Physical::new(
+            upper_id,
+            open_keyspace(db, table.id, upper_id)?,
+            0,
+            0,
+        ));
+        let split_view = ring.install(RingView {
+            map: map.clone(),
+            parts: view.parts.clone(),
+            split: Some(ActiveSplit {
+                source: src.id,
+                at,
+                upper: upper.clone(),
+            }),
+        });
+        drop(self.lock_stripes(u64::MAX));
+        tracing::info!(
+            table = %table.id, id = src.id, bytes = source_bytes, start, end, at,
+            new_id = upper_id, "split started"
+        );
+        #[cfg(test)]
+        if self.crash_at(SplitStep::Prepared) {
+            return Ok(false);
+        }
+
+        // 3. Copy.
+        match self.copy_upper(table.id, ring, src, at, end, &upper) {
+            Ok(Copy::Done) => {}
+            #[cfg(test)]
+            Ok(Copy::Crashed) => return Ok(false),
+            Ok(Copy::Cancelled) => {
+                self.roll_back(table.id, ring, &view, map, upper)?;
+                return Ok(false);
+            }
+            Err(e) => {
+                if let Err(e2) = self.roll_back(table.id, ring, &view, map, upper) {
+                    tracing::error!(table = %table.id, "rolling back a failed split: {e2}");
+                }
+                return Err(e);
+            }
+        }
+        #[cfg(test)]
+        if self.crash_at(SplitStep::Copied) {
+            return Ok(false);
+        }
+
+        // 4. Switch.
+        map.version += 1;
+        map.split = None;
+        map.ranges[i].end = at;
+        map.ranges[i].oversized = false;
+        map.ranges.insert(
+            i + 1,
+            RangeEntry {
+                end,
+                id: upper_id,
+                oversized: false,
+            },
+        );
+        map.garbage.push(src.id);
+        self.save_map(table.id, &map, &[], &[], true)?;
+        let mut parts = view.parts.clone();
+        parts.insert(i + 1, upper.clone());
+        {
+            // No write is in flight: every dual write is counted in both partitions.
+            let _all = self.lock_stripes(u64::MAX);
+            ring.install(RingView {
+                map: map.clone(),
+                parts,
+                split: None,
+            });
+            src.account(-(upper.bytes() as i64), -(upper.partitions() as i64));
+        }
+        self.persist_stats()?;
+        let switched = started.elapsed();
+        #[cfg(test)]
+        if self.crash_at(SplitStep::Switched) {
+            return Ok(false);
+        }
+
+        // 5. Trim the source once no view from before the switch is in use.
+        let source = src.clone();
+        drop(view);
+        while Arc::strong_count(&source) > 2 || split_view.strong_count() > 0 {
+            // `source` is also held by the current view: two references remain.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (lo, hi) = crate::ring::token_key_bounds(start, at);
+        crate::ring::trim(db, &source.keyspace, &lo, hi.as_deref())?;
+        map.version += 1;
+        map.garbage.retain(|g| *g != source.id);
+        self.save_map(table.id, &map, &[], &[], false)?;
+        let current = ring.current();
+        ring.install(RingView {
+            map,
+            parts: current.parts.clone(),
+            split: None,
+        });
+        tracing::info!(
+            table = %table.id, id = source.id, bytes = source_bytes, at,
+            lower_bytes = source.bytes(), upper_bytes = upper.bytes(), new_id = upper_id,
+            switch_ms = switched.as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "split finished"
+        );
+        self.maybe_queue_split(table.id, &source);
+        self.maybe_queue_split(table.id, &upper);
+        Ok(true)
+    }
+
+    /// Step 3: copies the source's tokens in `(at, end]` into `upper` (see the module docs).
+    fn copy_upper(
+        &self,
+        table: TableId,
+        ring: &TableRing,
+        src: &Physical,
+        at: i64,
+        end: i64,
+        upper: &Physical,
+    ) -> Result<Copy, StorageError> {
+        let snap = self.inner.db.snapshot();
+        let (lo, hi) = crate::ring::token_key_bounds(at, end);
+        // (bytes, logical partitions) of the snapshot.
+        let mut base = (0u64, 0u64);
+        let mut chunk: Option<(Vec<u8>, Vec<u8>)> = None;
+        let mut mask = 0u64;
+        let mut chunk_bytes = 0usize;
+        let iter = match hi {
+            Some(hi) => snap.range(&src.keyspace, lo..hi),
+            None => snap.range(&src.keyspace, lo..),
+        };
+        let mut iter = iter.peekable();
+        while let Some(g) = iter.next() {
+            let (k, v) = g.into_inner()?;
+            base.0 += (k.len() + v.len()) as u64;
+            base.1 += u64::from(is_size_cell(&k));
+            mask |= 1 << Storage::stripe(table, key::token_of(&k));
+            chunk_bytes += k.len() + v.len();
+            match &mut chunk {
+                Some((_, last)) => *last = k.to_vec(),
+                None => chunk = Some((k.to_vec(), k.to_vec())),
+            }
+            if chunk_bytes >= CHUNK_BYTES || iter.peek().is_none() {
+                if ring.cancel.load(Ordering::SeqCst) {
+                    return Ok(Copy::Cancelled);
+                }
+                if let Some((first, last)) = chunk.take() {
+                    self.copy_chunk(table, src, upper, &first, &last, mask)?;
+                }
+                (mask, chunk_bytes) = (0, 0);
+                #[cfg(test)]
+                if self.crash_at(SplitStep::Copying) {
+                    return Ok(Copy::Crashed);
+                }
+            }
+        }
+        upper.account(base.0 as i64, base.1 as i64);
+        Ok(Copy::Done)
+    }
+
+    /// Copies the source's current keys in `first..=last` whose stripe is in `mask`, holding
+    /// those stripes.
+    fn copy_chunk(
+        &self,
+        table: TableId,
+        src: &Physical,
+        upper: &Physical,
+        first: &[u8],
+        last: &[u8],
+        mask: u64,
+    ) -> Result<(), StorageError> {
+        let _locks = self.lock_stripes(mask);
+        let mut batch = self.inner.db.batch();
+        for g in src.keyspace.range(first..=last) {
+            let (k, v) = g.into_inner()?;
+            if mask & (1 << Storage::stripe(table, key::token_of(&k))) == 0 {
+                continue; // created after the snapshot: dual-written from the start
+            }
+            batch.insert(&upper.keyspace, k, v);
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    /// Undoes steps 2–3: routing back to the source alone, the new keyspace deleted.
+    fn roll_back(
+        &self,
+        table: TableId,
+        ring: &TableRing,
+        view: &RingView,
+        mut map: crate::ring::RoutingMap,
+        upper: Arc<Physical>,
+    ) -> Result<(), StorageError> {
+        map.version += 1;
+        map.split = None;
+        ring.install(RingView {
+            map: map.clone(),
+            parts: view.parts.clone(),
+            split: None,
+        });
+        self.save_map(table, &map, &[], &[], false)?;
+        wait_unused(&upper);
+        self.inner.db.delete_keyspace(upper.keyspace.clone())?;
+        tracing::warn!(%table, "split rolled back");
+        Ok(())
+    }
+}
+
+/// Waits until `part` is referenced only by the caller (no view routes to it any more).
+fn wait_unused(part: &Arc<Physical>) {
+    while Arc::strong_count(part) > 1 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Bytes per distinct token in `(start, end]`, in token order, from the partitions' size
+/// cells (a partition without one is summed by a scan).
+fn partition_sizes(
+    snap: &Snapshot,
+    ks: &Keyspace,
+    start: i64,
+    end: i64,
+) -> Result<Vec<(i64, u64)>, StorageError> {
+    let mut out: Vec<(i64, u64)> = Vec::new();
+    let (mut position, hi) = crate::ring::token_key_bounds(start, end);
+    loop {
+        let next = match &hi {
+            Some(hi) => snap.range(ks, position.clone()..hi.clone()).next(),
+            None => snap.range(ks, position.clone()..).next(),
+        };
+        let Some(g) = next else { break };
+        let k = g.key()?;
+        let (token, _, rest) = split_partition_prefix(&k)?;
+        let prefix = k[..k.len() - rest.len()].to_vec();
+        let size_key = size_cell_key(&prefix);
+        let size = match snap.get(ks, &size_key)? {
+            Some(v) => decode_size(&v)? + (size_key.len() + v.len()) as u64,
+            None => {
+                let mut sum = 0;
+                for g in snap.prefix(ks, &prefix) {
+                    let (k, v) = g.into_inner()?;
+                    sum += (k.len() + v.len()) as u64;
+                }
+                sum
+            }
+        };
+        match out.last_mut() {
+            Some((t, s)) if *t == token => *s += size,
+            _ => out.push((token, size)),
+        }
+        position = prefix;
+        position.push(key::AFTER_PREFIX);
+    }
+    Ok(out)
+}
+
+/// The token that best halves the bytes: everything at or below it goes to the lower half.
+/// `None` with fewer than two distinct tokens.
+fn best_split(sizes: &[(i64, u64)]) -> Option<i64> {
+    let total: u64 = sizes.iter().map(|s| s.1).sum();
+    let mut cumulative = 0u64;
+    let mut best: Option<(u64, i64)> = None;
+    for (token, size) in &sizes[..sizes.len().saturating_sub(1)] {
+        cumulative += size;
+        let imbalance = (2 * cumulative).abs_diff(total);
+        if best.is_none_or(|(b, _)| imbalance < b) {
+            best = Some((imbalance, *token));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::best_split;
+
+    #[test]
+    fn best_split_halves_bytes_between_tokens() {
+        assert_eq!(best_split(&[]), None);
+        assert_eq!(best_split(&[(5, 100)]), None);
+        assert_eq!(best_split(&[(1, 10), (2, 10), (3, 10), (4, 10)]), Some(2));
+        assert_eq!(best_split(&[(1, 1), (2, 100), (3, 1)]), Some(1));
+        assert_eq!(best_split(&[(1, 1), (2, 100), (3, 5)]), Some(2));
+        assert_eq!(best_split(&[(1, 100), (2, 1), (3, 1)]), Some(1));
+    }
+}

@@ -1,0 +1,79 @@
+//! Replays the fuzz corpus in CI: every file in `fuzz/corpus/<target>/` (the committed seed
+//! corpus) and `fuzz/regressions/<target>/` (inputs that once crashed a target) goes through the
+//! same checks the cargo-fuzz targets run (`fuzz/src/checks.rs`), and none may panic. Inputs
+//! that found a specific bug also get a test of their own below, stating the expectation.
+//!
+//! Add a regression with `scripts/fuzz` (it copies new crash inputs into `fuzz/regressions/`).
+
+#[path = "../fuzz/src/checks.rs"]
+mod checks;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
+}
+
+/// The files of `fuzz/<kind>/<target>/`, sorted (none if the directory does not exist).
+fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
+    let dir = fuzz_dir().join(kind).join(target);
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && !p.extension().is_some_and(|e| e == "md"))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// Runs `target`'s check on every input of `kind`, collecting every failure before failing.
+fn replay(kind: &str) -> usize {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for target in checks::TARGETS {
+        for path in inputs(kind, target) {
+            let data = std::fs::read(&path).expect("read fuzz input");
+            count += 1;
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| checks::run(target, &data))) {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failures.push(format!("{}: {message}", path.display()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {count} {kind} inputs panic:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    count
+}
+
+#[test]
+fn seed_corpus_does_not_panic() {
+    let n = replay("corpus");
+    assert!(n > 0, "fuzz/corpus/ holds no inputs");
+}
+
+#[test]
+fn crash_regressions_do_not_panic() {
+    replay("regressions");
+}
+
+#[test]
+fn every_target_has_a_seed_corpus() {
+    for target in checks::TARGETS {
+        assert!(
+            !inputs("corpus", target).is_empty(),
+            "fuzz/corpus/{target}/ is empty"
+        );
+    }
+}
