@@ -2,6 +2,8 @@
 //! permissions enforced on open sessions, persistence of roles, and TLS (tokio-rustls client,
 //! certificates made at test time with rcgen).
 
+#![allow(clippy::err_expect)]
+
 mod common;
 
 use common::raw::{query_body, string_map, RawClient};

@@ -172,6 +172,8 @@ struct Statements {
     count: PreparedStatement,
     lwt_insert: PreparedStatement,
     lwt_update: PreparedStatement,
+    /// Does the server type the marker of `n = n + ?` as counter (Cassandra) or bigint?
+    counter_marker_is_counter: bool,
 }
 
 impl Statements {
@@ -186,6 +188,27 @@ impl Statements {
             count: p("UPDATE cm.counters SET n = n + ? WHERE pk = ?").await,
             lwt_insert: p("INSERT INTO cm.lwt (pk, v) VALUES (?, ?) IF NOT EXISTS").await,
             lwt_update: p("UPDATE cm.lwt SET v = ? WHERE pk = ? IF v = ?").await,
+            counter_marker_is_counter: false,
+        }
+        .with_counter_marker_type()
+    }
+
+    fn with_counter_marker_type(mut self) -> Self {
+        use scylla::frame::response::result::{ColumnType, NativeType};
+        let specs = self.count.get_variable_col_specs();
+        self.counter_marker_is_counter = matches!(
+            specs.get_by_index(0).map(|s| s.typ()),
+            Some(ColumnType::Native(NativeType::Counter))
+        );
+        self
+    }
+
+    /// A counter delta bound as the marker's type.
+    fn delta(&self, d: i64) -> CqlValue {
+        if self.counter_marker_is_counter {
+            CqlValue::Counter(Counter(d))
+        } else {
+            CqlValue::BigInt(d)
         }
     }
 }
@@ -381,7 +404,7 @@ async fn counter_op(sh: &Shared, rng: &mut Rng) -> (Op, OpResult) {
         };
         let r = sh
             .session
-            .execute_unpaged(&sh.st.count, (Counter(d), pk))
+            .execute_unpaged(&sh.st.count, vec![sh.st.delta(d), CqlValue::Int(pk)])
             .await
             .map(drop)
             .map_err(|e| e.to_string());
@@ -398,7 +421,13 @@ async fn counter_op(sh: &Shared, rng: &mut Rng) -> (Op, OpResult) {
         };
         let r = sh
             .session
-            .batch(&batch, ((Counter(d), pk), (Counter(1), other)))
+            .batch(
+                &batch,
+                vec![
+                    vec![sh.st.delta(d), CqlValue::Int(pk)],
+                    vec![sh.st.delta(1), CqlValue::Int(other)],
+                ],
+            )
             .await
             .map(drop)
             .map_err(|e| e.to_string());
@@ -711,8 +740,10 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
     let mut totals = (0usize, 0usize, 0usize, 0usize); // acked, in flight, applied, lost
     let mut partial_batches = Vec::new();
     for cycle in 0..cycles {
+        let t_cycle = Instant::now();
         let session = connect(server.addr).await;
         let st = Statements::prepare(&session).await;
+        println!("timing: connected and prepared in {:?}", t_cycle.elapsed());
         let shared = Arc::new(Shared {
             session,
             st,
@@ -745,6 +776,7 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
         shared.killing.store(true, Ordering::SeqCst);
         server.kill();
 
+        let t_kill = Instant::now();
         let mut reports = Vec::new();
         for t in tasks {
             let report = tokio::time::timeout(Duration::from_secs(60), t)
@@ -769,10 +801,16 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
             }
         }
 
+        let t_joined = t_kill.elapsed();
         server = ServerProcess::spawn(dir.path(), port);
+        let t_restarted = t_kill.elapsed();
         let session = connect(server.addr).await;
         let actual = read_state(&session).await;
         drop(session);
+        println!(
+            "timing: joined {t_joined:?} restarted {t_restarted:?} verified {:?}",
+            t_kill.elapsed()
+        );
         let verdict = check(&state, &pending, &actual);
         violations.extend(verdict.violations);
         println!(

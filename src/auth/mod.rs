@@ -233,8 +233,8 @@ pub fn is_auth_statement(stmt: &Statement) -> bool {
 /// passes with `AllowAllAuthorizer`). Security statements check their own access when run.
 ///
 /// # Errors
-/// Unauthorized with Cassandra's message, e.g. `User bob has no SELECT permission on
-/// <table ks.t> or any of its parents`.
+/// Unauthorized with Cassandra's message, e.g.
+/// `User bob has no SELECT permission on <table ks.t> or any of its parents`.
 pub fn authorize(node: &Node, ctx: &SessionContext, stmt: &Statement) -> Result<(), QueryError> {
     let auth = node.auth();
     if !auth.enforces_permissions() || is_auth_statement(stmt) {

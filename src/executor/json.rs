@@ -74,6 +74,47 @@ pub fn to_json(v: &Value, ty: &DataType) -> Json {
     }
 }
 
+/// Cassandra's JSON text: `{"k": 1, "l": [1, 2]}` (a space after `:` and `,`), keys in order.
+pub fn to_text(j: &Json) -> String {
+    struct Spaced;
+    impl serde_json::ser::Formatter for Spaced {
+        fn begin_array_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_key<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> std::io::Result<()> {
+            if first {
+                Ok(())
+            } else {
+                w.write_all(b", ")
+            }
+        }
+        fn begin_object_value<W: ?Sized + std::io::Write>(
+            &mut self,
+            w: &mut W,
+        ) -> std::io::Result<()> {
+            w.write_all(b": ")
+        }
+    }
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, Spaced);
+    if serde::Serialize::serialize(j, &mut ser).is_err() {
+        return j.to_string();
+    }
+    String::from_utf8(out).unwrap_or_else(|_| j.to_string())
+}
+
 /// A column name as a JSON key: quoted (`"\"Name\""`) when CQL would need quotes.
 pub fn json_key(name: &str) -> String {
     if cql::types::is_unquoted_identifier(name) {

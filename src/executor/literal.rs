@@ -29,6 +29,20 @@ pub fn literal_value(
     let ty_un = ty.unfrozen();
     Ok(Some(match (expr, ty_un) {
         (Expr::Literal(Literal::Null), _) => return Ok(None),
+        (Expr::FunctionCall { name, args }, _)
+            if name.name == "fromjson"
+                && name.keyspace.as_deref().is_none_or(|k| k == "system") =>
+        {
+            let [Expr::Literal(Literal::String(text))] = args.as_slice() else {
+                return Err(QueryError::invalid(
+                    "fromJson() takes exactly one string literal argument here",
+                ));
+            };
+            let json: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                QueryError::invalid(format!("Could not decode JSON string '{text}': {e}"))
+            })?;
+            return crate::executor::json::from_json(&json, ty, receiver);
+        }
         (Expr::FunctionCall { .. }, _) => {
             let (value, returned) = constant_call(expr)?;
             let fits = returned == *ty_un

@@ -23,6 +23,9 @@ use storage::{ColumnValue, Cursor, Slice, Storage, TokenRange};
 
 const MIN_TOKEN: i64 = i64::MIN;
 
+/// How aggregate results are limited and paged: LIMIT, PER PARTITION LIMIT, page size, state.
+type GroupPaging<'a> = (Option<usize>, Option<usize>, Option<i32>, Option<&'a Bytes>);
+
 /// A bound row filter: column index, map key (for `m[k] = v`), operator, operand values.
 type BoundFilter = (usize, Option<Value>, Operator, Vec<Value>);
 
@@ -103,8 +106,6 @@ impl SelectPlan {
                 outputs.push((planned.selection, spec(&name, planned.data_type)));
             }
         }
-        let group_by = plan_group_by(&select.group_by, &table)?;
-        let aggregate = !group_by.is_empty() || outputs.iter().any(|(s, _)| s.is_aggregate());
         let restrictions = Restrictions::plan(
             &select.where_clause,
             &table,
@@ -112,6 +113,20 @@ impl SelectPlan {
             select.allow_filtering,
             true,
         )?;
+        // Leading key columns fixed by equality may be left out of GROUP BY.
+        let eq_prefix = match &restrictions.partition {
+            Some(p) if p.iter().all(|v| matches!(v, KeyValues::Eq(_))) => {
+                p.len()
+                    + restrictions
+                        .clustering_eq
+                        .iter()
+                        .take_while(|v| matches!(v, KeyValues::Eq(_)))
+                        .count()
+            }
+            _ => 0,
+        };
+        let group_by = plan_group_by(&select.group_by, &table, eq_prefix)?;
+        let aggregate = !group_by.is_empty() || outputs.iter().any(|(s, _)| s.is_aggregate());
         // ORDER BY: all clustering columns in table order, all same or all reversed.
         let mut reversed = false;
         if !select.order_by.is_empty() {
@@ -227,9 +242,9 @@ impl SelectPlan {
                         .unwrap_or(serde_json::Value::Null);
                     obj.insert(crate::executor::json::json_key(&spec.name), v);
                 }
-                vec![Some(Bytes::from(
-                    serde_json::Value::Object(obj).to_string(),
-                ))]
+                vec![Some(Bytes::from(crate::executor::json::to_text(
+                    &serde_json::Value::Object(obj),
+                )))]
             })
             .collect()
     }
@@ -267,6 +282,13 @@ impl SelectPlan {
             bind_limit(&self.per_partition_limit, values, "PER PARTITION LIMIT")?
         };
         let filters = self.bind_filters(values)?;
+        // Aggregates read everything and page their groups by offset.
+        let (group_limit, group_pp) = (limit, per_partition);
+        let (limit, per_partition, group_state, paging_state) = if self.aggregate {
+            (None, None, paging_state, None)
+        } else {
+            (limit, per_partition, None, paging_state)
+        };
         let state = match paging_state {
             Some(b) => PagingState::decode(b)?,
             None => PagingState::default(),
@@ -369,8 +391,9 @@ impl SelectPlan {
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
                                 if self.aggregate {
-                                    grouper
-                                        .feed(self.group_key(&ctx), &|sel| self.leaf(&ctx, sel))?;
+                                    grouper.feed(self.group_key(&ctx), ctx.pk, &|sel| {
+                                        self.leaf(&ctx, sel)
+                                    })?;
                                 } else {
                                     out.push(self.project(&ctx)?);
                                 }
@@ -426,7 +449,12 @@ impl SelectPlan {
             }
             None => {
                 let Some(range) = self.token_range(values)? else {
-                    return self.finish(out, grouper, None);
+                    return self.finish(
+                        out,
+                        grouper,
+                        None,
+                        (group_limit, group_pp, page_size, group_state),
+                    );
                 };
                 let mut cursor = state.cursor.clone().map(Cursor::from_bytes);
                 let mut last_pk: Option<Vec<Vec<u8>>> = state.last_pk.clone();
@@ -464,8 +492,9 @@ impl SelectPlan {
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
                                 if self.aggregate {
-                                    grouper
-                                        .feed(self.group_key(&ctx), &|sel| self.leaf(&ctx, sel))?;
+                                    grouper.feed(self.group_key(&ctx), ctx.pk, &|sel| {
+                                        self.leaf(&ctx, sel)
+                                    })?;
                                 } else {
                                     out.push(self.project(&ctx)?);
                                 }
@@ -508,7 +537,12 @@ impl SelectPlan {
             s.returned = state.returned + out.len() as u32;
             s.encode()
         });
-        self.finish(out, grouper, next)
+        self.finish(
+            out,
+            grouper,
+            next,
+            (group_limit, group_pp, page_size, group_state),
+        )
     }
 
     fn finish(
@@ -516,9 +550,28 @@ impl SelectPlan {
         rows: Vec<Vec<Option<Bytes>>>,
         grouper: Grouper<'_>,
         next: Option<Bytes>,
+        groups: GroupPaging<'_>,
     ) -> Result<Rows, QueryError> {
         let (rows, next) = if self.aggregate {
-            (grouper.finish()?, None)
+            let (limit, per_partition, page_size, state) = groups;
+            let mut out = Vec::new();
+            let mut last_pk: Option<Vec<Vec<u8>>> = None;
+            let mut in_partition = 0usize;
+            for (pk, row) in grouper.finish()? {
+                if last_pk.as_ref() != Some(&pk) {
+                    last_pk = Some(pk);
+                    in_partition = 0;
+                }
+                in_partition += 1;
+                if per_partition.is_some_and(|p| in_partition > p) {
+                    continue;
+                }
+                out.push(row);
+                if limit.is_some_and(|l| out.len() >= l) {
+                    break;
+                }
+            }
+            crate::executor::virtual_select::page(out, page_size, state)?
         } else {
             (rows, next)
         };

@@ -59,6 +59,13 @@ pub(crate) enum Selection {
         /// The key (list index, map key or set element).
         key: Value,
     },
+    /// `toJson(x)`.
+    ToJson {
+        /// The value.
+        arg: Box<Selection>,
+        /// Its type.
+        arg_type: DataType,
+    },
     /// An aggregate over its argument.
     Aggregate {
         /// `count`, `min`, `max`, `sum`, `avg`.
@@ -91,7 +98,8 @@ impl Selection {
             Selection::Scalar { args, .. } => args.iter().any(|(a, _)| a.is_aggregate()),
             Selection::Cast { arg, .. }
             | Selection::Field { arg, .. }
-            | Selection::Element { arg, .. } => arg.is_aggregate(),
+            | Selection::Element { arg, .. }
+            | Selection::ToJson { arg, .. } => arg.is_aggregate(),
             _ => false,
         }
     }
@@ -154,6 +162,16 @@ impl Selection {
                 };
                 Ok(element_of(&b, arg_type, key).map(|v| Bytes::from(v.to_bytes())))
             }
+            Selection::ToJson { arg, arg_type } => {
+                let json = match arg.eval(leaf)? {
+                    Some(b) => match Value::decode(arg_type, &b) {
+                        Ok(v) => crate::executor::json::to_json(&v, arg_type),
+                        Err(_) => serde_json::Value::Null,
+                    },
+                    None => serde_json::Value::Null,
+                };
+                Ok(Some(Bytes::from(crate::executor::json::to_text(&json))))
+            }
             Selection::CountStar | Selection::Aggregate { .. } => Ok(None),
             leafy => Ok(leaf(leafy)),
         }
@@ -194,6 +212,7 @@ pub(crate) fn selector_name(expr: &Expr) -> String {
             let arg_names: Vec<String> = args.iter().map(selector_name).collect();
             match name.name.as_str() {
                 "token" => format!("system.token({})", arg_names.join(", ")),
+                "tojson" => format!("system.tojson({})", arg_names.join(", ")),
                 "writetime" | "ttl" => format!("{}({})", name.name, arg_names.join(", ")),
                 n => functions::result_column_name(n, &arg_names),
             }
@@ -225,7 +244,9 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
         }
         Expr::Cast { expr, to } => {
             let inner = plan_selector(expr, table)?;
-            functions::check_cast(&inner.data_type, to, &inner.name)?;
+            functions::check_cast(&inner.data_type, to, &inner.name).map_err(|_| {
+                QueryError::invalid(format!("{} cannot be cast to {to}", inner.name))
+            })?;
             let name = functions::cast_column_name(&inner.name, &inner.data_type, to);
             return Ok(Planned {
                 selection: Selection::Cast {
@@ -290,6 +311,16 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                 }
                 ("count", [Expr::Star]) | ("count", [Expr::Literal(_)]) => {
                     (Selection::CountStar, DataType::Native(NativeType::Bigint))
+                }
+                ("tojson", [arg]) => {
+                    let inner = plan_selector(arg, table)?;
+                    (
+                        Selection::ToJson {
+                            arg: Box::new(inner.selection),
+                            arg_type: inner.data_type,
+                        },
+                        DataType::Native(NativeType::Text),
+                    )
                 }
                 (agg, [arg]) if functions::is_aggregate(agg) => {
                     let inner = plan_selector(arg, table)?;
@@ -421,6 +452,9 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
     })
 }
 
+/// One output row of a group, with the partition key the group belongs to.
+pub(crate) type GroupRow = (Vec<Vec<u8>>, Vec<Option<Bytes>>);
+
 /// Per-group state of one output.
 enum Fold {
     /// `count(*)`.
@@ -435,8 +469,9 @@ enum Fold {
 pub(crate) struct Grouper<'a> {
     outputs: &'a [(Selection, DataType)],
     key: Option<Vec<Option<Bytes>>>,
+    partition: Vec<Vec<u8>>,
     folds: Vec<Fold>,
-    rows: Vec<Vec<Option<Bytes>>>,
+    rows: Vec<GroupRow>,
     grouped: bool,
 }
 
@@ -449,6 +484,7 @@ impl<'a> Grouper<'a> {
         let mut g = Grouper {
             outputs,
             key: None,
+            partition: Vec::new(),
             folds: Vec::new(),
             rows: Vec::new(),
             grouped,
@@ -483,10 +519,14 @@ impl<'a> Grouper<'a> {
     pub(crate) fn feed(
         &mut self,
         key: Vec<Option<Bytes>>,
+        partition: &[Vec<u8>],
         leaf: &dyn Fn(&Selection) -> Option<Bytes>,
     ) -> Result<(), QueryError> {
         if self.key.as_ref().is_some_and(|k| *k != key) {
             self.flush()?;
+        }
+        if self.key.is_none() {
+            self.partition = partition.to_vec();
         }
         self.key = Some(key);
         for (fold, (sel, _)) in self.folds.iter_mut().zip(self.outputs) {
@@ -521,16 +561,17 @@ impl<'a> Grouper<'a> {
                 Fold::First(v, _) => v,
             })
             .collect();
-        self.rows.push(row);
+        self.rows.push((std::mem::take(&mut self.partition), row));
         self.key = None;
         Ok(())
     }
 
-    /// The output rows: one per group (one in all without GROUP BY, even over no rows).
+    /// The output rows with their partition keys: one per group (one in all without GROUP BY,
+    /// even over no rows).
     ///
     /// # Errors
     /// Aggregate failures.
-    pub(crate) fn finish(mut self) -> Result<Vec<Vec<Option<Bytes>>>, QueryError> {
+    pub(crate) fn finish(mut self) -> Result<Vec<GroupRow>, QueryError> {
         if self.key.is_some() || (!self.grouped && self.rows.is_empty()) {
             self.flush()?;
         }
@@ -542,12 +583,22 @@ impl<'a> Grouper<'a> {
 ///
 /// # Errors
 /// InvalidRequest with Cassandra's messages.
-pub(crate) fn plan_group_by(group_by: &[String], table: &Table) -> Result<Vec<usize>, QueryError> {
+pub(crate) fn plan_group_by(
+    group_by: &[String],
+    table: &Table,
+    eq_prefix: usize,
+) -> Result<Vec<usize>, QueryError> {
     let key: Vec<&str> = table
         .partition_key()
         .chain(table.clustering())
         .map(|c| c.name.as_str())
         .collect();
+    // Leading key columns may be left out (they are then restricted by equality).
+    let offset = group_by
+        .first()
+        .and_then(|g| key.iter().position(|k| k == g))
+        .unwrap_or(0)
+        .min(eq_prefix);
     let mut out = Vec::new();
     for (i, name) in group_by.iter().enumerate() {
         let Some(col) = table.columns.iter().position(|c| &c.name == name) else {
@@ -558,7 +609,7 @@ pub(crate) fn plan_group_by(group_by: &[String], table: &Table) -> Result<Vec<us
                 "Group by is currently only supported on the columns of the PRIMARY KEY, got {name}"
             )));
         }
-        if key.get(i) != Some(&name.as_str()) {
+        if key.get(i + offset) != Some(&name.as_str()) {
             return Err(QueryError::invalid(
                 "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
             ));

@@ -648,9 +648,7 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
         }
     }
     if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
-        return Err(QueryError::invalid(format!(
-            "Static columns are only useful (and thus allowed) if the table has at least one clustering column"
-        )));
+        return Err(QueryError::invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
     }
     let counters = columns
         .iter()
@@ -735,9 +733,7 @@ fn alter_table(
                     .map_err(QueryError::invalid)?;
                 validate_nesting(&data_type, false)?;
                 if def.is_static && t.clustering().next().is_none() {
-                    return Err(QueryError::invalid(format!(
-                        "Static columns are only useful (and thus allowed) if the table has at least one clustering column"
-                    )));
+                    return Err(QueryError::invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
                 }
                 if data_type.is_counter() != t.is_counter() {
                     return Err(QueryError::invalid(if t.is_counter() {

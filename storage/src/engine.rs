@@ -62,8 +62,8 @@ pub struct StorageOptions {
     /// A write that would take one logical partition (one partition key) past this many bytes
     /// fails with [`StorageError::PartitionTooLarge`]. Default 20 GiB.
     pub logical_partition_max_bytes: u64,
-    /// Splits running at the same time (background threads). Default 1; 0 disables automatic
-    /// splits ([`Storage::split_now`] still works).
+    /// Splits running at the same time, one background thread each (at least 1; one split
+    /// per table at a time). Default 1.
     pub max_concurrent_splits: usize,
 }
 

@@ -10,9 +10,10 @@
 //!    oversized instead.
 //! 2. **Prepare**: save a map version recording the pending split (source, new id, `at`),
 //!    create the new keyspace, and install a routing view in which every write to a token
-//!    above `at` is also written, in the same atomic batch, to the new keyspace. Taking every
-//!    write-lock stripe once then guarantees that all later writes there are dual-written.
-//! 3. **Copy** the upper half from a snapshot taken after that barrier, in chunks of about
+//!    above `at` is also written, in the same atomic batch, to the new keyspace. The view is
+//!    installed and the copy's snapshot taken while holding every write-lock stripe, so each
+//!    write is either in the snapshot or dual-written, never both or neither.
+//! 3. **Copy** the upper half from that snapshot, in chunks of about
 //!    256 KiB: for each chunk, lock the stripes of the partitions it holds, re-read the chunk
 //!    fresh from the source and write it to the new keyspace. A key is therefore copied
 //!    either before a later write (which is dual-written) or after it (and the copy reads the
@@ -299,16 +300,21 @@ impl Storage {
             0,
             0,
         ));
-        let split_view = ring.install(RingView {
-            map: map.clone(),
-            parts: view.parts.clone(),
-            split: Some(ActiveSplit {
-                source: src.id,
-                at,
-                upper: upper.clone(),
-            }),
-        });
-        drop(self.lock_stripes(u64::MAX));
+        let (split_view, snap) = {
+            // Holding every stripe: each write commits either before the snapshot (and is
+            // copied from it) or after it, dual-written (and counted by its delta).
+            let _all = self.lock_stripes(u64::MAX);
+            let split_view = ring.install(RingView {
+                map: map.clone(),
+                parts: view.parts.clone(),
+                split: Some(ActiveSplit {
+                    source: src.id,
+                    at,
+                    upper: upper.clone(),
+                }),
+            });
+            (split_view, db.snapshot())
+        };
         tracing::info!(
             table = %table.id, id = src.id, bytes = source_bytes, start, end, at,
             new_id = upper_id, "split started"
@@ -319,7 +325,7 @@ impl Storage {
         }
 
         // 3. Copy.
-        match self.copy_upper(table.id, ring, src, at, end, &upper) {
+        match self.copy_upper(&snap, table.id, ring, src, (at, end), &upper) {
             Ok(Copy::Done) => {}
             #[cfg(test)]
             Ok(Copy::Crashed) => return Ok(false),
@@ -406,14 +412,13 @@ impl Storage {
     /// Step 3: copies the source's tokens in `(at, end]` into `upper` (see the module docs).
     fn copy_upper(
         &self,
+        snap: &Snapshot,
         table: TableId,
         ring: &TableRing,
         src: &Physical,
-        at: i64,
-        end: i64,
+        (at, end): (i64, i64),
         upper: &Physical,
     ) -> Result<Copy, StorageError> {
-        let snap = self.inner.db.snapshot();
         let (lo, hi) = crate::ring::token_key_bounds(at, end);
         // (bytes, logical partitions) of the snapshot.
         let mut base = (0u64, 0u64);
