@@ -84,6 +84,14 @@ pub struct Config {
     pub max_requests_per_connection: usize,
     /// Seconds that in-flight requests get to finish on shutdown.
     pub shutdown_grace_seconds: u64,
+    /// Requests executing at once across all connections; beyond it clients get Overloaded.
+    pub max_concurrent_requests: usize,
+    /// A read not answered within this many milliseconds gets ReadTimeout.
+    pub read_request_timeout_ms: u64,
+    /// A write not answered within this many milliseconds gets WriteTimeout.
+    pub write_request_timeout_ms: u64,
+    /// Any other request (DDL, ...) not answered within this many milliseconds times out.
+    pub request_timeout_ms: u64,
     /// Durability policy for acknowledged writes.
     pub commitlog_sync: CommitlogSync,
     /// A physical partition larger than this splits in two.
@@ -123,6 +131,10 @@ impl Default for Config {
             max_connections: 4096,
             max_requests_per_connection: 1024,
             shutdown_grace_seconds: 5,
+            max_concurrent_requests: 4096,
+            read_request_timeout_ms: 5000,
+            write_request_timeout_ms: 2000,
+            request_timeout_ms: 10000,
             commitlog_sync: CommitlogSync::Periodic,
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,

@@ -235,25 +235,108 @@ fn dispatch(
         );
         return true;
     }
+    // Bounded work: past the node-wide limit a request is refused, not queued.
+    let Some(slot) = node.try_start_request() else {
+        session.send(
+            version,
+            stream,
+            &Response::Error(ErrorBody::Overloaded(
+                "Too many requests in flight on this node; retry later".into(),
+            )),
+        );
+        session.release_after_write(permit);
+        return true;
+    };
+    let kind = RequestKind::of(&request, node);
+    let timeout = kind.timeout(node.config());
     let session = session.clone();
     let node = node.clone();
     tokio::spawn(async move {
         let ctx = session.context();
-        let work = tokio::task::spawn_blocking(move || node.execute(&ctx, request, version));
-        let response = match work.await {
-            Ok(r) => r,
-            Err(e) => {
+        let work = tokio::task::spawn_blocking(move || {
+            let response = node.execute(&ctx, request, version);
+            drop(slot);
+            response
+        });
+        let response = match tokio::time::timeout(timeout, work).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
                 warn!(error = %e, "request task failed");
                 Response::Error(ErrorBody::ServerError(
                     "Internal error while processing the request; see the server log".into(),
                 ))
             }
+            Err(_) => Response::Error(kind.timeout_error()),
         };
         session.apply_effects(&response);
         session.send(version, stream, &response);
         session.release_after_write(permit);
     });
     true
+}
+
+/// What a request does, for its timeout and its timeout error.
+#[derive(Debug, Clone, Copy)]
+enum RequestKind {
+    Read,
+    Write { batch: bool },
+    Other,
+}
+
+impl RequestKind {
+    fn of(request: &Request, node: &Node) -> RequestKind {
+        let first_word = |text: &str| {
+            text.trim_start()
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase()
+        };
+        let of_text = |text: &str| match first_word(text).as_str() {
+            "select" => RequestKind::Read,
+            "insert" | "update" | "delete" => RequestKind::Write { batch: false },
+            "begin" => RequestKind::Write { batch: true },
+            _ => RequestKind::Other,
+        };
+        match request {
+            Request::Query(q) => of_text(&q.query),
+            Request::Execute(e) => node
+                .prepared()
+                .get(&e.id)
+                .map(|p| of_text(&p.query))
+                .unwrap_or(RequestKind::Other),
+            Request::Batch(_) => RequestKind::Write { batch: true },
+            _ => RequestKind::Other,
+        }
+    }
+
+    fn timeout(self, config: &crate::config::Config) -> std::time::Duration {
+        std::time::Duration::from_millis(match self {
+            RequestKind::Read => config.read_request_timeout_ms,
+            RequestKind::Write { .. } => config.write_request_timeout_ms,
+            RequestKind::Other => config.request_timeout_ms,
+        })
+    }
+
+    fn timeout_error(self) -> ErrorBody {
+        let message = "Operation timed out - received only 0 responses.".to_string();
+        match self {
+            RequestKind::Read | RequestKind::Other => ErrorBody::ReadTimeout {
+                message,
+                consistency: cql::request::Consistency::One,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            },
+            RequestKind::Write { batch } => ErrorBody::WriteTimeout {
+                message,
+                consistency: cql::request::Consistency::One,
+                received: 0,
+                block_for: 1,
+                write_type: if batch { "BATCH" } else { "SIMPLE" }.to_string(),
+            },
+        }
+    }
 }
 
 /// Writes queued frames, gathering whatever is already queued into one write.

@@ -47,6 +47,8 @@ pub struct Node {
     partition_locks: crate::executor::lwt::PartitionLocks,
     auth: crate::auth::Auth,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Node-wide request slots (`max_concurrent_requests`).
+    request_slots: Arc<tokio::sync::Semaphore>,
 }
 
 fn now_ms() -> i64 {
@@ -181,6 +183,9 @@ impl Node {
             .sum();
         info!(%host_id, data_dir = %dir.display(), tables, "node opened");
         let (events, _) = broadcast::channel(1024);
+        let request_slots = Arc::new(tokio::sync::Semaphore::new(
+            config.max_concurrent_requests.max(1),
+        ));
         Ok(Node {
             config,
             info,
@@ -190,6 +195,7 @@ impl Node {
             events,
             prepared: PreparedCache::new(10_000),
             partition_locks: Default::default(),
+            request_slots,
             auth,
             tls,
         })
@@ -223,6 +229,11 @@ impl Node {
     /// The TLS acceptor, when a certificate is configured.
     pub fn tls_acceptor(&self) -> Option<&tokio_rustls::TlsAcceptor> {
         self.tls.as_ref()
+    }
+
+    /// Claims one of the node-wide request slots; `None` when the node is saturated.
+    pub fn try_start_request(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.request_slots.clone().try_acquire_owned().ok()
     }
 
     /// The prepared-statement cache.

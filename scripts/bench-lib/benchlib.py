@@ -77,6 +77,7 @@ def record(a):
         "stop_s": a.stop_seconds,
         "rss_mb": a.hwm_kb / 1024.0 if a.hwm_kb else None,
         "disk_bytes": a.disk_bytes or None,
+        "journal_bytes": a.journal_bytes if a.disk_bytes else None,
         "raw_row_bytes": a.raw_row_bytes,
         "report": a.report,
     }
@@ -173,7 +174,7 @@ def aggregate(runs):
         return None
     agg = {"runs": len(ok), "unit": ok[0].get("unit", "ops")}
     for key in ("ops_per_s", "p50_ms", "p99_ms", "p999_ms", "mean_ms", "cpu_us_per_op", "disk_bytes_per_row",
-                "load_s", "stop_s", "client_cpu_util", "table_rows", "disk_bytes"):
+                "load_s", "stop_s", "client_cpu_util", "table_rows", "disk_bytes", "journal_bytes"):
         agg[key] = avg(r.get(key) for r in ok)
     agg["rss_mb"] = max((r["rss_mb"] for r in ok if r.get("rss_mb")), default=None)
     agg["per_round"] = [(r["round"], r.get("ops_per_s")) for r in ok]
@@ -222,10 +223,12 @@ def summarize(a):
             out.append(f"   {label:<22}{f(cv):>14}{f(gv):>14}{fmt(ratio(gv, cv)):>16}")
         if g and g.get("disk_bytes_per_row"):
             x = g["disk_bytes_per_row"] / raw if raw else None
+            mib = (g.get("disk_bytes") or 0) / 1048576
+            jmib = (g.get("journal_bytes") or 0) / 1048576
+            out.append(f"   {'disk bytes/row':<22}{'-':>14}{fmt(g['disk_bytes_per_row']):>14}{fmt(x):>16}  (x raw {raw} B)")
             out.append(
-                f"   {'disk bytes/row':<22}{'-':>14}{fmt(g['disk_bytes_per_row']):>14}"
-                f"{(fmt(x) + 'x raw ' + str(raw) + ' B') if x else '':>16}"
-                f"   ({fmt(g.get('table_rows'))} rows, {fmt((g.get('disk_bytes') or 0) / 1048576)} MiB after SIGTERM)"
+                f"   on disk after SIGTERM: {fmt(mib)} MiB for {fmt(g.get('table_rows'))} rows "
+                f"(journal {fmt(jmib)} MiB, tables and the rest {fmt(mib - jmib)} MiB)"
             )
         if g and g.get("load_s"):
             out.append(
@@ -309,6 +312,7 @@ def main():
     r.add_argument("--warmup-cycles", type=int, default=0)
     r.add_argument("--hwm-kb", type=int, default=0)
     r.add_argument("--disk-bytes", type=int, default=0)
+    r.add_argument("--journal-bytes", type=int, default=0)
     r.add_argument("--load-seconds", type=float, default=0.0)
     r.add_argument("--stop-seconds", type=float, default=0.0)
     r.add_argument("--rows-loaded", type=int, default=0)

@@ -30,16 +30,27 @@ impl TestServer {
         Self::start_in(dir).await
     }
 
+    /// Starts a server on a fresh data directory with settings changed by `tune`.
+    pub async fn start_with(tune: impl FnOnce(&mut Config)) -> TestServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_tuned(dir, tune).await
+    }
+
     /// Starts a server on `dir`.
     pub async fn start_in(dir: tempfile::TempDir) -> TestServer {
+        Self::start_tuned(dir, |_| {}).await
+    }
+
+    async fn start_tuned(dir: tempfile::TempDir, tune: impl FnOnce(&mut Config)) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let config = Config {
+        let mut config = Config {
             listen: addr,
             data_dir: dir.path().to_path_buf(),
             shutdown_grace_seconds: 2,
             ..Config::default()
         };
+        tune(&mut config);
         let node = tokio::task::spawn_blocking(move || Node::open(config))
             .await
             .expect("join")
