@@ -22,7 +22,7 @@ fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
         Ok(entries) => entries
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.is_file() && !p.extension().is_some_and(|e| e == "md"))
+            .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "md"))
             .collect(),
         Err(_) => Vec::new(),
     };

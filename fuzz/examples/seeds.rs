@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 use cql::compression::Compression;
-use cql::frame::{flags, Opcode, FrameHeader};
+use cql::frame::{flags, FrameHeader, Opcode};
 use cql::request::{
     Batch, BatchStatement, BatchStatementKind, BatchType, Consistency, Execute, Prepare, Query,
     QueryParameters, RawValue, Request,
@@ -77,12 +77,17 @@ fn requests() -> Vec<Request> {
             batch_type: BatchType::Logged,
             statements: vec![
                 BatchStatement {
-                    kind: BatchStatementKind::Query("INSERT INTO ks.t (k, v) VALUES (1, 'a')".into()),
+                    kind: BatchStatementKind::Query(
+                        "INSERT INTO ks.t (k, v) VALUES (1, 'a')".into(),
+                    ),
                     values: vec![],
                 },
                 BatchStatement {
                     kind: BatchStatementKind::Prepared(Bytes::from_static(&[7; 16])),
-                    values: vec![RawValue::Bytes(Bytes::from_static(&[0, 0, 0, 2])), RawValue::Null],
+                    values: vec![
+                        RawValue::Bytes(Bytes::from_static(&[0, 0, 0, 2])),
+                        RawValue::Null,
+                    ],
                 },
             ],
             consistency: Consistency::Quorum,
@@ -173,13 +178,35 @@ fn values() -> Vec<(DataType, Value)> {
         (n(N::Boolean), Value::Boolean(true)),
         (n(N::Counter), Value::Counter(42)),
         (n(N::Date), Value::Date((1u32 << 31) + 19_000)),
-        (n(N::Decimal), Value::Decimal { scale: 2, unscaled: vec![0x30, 0x39] }),
-        (n(N::Decimal), Value::Decimal { scale: -3, unscaled: vec![0xff, 0x00] }),
+        (
+            n(N::Decimal),
+            Value::Decimal {
+                scale: 2,
+                unscaled: vec![0x30, 0x39],
+            },
+        ),
+        (
+            n(N::Decimal),
+            Value::Decimal {
+                scale: -3,
+                unscaled: vec![0xff, 0x00],
+            },
+        ),
         (n(N::Double), Value::Double(-0.0)),
         (n(N::Double), Value::Double(f64::NAN)),
-        (n(N::Duration), Value::Duration { months: 1, days: 2, nanos: 3_000_000_000 }),
+        (
+            n(N::Duration),
+            Value::Duration {
+                months: 1,
+                days: 2,
+                nanos: 3_000_000_000,
+            },
+        ),
         (n(N::Float), Value::Float(1.5)),
-        (n(N::Inet), Value::Inet(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)))),
+        (
+            n(N::Inet),
+            Value::Inet(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1))),
+        ),
         (n(N::Inet), Value::Inet(IpAddr::V6(Ipv6Addr::LOCALHOST))),
         (n(N::Int), Value::Int(-7)),
         (n(N::Smallint), Value::Smallint(300)),
@@ -192,8 +219,18 @@ fn values() -> Vec<(DataType, Value)> {
         (n(N::Varint), Value::Varint(vec![0x00, 0xff])),
         (n(N::Varint), Value::Varint(vec![0x80, 0x00, 0x01])),
         (n(N::Int), Value::Empty),
-        (DataType::Custom(DURATION_CLASS.into()), Value::Duration { months: -1, days: 0, nanos: -5 }),
-        (DataType::Custom("org.example.SomeType".into()), Value::Blob(vec![9, 9])),
+        (
+            DataType::Custom(DURATION_CLASS.into()),
+            Value::Duration {
+                months: -1,
+                days: 0,
+                nanos: -5,
+            },
+        ),
+        (
+            DataType::Custom("org.example.SomeType".into()),
+            Value::Blob(vec![9, 9]),
+        ),
     ];
     let list = DataType::List(Box::new(n(N::Int)));
     let set = DataType::Set(Box::new(n(N::Text)));
@@ -211,7 +248,10 @@ fn values() -> Vec<(DataType, Value)> {
         (Value::Text("a".into()), Value::Bigint(-1)),
     ]);
     let tup = Value::Tuple(vec![Some(Value::Int(1)), None, Some(Value::Double(2.5))]);
-    let udt_value = Value::Udt(vec![("f0".into(), Some(Value::Int(5))), ("f1".into(), None)]);
+    let udt_value = Value::Udt(vec![
+        ("f0".into(), Some(Value::Int(5))),
+        ("f1".into(), None),
+    ]);
     v.extend([
         (list.clone(), ints.clone()),
         (set.clone(), texts.clone()),
@@ -223,12 +263,15 @@ fn values() -> Vec<(DataType, Value)> {
         (DataType::Frozen(Box::new(map)), entries),
         (DataType::Frozen(Box::new(udt)), udt_value),
         (
-            DataType::Frozen(Box::new(DataType::List(Box::new(DataType::Frozen(Box::new(
-                DataType::Set(Box::new(n(N::Text))),
-            )))))),
+            DataType::Frozen(Box::new(DataType::List(Box::new(DataType::Frozen(
+                Box::new(DataType::Set(Box::new(n(N::Text)))),
+            ))))),
             Value::List(vec![texts]),
         ),
-        (DataType::Tuple(vec![tuple, n(N::Uuid)]), Value::Tuple(vec![Some(tup), None])),
+        (
+            DataType::Tuple(vec![tuple, n(N::Uuid)]),
+            Value::Tuple(vec![Some(tup), None]),
+        ),
     ]);
     v
 }
@@ -299,7 +342,13 @@ fn main() {
         if i % 3 == 0 {
             for c in [Compression::Lz4, Compression::Snappy] {
                 let mut seed = vec![0u8];
-                seed.extend(frame(4, flags::COMPRESSION, 1, req.opcode() as u8, &c.compress(&body)));
+                seed.extend(frame(
+                    4,
+                    flags::COMPRESSION,
+                    1,
+                    req.opcode() as u8,
+                    &c.compress(&body),
+                ));
                 write_seed(&root.join("frame"), &seed);
             }
         }
@@ -338,7 +387,12 @@ fn main() {
     // Keep distinct statement shapes (first words) so the corpus stays small.
     let mut seen = std::collections::HashMap::<String, usize>::new();
     for s in &statements {
-        let shape: String = s.split_whitespace().take(3).collect::<Vec<_>>().join(" ").to_lowercase();
+        let shape: String = s
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase();
         let count = seen.entry(shape).or_default();
         if *count < 4 {
             *count += 1;

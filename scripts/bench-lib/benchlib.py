@@ -60,6 +60,15 @@ def reset_hwm(pid):
         sys.exit(1)
 
 
+def rate(report, factor):
+    with open(report) as f:
+        res = json.load(f)["result"]
+    ops = mean_value(res["cycle_throughput"])
+    if not ops:
+        sys.exit(1)
+    print(f"{ops * factor:.0f}")
+
+
 def mean_value(m):
     if isinstance(m, dict):
         return m.get("value")
@@ -126,7 +135,7 @@ def record(a):
         rec["server_cpu_s"] = ticks / CLK_TCK
         rec["cpu_us_per_op"] = ticks / CLK_TCK * 1e6 / work if work else None
         # Distinct rows the table holds when the server stops.
-        if a.workload in ("write", "bulk"):
+        if a.workload in ("write", "bulk") or a.rows_loaded == 0:
             rec["table_rows"] = max(cycles, a.warmup_cycles)
         else:
             rec["table_rows"] = a.rows_loaded
@@ -204,7 +213,11 @@ def summarize(a):
         c, g = aggregate(ceil_runs), aggregate(ring_runs)
         unit = (c or g or {"unit": "ops"})["unit"]
         out.append("")
-        out.append(f"== {w}  ({len(ceil_runs)} ceiling + {len(ring_runs)} ringdb runs, alternating)")
+        if ceil_runs:
+            out.append(f"== {w}  ({len(ceil_runs)} ceiling + {len(ring_runs)} ringdb runs, alternating)")
+        else:
+            out.append(f"== {w}  ({len(ring_runs)} ringdb run{'s' if len(ring_runs) > 1 else ''}, after ringdb's `{w.split('-')[0]}` run "
+                       f"on the same server)")
         for r in ceil_runs + ring_runs:
             if r["status"] != "ok":
                 out.append(f"   FAILED {r['server']} round {r['round']}: {r['error']}")
@@ -230,12 +243,12 @@ def summarize(a):
                 f"   on disk after SIGTERM: {fmt(mib)} MiB for {fmt(g.get('table_rows'))} rows "
                 f"(journal {fmt(jmib)} MiB, tables and the rest {fmt(mib - jmib)} MiB)"
             )
-        if g and g.get("load_s"):
+        if c and g and g.get("load_s"):
             out.append(
                 f"   load phase: ceiling {fmt(c.get('load_s') if c else None)} s, ringdb {fmt(g.get('load_s'))} s; "
                 f"ringdb shutdown (flush) {fmt(g.get('stop_s'))} s"
             )
-        elif g:
+        elif g and g.get("disk_bytes"):
             out.append(f"   ringdb shutdown (flush) {fmt(g.get('stop_s'))} s")
         if c and g:
             pr = []
@@ -243,7 +256,9 @@ def summarize(a):
                 cv = next((v for (rr, v) in c["per_round"] if rr == rnd), None)
                 pr.append(f"round {rnd}: {fmt(cv)} vs {fmt(gv)} ({fmt(ratio(gv, cv))})")
             out.append("   per round (ceiling vs ringdb " + unit + "/s): " + "; ".join(pr))
-        for name, agg in (("nullserver", c), ("ringdb", g)):
+        for name, agg, rs in (("nullserver", c, ceil_runs), ("ringdb", g, ring_runs)):
+            if not rs:
+                continue
             if agg is None:
                 bench_lines.append(f"BENCH workload={w} server={name} status=failed")
                 continue
@@ -263,7 +278,7 @@ def summarize(a):
     out.append("")
     out.append("== summary (ratios are ringdb/ceiling; targets are reported, never asserted)")
     out.append(
-        f"   {'workload':<9}{'ceiling/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
+        f"   {'workload':<16}{'ceiling/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
         f"{'cpu x':>8}{'ringdb RSS MB':>15}{'disk B/row':>12}   target"
     )
     for w, unit, c, g in overview:
@@ -276,6 +291,14 @@ def summarize(a):
             target = f">= {t}x: " + ("met" if r is not None and r >= t else "not met")
         elif w == "scan":
             target = f">= {SCAN_TARGET_ROWS_PER_S:,} rows/s: " + ("met" if gv and gv >= SCAN_TARGET_ROWS_PER_S else "not met")
+        elif w.endswith("-half-rate") and g:
+            target = f"p99 <= 1 ms at half of ringdb's peak: " + ("met" if g["p99_ms"] is not None and g["p99_ms"] <= 1.0 else "not met")
+        elif w == "bulk-read" and g:
+            small = next((gg for (ww, _, _, gg) in overview if ww == "read" and gg), None)
+            if small and small.get("p50_ms") and g.get("p50_ms"):
+                x = g["p50_ms"] / small["p50_ms"]
+                target = (f"p50 at {settings.get('bulk_rows', 0):,} rows / at {settings.get('read_rows', settings.get('rows', 0)):,} rows = {x:.2f} "
+                          f"(<= 1.3: {'met' if x <= 1.3 else 'not met'})")
         elif w == "bulk" and g:
             rss_ok = g.get("rss_mb") is not None and g["rss_mb"] <= BULK_RSS_TARGET_MB
             d = g.get("disk_bytes_per_row")
@@ -283,7 +306,7 @@ def summarize(a):
             target = (f"RSS <= 1 GiB: {'met' if rss_ok else 'not met'}; "
                       f"disk <= {DISK_TARGET_X_RAW}x raw: {'met' if disk_ok else 'not met'}")
         out.append(
-            f"   {w + ('' if unit == 'ops' else ' (rows)'):<9}{fmt(cv):>12}{fmt(gv):>12}{fmt(r):>8}"
+            f"   {w + ('' if unit == 'ops' else ' (rows/s)'):<16}{fmt(cv):>12}{fmt(gv):>12}{fmt(r):>8}"
             f"{fmt(ratio(g and g['p50_ms'], c and c['p50_ms'])):>8}{fmt(ratio(g and g['p99_ms'], c and c['p99_ms'])):>8}"
             f"{fmt(ratio(g and g['cpu_us_per_op'], c and c['cpu_us_per_op'])):>8}"
             f"{fmt(g and g['rss_mb']):>15}{fmt(g and g.get('disk_bytes_per_row')):>12}   {target}"
@@ -317,6 +340,9 @@ def main():
     r.add_argument("--stop-seconds", type=float, default=0.0)
     r.add_argument("--rows-loaded", type=int, default=0)
     r.add_argument("--raw-row-bytes", type=int, default=0)
+    rt = sub.add_parser("rate")
+    rt.add_argument("report")
+    rt.add_argument("factor", type=float)
     s = sub.add_parser("summarize")
     s.add_argument("--runs", required=True)
     s.add_argument("--settings")
@@ -329,6 +355,8 @@ def main():
         hwm_kb(a.pid)
     elif a.cmd == "reset-hwm":
         reset_hwm(a.pid)
+    elif a.cmd == "rate":
+        rate(a.report, a.factor)
     elif a.cmd == "record":
         record(a)
     elif a.cmd == "summarize":

@@ -1,0 +1,112 @@
+//! Criterion micro-benchmarks of the storage engine: write, point read, 100-row slice, key encode.
+
+use cql::types::{DataType, NativeType};
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use storage::{
+    ClusteringBound, ColumnOp, ColumnWrite, Liveness, Mutation, Order, RowWrite, Slice, Storage,
+    StorageOptions, TableId, TableLayout,
+};
+
+const TABLE: TableId = TableId(1);
+
+fn row(pk: i64, c: i32, ts: i64) -> Mutation {
+    Mutation {
+        partition_key: vec![pk.to_be_bytes().to_vec()],
+        rows: vec![RowWrite {
+            clustering: vec![c.to_be_bytes().to_vec()],
+            liveness: Some(Liveness {
+                timestamp: ts,
+                ttl: None,
+            }),
+            columns: vec![ColumnWrite {
+                column: 2,
+                op: ColumnOp::Set {
+                    value: vec![b'x'; 100],
+                    timestamp: ts,
+                    ttl: None,
+                },
+            }],
+            ..RowWrite::default()
+        }],
+        ..Mutation::default()
+    }
+}
+
+fn open() -> (tempfile::TempDir, Storage) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Storage::open(dir.path(), StorageOptions::default()).expect("open");
+    let layout = TableLayout {
+        partition_key: vec![DataType::Native(NativeType::Bigint)],
+        clustering: vec![(DataType::Native(NativeType::Int), Order::Asc)],
+        columns: BTreeMap::from([(2, DataType::Native(NativeType::Text))]),
+        ..TableLayout::default()
+    };
+    storage.create_table(TABLE, layout).expect("table");
+    (dir, storage)
+}
+
+fn benches(c: &mut Criterion) {
+    let (_dir, storage) = open();
+    // 100 partitions of 100 rows, plus one partition of 10,000 rows for slices.
+    for pk in 0..100i64 {
+        for ck in 0..100i32 {
+            storage.apply(TABLE, &row(pk, ck, 1)).expect("load");
+        }
+    }
+    for ck in 0..10_000i32 {
+        storage.apply(TABLE, &row(1_000_000, ck, 1)).expect("load");
+    }
+    let mut ts = 2i64;
+    c.bench_function("storage/write_row_100B", |b| {
+        b.iter(|| {
+            ts += 1;
+            storage
+                .apply(TABLE, &row(ts % 1000 + 200, (ts % 100) as i32, ts))
+                .expect("write");
+        })
+    });
+    let mut i = 0i64;
+    c.bench_function("storage/point_read", |b| {
+        b.iter(|| {
+            i += 1;
+            let key = vec![(i % 100).to_be_bytes().to_vec()];
+            let ck = vec![((i % 100) as i32).to_be_bytes().to_vec()];
+            let slice = Slice {
+                start: ClusteringBound::Inclusive(ck.clone()),
+                end: ClusteringBound::Inclusive(ck),
+                limit: Some(1),
+                ..Slice::default()
+            };
+            black_box(storage.read_partition(TABLE, &key, &slice).expect("read"))
+        })
+    });
+    c.bench_function("storage/slice_100_rows_of_10000", |b| {
+        b.iter(|| {
+            let key = vec![1_000_000i64.to_be_bytes().to_vec()];
+            let slice = Slice {
+                start: ClusteringBound::Inclusive(vec![5000i32.to_be_bytes().to_vec()]),
+                limit: Some(100),
+                ..Slice::default()
+            };
+            black_box(storage.read_partition(TABLE, &key, &slice).expect("slice"))
+        })
+    });
+    let columns = vec![
+        (DataType::Native(NativeType::Int), Order::Asc),
+        (DataType::Native(NativeType::Text), Order::Desc),
+    ];
+    let values = vec![42i32.to_be_bytes().to_vec(), b"clustering-text".to_vec()];
+    c.bench_function("storage/key_encode_clustering", |b| {
+        b.iter(|| {
+            let mut out = Vec::with_capacity(64);
+            storage::key::encode_clustering(&columns, black_box(&values), &mut out)
+                .expect("encode");
+            black_box(out)
+        })
+    });
+}
+
+criterion_group!(storage_benches, benches);
+criterion_main!(storage_benches);
