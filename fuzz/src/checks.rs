@@ -18,6 +18,18 @@ use storage::Order;
 /// Maximum frame body / decompressed length used by the targets (keeps allocations small).
 pub const MAX_BODY: u32 = 1 << 20;
 
+/// Is the known, not yet fixed bug `name` to be tolerated? Only while fuzzing, so the fuzzer can
+/// explore past it: `RINGDB_FUZZ_KNOWN=decimal-scale scripts/fuzz ...`. CI never sets it, so the
+/// regression inputs of open bugs keep failing `tests/fuzz_regressions.rs`.
+///
+/// Known bugs:
+/// - `decimal-scale`: storage's key encoding accepts a decimal whose scale is near `i32::MIN`
+///   with trailing zeros in the unscaled value (`80 00 00 00 0a`: 10 x 10^2147483648), but
+///   `decode_clustering` rejects the key ("decimal scale overflow").
+pub fn known(name: &str) -> bool {
+    std::env::var("RINGDB_FUZZ_KNOWN").is_ok_and(|v| v.split(',').any(|k| k.trim() == name))
+}
+
 /// The fuzz targets, by name.
 pub const TARGETS: [&str; 4] = ["frame", "request", "parser", "values"];
 
@@ -286,7 +298,13 @@ pub fn values(data: &[u8]) {
     if encoded.is_err() {
         return;
     }
-    let back = decode_clustering(&columns, &key)
+    let back = match decode_clustering(&columns, &key) {
+        Err(e) if known("decimal-scale") && e.to_string().contains("decimal scale overflow") => {
+            return
+        }
+        other => other,
+    };
+    let back = back
         .unwrap_or_else(|e| panic!("{ty}: key {key:02x?} of {bytes:02x?} does not decode: {e}"));
     assert_eq!(back.len(), 1);
     let mut key2 = Vec::new();

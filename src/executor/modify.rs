@@ -665,17 +665,7 @@ impl ModifyPlan {
 
     /// Marker indexes of the partition-key components, when each is bound by a plain marker.
     pub fn pk_indexes(&self) -> Vec<u16> {
-        let Some(partition) = &self.keys.partition else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for v in partition {
-            match v {
-                KeyValues::Eq(Term::Marker { index, .. }) => out.push(*index as u16),
-                _ => return Vec::new(),
-            }
-        }
-        out
+        self.keys.pk_marker_indexes()
     }
 
     /// Binds the plan into mutations, one per partition.

@@ -5,6 +5,20 @@ use num_bigint::BigInt;
 use std::cmp::Ordering;
 use uuid::Uuid;
 
+/// Whether a comparison result satisfies a relation operator (`=`, `!=`, `<`, `<=`, `>`, `>=`).
+pub fn satisfies(o: Ordering, op: cql::ast::Operator) -> bool {
+    use cql::ast::Operator as Op;
+    match op {
+        Op::Eq => o == Ordering::Equal,
+        Op::Ne => o != Ordering::Equal,
+        Op::Lt => o == Ordering::Less,
+        Op::Le => o != Ordering::Greater,
+        Op::Gt => o == Ordering::Greater,
+        Op::Ge => o != Ordering::Less,
+        _ => false,
+    }
+}
+
 /// Orders two values of type `ty` as Cassandra's comparator does (reference §6).
 pub fn compare_values(a: &Value, b: &Value, ty: &DataType) -> Ordering {
     use Value as V;

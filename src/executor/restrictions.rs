@@ -668,6 +668,22 @@ impl Restrictions {
         Ok(r)
     }
 
+    /// Marker indexes of the partition-key components when each is bound by a plain `= ?`
+    /// (PREPARED's `pk_indexes`, which drivers use to route by token); empty otherwise.
+    pub fn pk_marker_indexes(&self) -> Vec<u16> {
+        let Some(partition) = &self.partition else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for v in partition {
+            match v {
+                KeyValues::Eq(Term::Marker { index, .. }) => out.push(*index as u16),
+                _ => return Vec::new(),
+            }
+        }
+        out
+    }
+
     /// Clustering columns covered by the = / IN prefix.
     pub fn eq_width(&self) -> usize {
         self.clustering_eq.iter().map(KeyValues::width).sum()

@@ -3,7 +3,7 @@
 //! filters (ALLOW FILTERING), LIMIT / PER PARTITION LIMIT and resumable paging.
 
 use crate::error::QueryError;
-use crate::executor::order::compare_values;
+use crate::executor::order::{compare_values, satisfies};
 use crate::executor::restrictions::{
     bind_key_values, bind_prefixes, bind_slice, cartesian, storage_bounds, KeyValues, RangeEnd,
     Restrictions,
@@ -251,17 +251,7 @@ impl SelectPlan {
 
     /// Marker indexes of the partition-key components, when each is bound by `pk = ?`.
     pub fn pk_indexes(&self) -> Vec<u16> {
-        let Some(partition) = &self.restrictions.partition else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for v in partition {
-            match v {
-                KeyValues::Eq(Term::Marker { index, .. }) => out.push(*index as u16),
-                _ => return Vec::new(),
-            }
-        }
-        out
+        self.restrictions.pk_marker_indexes()
     }
 
     /// Runs the SELECT.
@@ -774,18 +764,9 @@ impl SelectPlan {
                     }),
                     _ => false,
                 },
-                _ => vals.first().is_some_and(|v| {
-                    let o = compare_values(&cell, v, ty);
-                    match op {
-                        Operator::Eq => o == Ordering::Equal,
-                        Operator::Ne => o != Ordering::Equal,
-                        Operator::Lt => o == Ordering::Less,
-                        Operator::Le => o != Ordering::Greater,
-                        Operator::Gt => o == Ordering::Greater,
-                        Operator::Ge => o != Ordering::Less,
-                        _ => false,
-                    }
-                }),
+                _ => vals
+                    .first()
+                    .is_some_and(|v| satisfies(compare_values(&cell, v, ty), *op)),
             };
             if !ok {
                 return false;

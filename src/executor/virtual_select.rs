@@ -2,7 +2,7 @@
 //! catalog, filtered by the WHERE clause, projected, limited and paged by row offset.
 
 use crate::error::QueryError;
-use crate::executor::order::compare_values;
+use crate::executor::order::{compare_values, satisfies};
 use crate::executor::terms::{Bound, Markers, Term, Values};
 use crate::schema::Table;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -237,18 +237,9 @@ impl VirtualSelect {
                     Operator::In => vals
                         .iter()
                         .any(|v| compare_values(&cell, v, ty) == Ordering::Equal),
-                    _ => vals.first().is_some_and(|v| {
-                        let o = compare_values(&cell, v, ty);
-                        match op {
-                            Operator::Eq => o == Ordering::Equal,
-                            Operator::Ne => o != Ordering::Equal,
-                            Operator::Lt => o == Ordering::Less,
-                            Operator::Le => o != Ordering::Greater,
-                            Operator::Gt => o == Ordering::Greater,
-                            Operator::Ge => o != Ordering::Less,
-                            _ => false,
-                        }
-                    }),
+                    _ => vals
+                        .first()
+                        .is_some_and(|v| satisfies(compare_values(&cell, v, ty), *op)),
                 };
                 if !ok {
                     continue 'rows;
