@@ -1,8 +1,9 @@
 //! The prepared-statement cache: ids are the MD5 of keyspace + query text, as Cassandra derives
 //! them, so a driver re-preparing after an eviction or restart gets the same id back.
 
-use cql::ast::Statement;
+use cql::ast::{QualifiedName, Statement};
 use cql::response::ColumnSpec;
+use cql::response::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +24,18 @@ pub struct PreparedStatement {
     pub result_columns: Vec<ColumnSpec>,
     /// Marker index of each partition-key component, when every one is a plain marker.
     pub pk_indexes: Vec<u16>,
+}
+
+/// The tables a statement reads or writes.
+fn statement_tables(stmt: &Statement) -> Vec<QualifiedName> {
+    match stmt {
+        Statement::Select(s) => vec![s.table.clone()],
+        Statement::Insert(s) => vec![s.table.clone()],
+        Statement::Update(s) => vec![s.table.clone()],
+        Statement::Delete(s) => vec![s.table.clone()],
+        Statement::Batch(b) => b.statements.iter().flat_map(statement_tables).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Cassandra's statement id: MD5 of the keyspace (when set) followed by the query text.
@@ -85,6 +98,34 @@ impl PreparedCache {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner.0.clear();
         inner.1.clear();
+    }
+
+    /// Drops the statements a schema change may have made stale (those on an altered or
+    /// dropped table, type or keyspace), as Cassandra does; creations invalidate nothing, so
+    /// concurrent DDL does not force every client to re-prepare.
+    pub fn invalidate(&self, change: &SchemaChange) {
+        if matches!(change.change_type, SchemaChangeType::Created) {
+            return;
+        }
+        let (ks, table) = match &change.target {
+            SchemaChangeTarget::Keyspace(ks) => (ks.as_str(), None),
+            SchemaChangeTarget::Table { keyspace, name } => {
+                (keyspace.as_str(), Some(name.as_str()))
+            }
+            // A changed type can change any of its keyspace's tables.
+            SchemaChangeTarget::Type { keyspace, .. }
+            | SchemaChangeTarget::Function { keyspace, .. }
+            | SchemaChangeTarget::Aggregate { keyspace, .. } => (keyspace.as_str(), None),
+        };
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (map, order) = &mut *inner;
+        map.retain(|_, p| {
+            !statement_tables(&p.statement).iter().any(|t| {
+                let t_ks = t.keyspace.as_deref().or(p.keyspace.as_deref());
+                t_ks == Some(ks) && table.is_none_or(|name| name == t.name)
+            })
+        });
+        order.retain(|id| map.contains_key(id));
     }
 }
 

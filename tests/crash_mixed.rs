@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::{free_port, ServerProcess};
+use common::{binary, free_port, ServerProcess};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::statement::batch::{Batch, BatchType};
@@ -234,6 +234,12 @@ struct Report {
     pending: Option<(Op, String)>,
     /// Errors before the kill and wrong LWT answers.
     violations: Vec<String>,
+    /// Statements the server refused as not prepared (not executed, so not in flight).
+    unprepared: usize,
+}
+
+fn is_unprepared(e: &str) -> bool {
+    e.contains("not prepared") || e.contains("Prepared query with ID")
 }
 
 /// Runs one writer until its first error (normally the one the SIGKILL causes).
@@ -256,12 +262,21 @@ async fn writer(shared: Arc<Shared>, role: Role, mut state: State, seed: u64, ui
                 (op, Ok(None)) => (op, Ok(())),
                 (op, Err(e)) => (op, Err(e)),
             },
-            Role::Ddl => ddl_op(&shared, &state, value).await,
+            Role::Ddl => {
+                // DDL paced so the other writers' prepared statements are not evicted nonstop.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                ddl_op(&shared, &state, value).await
+            }
         };
         match result {
             Ok(()) => {
                 apply(&mut state, &op.effects);
                 report.acked.push(op);
+            }
+            Err(e) if !shared.killing.load(Ordering::SeqCst) && is_unprepared(&e) => {
+                // UNPREPARED twice in a row (every DDL clears ringdb's whole prepared cache,
+                // and the driver re-prepares only once): the statement was not executed.
+                report.unprepared += 1;
             }
             Err(e) => {
                 if !shared.killing.load(Ordering::SeqCst) {
@@ -705,6 +720,35 @@ fn check(base: &State, pending: &[Op], actual: &State) -> Verdict {
 // ---------------------------------------------------------------------------------------------
 // The test
 
+/// Like `ServerProcess::spawn`, but waits up to 120 s: recovery after many kills (the journal
+/// replay) can take longer than the common 20 s in a debug build on a loaded machine.
+fn spawn_server(dir: &std::path::Path, port: u16) -> ServerProcess {
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let child = std::process::Command::new(binary())
+        .arg("--listen")
+        .arg(addr.to_string())
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--log-level")
+        .arg("warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("spawn ringdb");
+    let mut server = ServerProcess { child, addr };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return server;
+        }
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!("ringdb exited during startup with {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("ringdb did not start listening on {addr} within 120 s");
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
@@ -736,13 +780,14 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
-    let mut server = ServerProcess::spawn(dir.path(), port);
+    let mut server = spawn_server(dir.path(), port);
     create_schema(&connect(server.addr).await).await;
 
     let mut state = State::new();
     let mut totals = (0usize, 0usize, 0usize, 0usize); // acked, in flight, applied, lost
     let mut partial_batches = Vec::new();
     let mut max_restart_ms = 0;
+    let mut unprepared = 0;
     for cycle in 0..cycles {
         let session = connect(server.addr).await;
         let st = Statements::prepare(&session).await;
@@ -795,6 +840,7 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
         let mut acked = 0;
         for r in reports {
             acked += r.acked.len();
+            unprepared += r.unprepared;
             for op in &r.acked {
                 apply(&mut state, &op.effects);
             }
@@ -805,7 +851,7 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
         }
 
         let t_restart = Instant::now();
-        server = ServerProcess::spawn(dir.path(), port);
+        server = spawn_server(dir.path(), port);
         let restart_ms = t_restart.elapsed().as_millis();
         max_restart_ms = max_restart_ms.max(restart_ms);
         let session = connect(server.addr).await;
@@ -849,7 +895,8 @@ async fn acknowledged_operations_survive_sigkill_under_mixed_load() {
     println!(
         "crash_mixed: seed {seed}: {cycles} cycles in {:.1} s, {} acknowledged operations \
          verified, {} in flight at a kill ({} applied, {} not), {} partly applied \
-         multi-partition logged batches, slowest restart {max_restart_ms} ms",
+         multi-partition logged batches, slowest restart {max_restart_ms} ms, \
+         {unprepared} statements refused as not prepared (DDL clears the prepared cache)",
         started.elapsed().as_secs_f64(),
         totals.0,
         totals.1,

@@ -292,7 +292,10 @@ pub fn values(data: &[u8]) {
     let encoded = encode_clustering(&columns, &[bytes], &mut key);
     if decoded.is_ok() && clusterable(&ty) {
         if let Err(e) = &encoded {
-            panic!("{ty}: a valid value {bytes:02x?} has no key encoding: {e}");
+            // Decimals whose canonical scale leaves the i32 range are refused cleanly.
+            if !e.to_string().contains("scale out of range") {
+                panic!("{ty}: a valid value {bytes:02x?} has no key encoding: {e}");
+            }
         }
     }
     if encoded.is_err() {

@@ -565,7 +565,7 @@ impl Node {
         }
         match outcome.change {
             Some(change) => {
-                self.prepared().clear();
+                self.prepared().invalidate(&change);
                 self.publish(Event::SchemaChange(change.clone()));
                 Ok(ResultBody::SchemaChange(change))
             }

@@ -315,6 +315,14 @@ fn encode_decimal(ty: &DataType, v: &[u8], out: &mut Vec<u8>) -> Result<(), Stor
     }
     let significant = digits.iter().rposition(|&d| d != 0).map_or(0, |p| p + 1);
     let trailing_zeros = (digits.len() - significant) as i64;
+    // The canonical form drops trailing zeros, lowering the scale; it must still fit an i32
+    // or the key could never be decoded back into a decimal.
+    if scale - trailing_zeros < i64::from(i32::MIN) {
+        return Err(StorageError::invalid(
+            ty,
+            "decimal scale out of range once trailing zeros are removed",
+        ));
+    }
     digits.truncate(significant);
     let exponent = digits.len() as i64 + trailing_zeros - scale;
     out.push(if negative { 0x00 } else { 0x02 });
