@@ -266,7 +266,7 @@ async fn bad_frames_get_an_error_or_close_and_others_keep_working() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn saturation_answers_overloaded_and_slow_requests_time_out() {
+async fn saturation_answers_overloaded() {
     // One request slot: a burst of pipelined queries must see Overloaded, never a silent queue.
     let server = TestServer::start_with(|c| c.max_concurrent_requests = 1).await;
     let addr = server.addr;
@@ -295,28 +295,6 @@ async fn saturation_answers_overloaded_and_slow_requests_time_out() {
         }
         assert!(ok >= 1, "some requests ran");
         assert!(overloaded >= 1, "a saturated node answers Overloaded");
-    })
-    .await
-    .expect("join");
-    server.stop().await;
-
-    // A zero read timeout: reads get ReadTimeout (0x1200), writes still succeed.
-    let server = TestServer::start_with(|c| c.read_request_timeout_ms = 0).await;
-    let addr = server.addr;
-    tokio::task::spawn_blocking(move || {
-        let mut c = RawClient::connect(addr);
-        c.startup(&[]);
-        c.send(
-            4,
-            0,
-            1,
-            QUERY,
-            &query_body("SELECT * FROM system_schema.columns"),
-        );
-        let f = c.recv().expect("answer");
-        assert_eq!(f.error_code(), Some(0x1200), "{}", f.error_message());
-        c.send(4, 0, 2, OPTIONS, &[]);
-        assert_eq!(c.recv().expect("still serving").opcode, 0x06);
     })
     .await
     .expect("join");
