@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::raw::{query_body, string_map, RawClient};
+use common::raw::{pipelined_queries, query_body, string_map, RawClient};
 use common::TestServer;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -168,17 +168,7 @@ async fn many_streams_in_flight_are_each_answered_on_their_stream() {
     tokio::task::spawn_blocking(move || {
         let mut c = RawClient::connect(addr);
         c.startup(&[]);
-        let mut all = Vec::new();
-        for stream in 0..100i16 {
-            let body = query_body("SELECT key FROM system.local");
-            let mut f = vec![4u8, 0];
-            f.extend_from_slice(&stream.to_be_bytes());
-            f.push(QUERY);
-            f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-            f.extend(body);
-            all.extend(f);
-        }
-        c.send_raw(&all);
+        c.send_raw(&pipelined_queries(100, "SELECT key FROM system.local"));
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..100 {
             let f = c.recv().expect("response");
@@ -273,17 +263,10 @@ async fn saturation_answers_overloaded() {
     tokio::task::spawn_blocking(move || {
         let mut c = RawClient::connect(addr);
         c.startup(&[]);
-        let mut all = Vec::new();
-        for stream in 0..200i16 {
-            let body = query_body("SELECT * FROM system_schema.columns");
-            let mut f = vec![4u8, 0];
-            f.extend_from_slice(&stream.to_be_bytes());
-            f.push(QUERY);
-            f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-            f.extend(body);
-            all.extend(f);
-        }
-        c.send_raw(&all);
+        c.send_raw(&pipelined_queries(
+            200,
+            "SELECT * FROM system_schema.columns",
+        ));
         let (mut ok, mut overloaded) = (0, 0);
         for _ in 0..200 {
             let f = c.recv().expect("every request is answered");

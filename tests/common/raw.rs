@@ -67,6 +67,20 @@ pub fn query_body(text: &str) -> Vec<u8> {
     v
 }
 
+/// `n` QUERY frames for `text` on streams 0..n, back to back, to send in one write.
+pub fn pipelined_queries(n: i16, text: &str) -> Vec<u8> {
+    let body = query_body(text);
+    let mut all = Vec::new();
+    for stream in 0..n {
+        all.extend_from_slice(&[4u8, 0]);
+        all.extend_from_slice(&stream.to_be_bytes());
+        all.push(0x07);
+        all.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        all.extend_from_slice(&body);
+    }
+    all
+}
+
 impl RawClient {
     pub fn connect(addr: SocketAddr) -> RawClient {
         let stream = TcpStream::connect(addr).expect("connect");
