@@ -26,6 +26,8 @@ pub(crate) enum Outgoing {
     Frame(BytesMut),
     /// Flush what was written and close the connection.
     Close,
+    /// Frames answered on the reader task, with their request slots (freed once written).
+    Batch(BytesMut, Vec<tokio::sync::OwnedSemaphorePermit>),
     /// A request slot, released once everything queued before it has been written: a client
     /// that stops reading its responses thereby stops the server reading its requests.
     Release(tokio::sync::OwnedSemaphorePermit),
@@ -92,25 +94,44 @@ async fn serve<R, W>(
     let mut buf = BytesMut::with_capacity(16 * 1024);
     debug!(%peer, "connection opened");
 
+    let mut answered = Answered::default();
     'conn: loop {
-        // Decode every whole frame already buffered.
+        // Decode every whole frame already buffered; cheap requests are answered right here
+        // and their responses leave in one batch before the next read.
         loop {
             match frame::decode(&mut buf, max_body) {
                 Ok(Some(frame)) => {
-                    let permit = tokio::select! {
-                        p = in_flight.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break 'conn },
-                        _ = shutdown.cancelled() => break 'conn,
+                    let permit = match in_flight.clone().try_acquire_owned() {
+                        Ok(p) => p,
+                        Err(_) => {
+                            // Slots held by answered requests come back once they are written.
+                            if !answered.flush(&session, &node) {
+                                break 'conn;
+                            }
+                            tokio::select! {
+                                p = in_flight.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break 'conn },
+                                _ = shutdown.cancelled() => break 'conn,
+                            }
+                        }
                     };
-                    if !dispatch(frame, &session, &node, permit) {
+                    if !dispatch(frame, &session, &node, permit, &mut answered) {
+                        break 'conn;
+                    }
+                    if answered.frames.len() >= COALESCE_BYTES && !answered.flush(&session, &node) {
                         break 'conn;
                     }
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    fatal_frame_error(&session, e);
+                    if answered.flush(&session, &node) {
+                        fatal_frame_error(&session, e);
+                    }
                     break 'conn;
                 }
             }
+        }
+        if !answered.flush(&session, &node) {
+            break 'conn;
         }
         let read = tokio::select! {
             r = reader.read_buf(&mut buf) => r,
@@ -139,6 +160,40 @@ async fn serve<R, W>(
     session.close();
     let _ = writer_task.await;
     debug!(%peer, "connection closed");
+}
+
+/// Responses answered on the reader task, not yet handed to the writer.
+/// Their writes share one journal flush (group commit), made before any is acknowledged.
+#[derive(Default)]
+struct Answered {
+    frames: BytesMut,
+    permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+    /// Writes among them whose journal entries still sit in fjall's buffer.
+    journal_flush_owed: bool,
+}
+
+impl Answered {
+    /// Flushes the journal if a write needs it, then hands what was answered to the writer.
+    /// When the flush fails nothing is acknowledged: the connection closes, so the client
+    /// treats those writes as failed, never as done.
+    #[must_use]
+    fn flush(&mut self, session: &Session, node: &Node) -> bool {
+        if std::mem::take(&mut self.journal_flush_owed) {
+            if let Err(e) = node.storage().flush_journal() {
+                warn!(error = %e, "journal flush failed; closing the connection unacknowledged");
+                self.frames.clear();
+                self.permits.clear();
+                return false;
+            }
+        }
+        if !self.permits.is_empty() || !self.frames.is_empty() {
+            session.send_batch(
+                std::mem::take(&mut self.frames),
+                std::mem::take(&mut self.permits),
+            );
+        }
+        true
+    }
 }
 
 /// Answers a frame that cannot be parsed, as Cassandra does, and asks the writer to close.
@@ -171,6 +226,7 @@ fn dispatch(
     session: &Arc<Session>,
     node: &Arc<Node>,
     permit: tokio::sync::OwnedSemaphorePermit,
+    answered: &mut Answered,
 ) -> bool {
     let header = frame.header;
     let version = header.version;
@@ -247,12 +303,31 @@ fn dispatch(
         session.release_after_write(permit);
         return true;
     };
+    let ctx = session.context();
+    if node.runs_inline(&ctx, &request) {
+        // Cheap and bounded: a hop to the blocking pool would cost more than the work.
+        let run = std::panic::AssertUnwindSafe(|| {
+            node.storage()
+                .deferring_journal_flush(|| node.execute(&ctx, request, version))
+        });
+        let (response, owed) = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+            warn!("request panicked");
+            let error = Response::Error(ErrorBody::ServerError(
+                "Internal error while processing the request; see the server log".into(),
+            ));
+            (error, true)
+        });
+        answered.journal_flush_owed |= owed;
+        drop(slot);
+        session.encode_into(version, stream, &response, &mut answered.frames);
+        answered.permits.push(permit);
+        return true;
+    }
     let kind = RequestKind::of(&request, node);
     let timeout = kind.timeout(node.config());
     let session = session.clone();
     let node = node.clone();
     tokio::spawn(async move {
-        let ctx = session.context();
         let work = tokio::task::spawn_blocking(move || {
             let response = node.execute(&ctx, request, version);
             drop(slot);
@@ -350,12 +425,20 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     while let Some(first) = rx.recv().await {
         match first {
             Outgoing::Frame(f) => out.extend_from_slice(&f),
+            Outgoing::Batch(f, p) => {
+                out.extend_from_slice(&f);
+                written_then_release.extend(p);
+            }
             Outgoing::Close => closing = true,
             Outgoing::Release(p) => written_then_release.push(p),
         }
         while !closing && out.len() < COALESCE_BYTES {
             match rx.try_recv() {
                 Ok(Outgoing::Frame(f)) => out.extend_from_slice(&f),
+                Ok(Outgoing::Batch(f, p)) => {
+                    out.extend_from_slice(&f);
+                    written_then_release.extend(p);
+                }
                 Ok(Outgoing::Close) => closing = true,
                 Ok(Outgoing::Release(p)) => written_then_release.push(p),
                 Err(_) => break,

@@ -1,6 +1,7 @@
 //! The prepared-statement cache: ids are the MD5 of keyspace + query text, as Cassandra derives
 //! them, so a driver re-preparing after an eviction or restart gets the same id back.
 
+use crate::executor::CachedPlan;
 use cql::ast::{QualifiedName, Statement};
 use cql::response::ColumnSpec;
 use cql::response::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
@@ -24,6 +25,26 @@ pub struct PreparedStatement {
     pub result_columns: Vec<ColumnSpec>,
     /// Marker index of each partition-key component, when every one is a plain marker.
     pub pk_indexes: Vec<u16>,
+    /// The plan of the last execution, reused while the schema is unchanged.
+    pub(crate) plan: Mutex<Option<Arc<CachedPlan>>>,
+}
+
+impl PreparedStatement {
+    /// The stored plan, if any (the caller checks it is still valid).
+    pub(crate) fn cached_plan(&self) -> Option<Arc<CachedPlan>> {
+        self.plan.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Stores a fresh plan.
+    pub(crate) fn set_cached_plan(&self, plan: Arc<CachedPlan>) {
+        *self.plan.lock().unwrap_or_else(|p| p.into_inner()) = Some(plan);
+    }
+}
+
+impl std::fmt::Debug for CachedPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CachedPlan")
+    }
 }
 
 /// The tables a statement reads or writes.

@@ -143,6 +143,32 @@ impl Session {
         self.send_with(version, stream, response, None);
     }
 
+    /// Encodes `response` for `stream` (compressed when negotiated) onto the end of `out`,
+    /// for responses the caller queues itself in one batch.
+    pub(crate) fn encode_into(
+        &self,
+        version: u8,
+        stream: i16,
+        response: &Response,
+        out: &mut BytesMut,
+    ) {
+        let compression = if self.started.load(Ordering::Acquire) {
+            self.compression.get()
+        } else {
+            None
+        };
+        encode_response(version, stream, response, compression, out);
+    }
+
+    /// Queues frames already encoded, and the request slots to free once they are written.
+    pub(crate) fn send_batch(
+        &self,
+        frames: BytesMut,
+        permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+    ) {
+        let _ = self.tx.send(Outgoing::Batch(frames, permits));
+    }
+
     fn send_with(
         &self,
         version: u8,
@@ -150,23 +176,8 @@ impl Session {
         response: &Response,
         compression: Option<&Compression>,
     ) {
-        let mut body = BytesMut::new();
-        response.encode_body(version, &mut body);
-        let mut out = BytesMut::with_capacity(body.len() + frame::HEADER_LEN);
-        match compression {
-            Some(c) => {
-                let packed = c.compress(&body);
-                frame::encode_frame(
-                    version,
-                    frame::flags::COMPRESSION,
-                    stream,
-                    response.opcode(),
-                    &packed,
-                    &mut out,
-                );
-            }
-            None => frame::encode_frame(version, 0, stream, response.opcode(), &body, &mut out),
-        }
+        let mut out = BytesMut::new();
+        encode_response(version, stream, response, compression, &mut out);
         let _ = self.tx.send(Outgoing::Frame(out));
     }
 
@@ -382,3 +393,30 @@ fn supported() -> Response {
         ),
     ])
 }
+
+/// Encodes one response frame onto the end of `out`, compressing the body when asked.
+fn encode_response(
+    version: u8,
+    stream: i16,
+    response: &Response,
+    compression: Option<&Compression>,
+    out: &mut BytesMut,
+) {
+    let mut body = BytesMut::new();
+    response.encode_body(version, &mut body);
+    out.reserve(body.len() + frame::HEADER_LEN);
+    match compression {
+            Some(c) => {
+                let packed = c.compress(&body);
+                frame::encode_frame(
+                    version,
+                    frame::flags::COMPRESSION,
+                    stream,
+                    response.opcode(),
+                    &packed,
+                    out,
+                );
+            }
+            None => frame::encode_frame(version, 0, stream, response.opcode(), &body, out),
+        }
+        }

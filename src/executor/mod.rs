@@ -40,6 +40,33 @@ type MarkerInfo = (Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>);
 /// Writes grouped by (table id, partition key).
 type WritesByPartition = BTreeMap<(u128, Vec<Vec<u8>>), (Arc<schema::Table>, storage::Mutation)>;
 
+/// A prepared statement's plan, kept with the statement so EXECUTE binds values without
+/// re-planning; valid while the catalog version and the keyspace it was planned in hold.
+pub(crate) struct CachedPlan {
+    /// Catalog version the plan was made against.
+    catalog_version: uuid::Uuid,
+    /// Keyspace unqualified names resolved in.
+    keyspace: Option<String>,
+    plan: Plan,
+    markers: Vec<ColumnSpec>,
+}
+
+impl CachedPlan {
+    /// True for statements cheap and bounded enough to run on the connection's own task
+    /// instead of hopping to the blocking pool: unconditional writes (unless every write
+    /// waits for an fsync) and reads of named partitions without filtering or aggregation.
+    pub(crate) fn runs_inline(&self, fsync_per_write: bool) -> bool {
+        match &self.plan {
+            Plan::Select(s) => s.is_partition_read(),
+            Plan::Modify(m) => m.conditions().is_none() && !fsync_per_write,
+            Plan::Batch(plans, _) => {
+                !fsync_per_write && plans.len() <= 16 && plans.iter().all(|p| p.conditions().is_none())
+            }
+            Plan::Virtual(_) => false,
+        }
+    }
+}
+
 /// A statement planned against the catalog.
 enum Plan {
     /// SELECT on a system table.
@@ -76,6 +103,28 @@ impl Node {
             Ok(body) => Response::Result(body),
             Err(e) => Response::Error(e.to_error_body()),
         }
+    }
+
+    /// True when `request` may run on the connection's own task: an EXECUTE whose stored plan
+    /// is current and cheap (see [`CachedPlan::runs_inline`]). Anything else, including a
+    /// statement's first execution, goes to the blocking pool.
+    pub fn runs_inline(&self, ctx: &SessionContext, request: &Request) -> bool {
+        let Request::Execute(e) = request else {
+            return false;
+        };
+        let Some(prepared) = self.prepared().get(&e.id) else {
+            return false;
+        };
+        let Some(cached) = prepared.cached_plan() else {
+            return false;
+        };
+        let keyspace = prepared.keyspace.as_ref().or(ctx.keyspace.as_ref());
+        cached.keyspace.as_ref() == keyspace
+            && cached.catalog_version == self.catalog().version
+            && cached.runs_inline(matches!(
+                self.config().commitlog_sync,
+                crate::config::CommitlogSync::Batch
+            ))
     }
 
     fn query(
@@ -119,7 +168,7 @@ impl Node {
             page_size: params.page_size,
             paging_state: params.paging_state.as_ref(),
         };
-        let mut result = self.run(&ctx, &prepared.statement, &inputs)?;
+        let mut result = self.run_prepared(&ctx, &prepared, &inputs)?;
         // Skip metadata only when the client's copy (from PREPARE) is still exact.
         if let ResultBody::Rows(rows) = &mut result {
             if params.skip_metadata && rows.metadata.columns == prepared.result_columns {
@@ -127,6 +176,56 @@ impl Node {
             }
         }
         Ok(result)
+    }
+
+    /// Runs a prepared statement, planning it only when its cached plan is stale.
+    fn run_prepared(
+        &self,
+        ctx: &SessionContext,
+        prepared: &PreparedStatement,
+        inputs: &Inputs<'_>,
+    ) -> Result<ResultBody, QueryError> {
+        if !matches!(
+            prepared.statement,
+            Statement::Select(_)
+                | Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
+                | Statement::Batch(_)
+        ) {
+            return self.run(ctx, &prepared.statement, inputs);
+        }
+        crate::auth::authorize(self, ctx, &prepared.statement)?;
+        let cached = self.cached_plan(ctx, prepared)?;
+        let values = Values::new(inputs.values, inputs.names, &cached.markers)?;
+        self.run_plan(&cached.plan, &values, inputs)
+    }
+
+    /// The prepared statement's plan for the current catalog, planned and stored when the
+    /// stored one is missing or stale.
+    pub(crate) fn cached_plan(
+        &self,
+        ctx: &SessionContext,
+        prepared: &PreparedStatement,
+    ) -> Result<Arc<CachedPlan>, QueryError> {
+        let version = self.catalog().version;
+        if let Some(c) = prepared.cached_plan() {
+            if c.catalog_version == version && c.keyspace == ctx.keyspace {
+                return Ok(c);
+            }
+        }
+        let mut markers = Markers::default();
+        let plan = self
+            .plan(ctx, &prepared.statement, &mut markers)?
+            .ok_or_else(|| QueryError::invalid("Unsupported statement"))?;
+        let cached = Arc::new(CachedPlan {
+            catalog_version: version,
+            keyspace: ctx.keyspace.clone(),
+            plan,
+            markers: markers.specs,
+        });
+        prepared.set_cached_plan(cached.clone());
+        Ok(cached)
     }
 
     fn prepare(&self, ctx: &SessionContext, text: &str) -> Result<ResultBody, QueryError> {
@@ -141,6 +240,7 @@ impl Node {
             markers: markers.clone(),
             result_columns: result_columns.clone(),
             pk_indexes: pk_indexes.clone(),
+            plan: Default::default(),
         });
         self.prepared().insert(prepared);
         Ok(ResultBody::Prepared(Prepared {

@@ -249,6 +249,14 @@ impl SelectPlan {
             .collect()
     }
 
+    /// True when the SELECT reads only named partitions (every partition-key column given by
+    /// = or IN), without filtering or aggregation: its work is bounded by its page.
+    pub fn is_partition_read(&self) -> bool {
+        self.restrictions.partition.is_some()
+            && self.restrictions.filters.is_empty()
+            && !self.aggregate
+    }
+
     /// Marker indexes of the partition-key components, when each is bound by `pk = ?`.
     pub fn pk_indexes(&self) -> Vec<u16> {
         self.restrictions.pk_marker_indexes()

@@ -23,6 +23,22 @@ const META_KEYSPACE: &str = "system_meta";
 /// Number of write-lock stripes (writes to one partition always take the same stripe).
 const LOCK_STRIPES: usize = 64;
 
+/// Whether this thread's writes defer their journal flush (see
+/// [`Storage::deferring_journal_flush`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deferral {
+    /// Every commit flushes the journal to the OS.
+    Off,
+    /// Commits leave the journal in fjall's buffer; none made yet.
+    Deferring,
+    /// At least one commit left its journal entry in fjall's buffer.
+    Owed,
+}
+
+thread_local! {
+    static DEFERRED: std::cell::Cell<Deferral> = const { std::cell::Cell::new(Deferral::Off) };
+}
+
 /// When an acknowledged write is fsynced, like Cassandra's `commitlog_sync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncPolicy {
@@ -415,6 +431,52 @@ impl Storage {
     pub fn persist(&self) -> Result<(), StorageError> {
         self.inner.db.persist(PersistMode::SyncAll)?;
         Ok(())
+    }
+
+    /// Runs `work` with the journal flush of its writes deferred (group commit): writes made
+    /// by `work` on this thread reach fjall's journal buffer but not the OS. Returns `work`'s
+    /// result and whether a [`Storage::flush_journal`] is owed before any of those writes may
+    /// be acknowledged. Under [`SyncPolicy::Batch`] nothing is deferred (every write fsyncs).
+    pub fn deferring_journal_flush<R>(&self, work: impl FnOnce() -> R) -> (R, bool) {
+        if self.inner.sync == SyncPolicy::Batch {
+            return (work(), false);
+        }
+        /// Turns deferral off again even if `work` panics.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                DEFERRED.with(|d| d.set(Deferral::Off));
+            }
+        }
+        DEFERRED.with(|d| d.set(Deferral::Deferring));
+        let reset = Reset;
+        let result = work();
+        let owed = DEFERRED.with(|d| d.get()) == Deferral::Owed;
+        drop(reset);
+        (result, owed)
+    }
+
+    /// Writes fjall's buffered journal to the OS: one system call for every write deferred by
+    /// [`Storage::deferring_journal_flush`] since the last flush.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] on I/O failure (fjall is then poisoned and refuses writes).
+    pub fn flush_journal(&self) -> Result<(), StorageError> {
+        self.inner.db.persist(PersistMode::Buffer)?;
+        Ok(())
+    }
+
+    /// A write batch that flushes the journal to the OS on commit, unless the calling thread
+    /// is inside [`Storage::deferring_journal_flush`] (then the flush is owed by the caller).
+    pub(crate) fn write_batch(&self) -> fjall::OwnedWriteBatch {
+        let batch = self.inner.db.batch();
+        DEFERRED.with(|d| match d.get() {
+            Deferral::Off => batch,
+            Deferral::Deferring | Deferral::Owed => {
+                d.set(Deferral::Owed);
+                batch.durability(None)
+            }
+        })
     }
 
     /// Total number of stored items all reads have pulled from fjall so far.

@@ -274,7 +274,7 @@ impl Storage {
             Some(v) => Some(key::decode_size(&v)?),
             None => None,
         };
-        let mut batch = self.inner.db.batch();
+        let mut batch = self.write_batch();
         // Within one mutation later items reconcile against earlier ones, not just disk.
         // Values: the winning cell and its encoded length.
         let mut written: HashMap<&[u8], (StoredCell, usize)> = HashMap::new();
