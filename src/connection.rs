@@ -424,6 +424,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let mut closing = false;
     while let Some(first) = rx.recv().await {
         match first {
+            // A big frame goes out as it is, not copied into the coalescing buffer.
+            Outgoing::Frame(f) if f.len() >= COALESCE_BYTES => {
+                if writer.write_all(&f).await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
+            }
             Outgoing::Frame(f) => out.extend_from_slice(&f),
             Outgoing::Batch(f, p) => {
                 out.extend_from_slice(&f);

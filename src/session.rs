@@ -402,21 +402,28 @@ fn encode_response(
     compression: Option<&Compression>,
     out: &mut BytesMut,
 ) {
-    let mut body = BytesMut::new();
-    response.encode_body(version, &mut body);
-    out.reserve(body.len() + frame::HEADER_LEN);
     match compression {
-            Some(c) => {
-                let packed = c.compress(&body);
-                frame::encode_frame(
-                    version,
-                    frame::flags::COMPRESSION,
-                    stream,
-                    response.opcode(),
-                    &packed,
-                    out,
-                );
-            }
-            None => frame::encode_frame(version, 0, stream, response.opcode(), &body, out),
+        Some(c) => {
+            let mut body = BytesMut::new();
+            response.encode_body(version, &mut body);
+            let packed = c.compress(&body);
+            frame::encode_frame(
+                version,
+                frame::flags::COMPRESSION,
+                stream,
+                response.opcode(),
+                &packed,
+                out,
+            );
         }
+        None => {
+            // The body is encoded in place after a header whose length is filled in last.
+            let start = out.len();
+            frame::encode_frame(version, 0, stream, response.opcode(), &[], out);
+            response.encode_body(version, out);
+            let length = u32::try_from(out.len() - start - frame::HEADER_LEN).unwrap_or(u32::MAX);
+            out[start + frame::HEADER_LEN - 4..start + frame::HEADER_LEN]
+                .copy_from_slice(&length.to_be_bytes());
         }
+    }
+}

@@ -60,7 +60,9 @@ impl CachedPlan {
             Plan::Select(s) => s.is_partition_read(),
             Plan::Modify(m) => m.conditions().is_none() && !fsync_per_write,
             Plan::Batch(plans, _) => {
-                !fsync_per_write && plans.len() <= 16 && plans.iter().all(|p| p.conditions().is_none())
+                !fsync_per_write
+                    && plans.len() <= 16
+                    && plans.iter().all(|p| p.conditions().is_none())
             }
             Plan::Virtual(_) => false,
         }

@@ -129,10 +129,48 @@ pub struct ScanPage {
 type PendingRow = (Vec<u8>, Vec<Vec<u8>>, Vec<(ItemPath, StoredCell)>);
 
 /// Deletions that apply to a whole partition read.
+#[derive(Default)]
 struct PartitionDeletions {
     partition: Option<i64>,
     /// (start, end exclusive, timestamp) in encoded clustering bytes.
     ranges: Vec<(Vec<u8>, Vec<u8>, i64)>,
+}
+
+/// The items of a partition before its rows, gathered in key order.
+#[derive(Default)]
+struct PartitionHead {
+    dels: PartitionDeletions,
+    statics: Vec<(ItemPath, StoredCell)>,
+}
+
+impl PartitionHead {
+    /// Takes one item; `rest` is its key after the partition prefix. Rows and the size cell
+    /// are not head items and are ignored.
+    fn add(&mut self, rest: &[u8], cell: StoredCell) -> Result<(), StorageError> {
+        match rest.split_first() {
+            Some((&key::SECTION_PARTITION_DELETION, [])) => {
+                self.dels.partition = Some(cell.timestamp());
+            }
+            Some((&key::SECTION_STATIC, path)) => {
+                self.statics.push((ItemPath::decode(path)?, cell));
+            }
+            Some((&key::SECTION_RANGE_TOMBSTONE, body)) => {
+                let (len, rest) = body
+                    .split_first_chunk::<2>()
+                    .ok_or_else(|| StorageError::corrupt("range tombstone key"))?;
+                let len = usize::from(u16::from_be_bytes(*len));
+                if rest.len() < len {
+                    return Err(StorageError::corrupt("range tombstone key"));
+                }
+                let (lo, hi) = rest.split_at(len);
+                self.dels
+                    .ranges
+                    .push((lo.to_vec(), hi.to_vec(), cell.timestamp()));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 impl PartitionDeletions {
@@ -163,34 +201,22 @@ impl ReadCtx<'_> {
         Ok((k, cell))
     }
 
-    fn deletions(&mut self, prefix: &[u8]) -> Result<PartitionDeletions, StorageError> {
-        let ks = self.ks;
-        let mut k = prefix.to_vec();
-        k.push(key::SECTION_PARTITION_DELETION);
-        let partition = match self.snap.get(ks, &k)? {
-            Some(v) => {
-                self.items += 1;
-                Some(StoredCell::decode(&v)?.timestamp())
-            }
-            None => None,
-        };
-        k.pop();
-        k.push(key::SECTION_RANGE_TOMBSTONE);
-        let mut ranges = Vec::new();
-        for guard in self.snap.prefix(ks, &k) {
-            let (rk, cell) = self.kv(guard)?;
-            let body = &rk[k.len()..];
-            let (len, rest) = body
-                .split_first_chunk::<2>()
-                .ok_or_else(|| StorageError::corrupt("range tombstone key"))?;
-            let len = usize::from(u16::from_be_bytes(*len));
-            if rest.len() < len {
-                return Err(StorageError::corrupt("range tombstone key"));
-            }
-            let (lo, hi) = rest.split_at(len);
-            ranges.push((lo.to_vec(), hi.to_vec(), cell.timestamp()));
+    /// Everything a partition holds before its rows, in one range read: the partition
+    /// deletion, the static row's items and the range tombstones.
+    fn head(
+        &mut self,
+        prefix: &[u8],
+    ) -> Result<(PartitionDeletions, Vec<(ItemPath, StoredCell)>), StorageError> {
+        let mut start = prefix.to_vec();
+        start.push(key::SECTION_PARTITION_DELETION);
+        let mut end = prefix.to_vec();
+        end.push(key::SECTION_ROWS);
+        let mut head = PartitionHead::default();
+        for guard in self.snap.range(self.ks, start..end) {
+            let (k, cell) = self.kv(guard)?;
+            head.add(&k[prefix.len()..], cell)?;
         }
-        Ok(PartitionDeletions { partition, ranges })
+        Ok((head.dels, head.statics))
     }
 
     /// Live columns of one row (or the static row) from its stored items.
@@ -273,19 +299,14 @@ impl ReadCtx<'_> {
         }
     }
 
-    fn statics(
+    /// The partition's deletions and live static columns.
+    fn head_and_statics(
         &mut self,
         prefix: &[u8],
-        dels: &PartitionDeletions,
-    ) -> Result<BTreeMap<u32, ColumnValue>, StorageError> {
-        let mut k = prefix.to_vec();
-        k.push(key::SECTION_STATIC);
-        let mut items = Vec::new();
-        for guard in self.snap.prefix(self.ks, &k) {
-            let (sk, cell) = self.kv(guard)?;
-            items.push((ItemPath::decode(&sk[k.len()..])?, cell));
-        }
-        Ok(self.build(items, dels.partition, false)?.0)
+    ) -> Result<(PartitionDeletions, BTreeMap<u32, ColumnValue>), StorageError> {
+        let (dels, items) = self.head(prefix)?;
+        let statics = self.build(items, dels.partition, false)?.0;
+        Ok((dels, statics))
     }
 
     /// Rows with encoded clustering in `[lo, hi)`, up to `limit`; also returns the encoded
@@ -314,7 +335,6 @@ impl ReadCtx<'_> {
         } else {
             Box::new(iter)
         };
-        let clustering = &self.table.layout.clustering;
         let mut current: Option<PendingRow> = None;
         for guard in iter {
             let (k, cell) = self.kv(guard)?;
@@ -329,13 +349,7 @@ impl ReadCtx<'_> {
                         return Ok((rows, Some(c)));
                     }
                 }
-                let mut reader = KeyReader::new(rest, false);
-                let values = key::decode_clustering_from(clustering, &mut reader)?;
-                let c_len = rest.len() - reader.remaining().len();
-                if reader.byte()? != key::CLUSTERING_END {
-                    return Err(StorageError::corrupt("row key without clustering end"));
-                }
-                current = Some((rest[..c_len].to_vec(), values, Vec::new()));
+                current = Some(self.start_row(rest)?);
             }
             if let Some((c, _, items)) = current.as_mut() {
                 let path = ItemPath::decode(&rest[c.len() + 1..])?;
@@ -346,6 +360,18 @@ impl ReadCtx<'_> {
             self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
         }
         Ok((rows, None))
+    }
+
+    /// A row starting at `rest` (its key after the rows section byte): its encoded and
+    /// decoded clustering, no items yet.
+    fn start_row(&self, rest: &[u8]) -> Result<PendingRow, StorageError> {
+        let mut reader = KeyReader::new(rest, false);
+        let values = key::decode_clustering_from(&self.table.layout.clustering, &mut reader)?;
+        let c_len = rest.len() - reader.remaining().len();
+        if reader.byte()? != key::CLUSTERING_END {
+            return Err(StorageError::corrupt("row key without clustering end"));
+        }
+        Ok((rest[..c_len].to_vec(), values, Vec::new()))
     }
 
     fn finish_row(
@@ -408,8 +434,7 @@ impl Storage {
             now: self.now(),
             items: 0,
         };
-        let dels = ctx.deletions(&addr.prefix)?;
-        let static_cells = ctx.statics(&addr.prefix, &dels)?;
+        let (dels, static_cells) = ctx.head_and_statics(&addr.prefix)?;
         let limit = slice.limit.unwrap_or(usize::MAX);
         let (rows, last) = ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?;
         self.count_items(ctx.items);
@@ -500,72 +525,115 @@ impl Storage {
             ctx.ks = &view.parts[index].keyspace;
             let part_upper =
                 (part_end != MAX_TOKEN).then(|| key::encode_token(part_end + 1).to_vec());
+            if let Some((prefix, after)) = resume.take() {
+                // Finish the partition the previous page stopped inside, from its cursor.
+                let (token, pk, _) = key::split_partition_prefix(&prefix)?;
+                let (dels, static_cells) = ctx.head_and_statics(&prefix)?;
+                let mut lo = after;
+                lo.push(key::AFTER_PREFIX);
+                let (rows, last) =
+                    ctx.rows(&prefix, &dels, &lo, &[key::AFTER_PREFIX], false, remaining)?;
+                if !rows.is_empty() {
+                    remaining = remaining.saturating_sub(rows.len());
+                    page.partitions.push(ScannedPartition {
+                        token,
+                        partition_key: split_partition_key(&pk, pk_len)
+                            .ok_or_else(|| StorageError::corrupt("partition key components"))?,
+                        static_cells,
+                        rows,
+                    });
+                }
+                if let Some(c) = last {
+                    page.cursor = Some(in_partition_cursor(&prefix, &c));
+                    break;
+                }
+                position = after_partition(&prefix);
+                last_prefix = Some(prefix);
+                continue;
+            }
             let bound = match (&upper, &part_upper) {
                 (Some(a), Some(b)) => Some(a.min(b).clone()),
                 (a, b) => a.clone().or_else(|| b.clone()),
             };
-            let first = match bound {
-                Some(u) => snap.range(ctx.ks, position.clone()..u).next(),
-                None => snap.range(ctx.ks, position.clone()..).next(),
+            // One pass over the physical partition's items: partitions are assembled as
+            // their items stream by (head items sort before rows).
+            let iter = match bound {
+                Some(u) => snap.range(ctx.ks, position.clone()..u),
+                None => snap.range(ctx.ks, position.clone()..),
             };
-            let Some(first) = first else {
-                match part_upper {
-                    Some(next) if index + 1 < view.parts.len() => {
-                        position = position.max(next);
-                        continue;
+            let mut current: Option<StreamedPartition> = None;
+            let mut stopped = false;
+            for guard in iter {
+                ctx.items += 1;
+                let (k, v) = guard.into_inner()?;
+                if !current.as_ref().is_some_and(|c| k.starts_with(&c.prefix)) {
+                    if let Some(done) = current.take() {
+                        last_prefix = Some(done.finish(&ctx, &mut page, pk_len, &mut remaining)?);
                     }
-                    _ => break,
+                    if remaining == 0 {
+                        let last = match last_prefix.take() {
+                            Some(p) => p,
+                            None => prev_prefix(&position)?,
+                        };
+                        page.cursor = Some(Cursor([&[CURSOR_AFTER_PARTITION][..], &last].concat()));
+                        stopped = true;
+                        break;
+                    }
+                    let (token, pk, rest) = key::split_partition_prefix(&k)?;
+                    current = Some(StreamedPartition {
+                        token,
+                        pk,
+                        prefix: k[..k.len() - rest.len()].to_vec(),
+                        head: PartitionHead::default(),
+                        rows: Vec::new(),
+                        row: None,
+                    });
                 }
-            };
-            ctx.items += 1;
-            let first_key = first.key()?;
-            let (token, pk, rest) = key::split_partition_prefix(&first_key)?;
-            let prefix = first_key[..first_key.len() - rest.len()].to_vec();
-            if remaining == 0 {
-                let last = match last_prefix.take() {
-                    Some(p) => p,
-                    None => prev_prefix(&position)?,
+                let Some(part) = current.as_mut() else {
+                    continue;
                 };
-                page.cursor = Some(Cursor([&[CURSOR_AFTER_PARTITION][..], &last].concat()));
-                break;
-            }
-            let dels = ctx.deletions(&prefix)?;
-            let static_cells = ctx.statics(&prefix, &dels)?;
-            let mut lo = Vec::new();
-            if let Some((p, c)) = resume.take() {
-                if p == prefix {
-                    lo = c;
-                    lo.push(key::AFTER_PREFIX);
+                let rest = &k[part.prefix.len()..];
+                if rest == [key::SECTION_SIZE] {
+                    continue; // bookkeeping, not a cell
+                }
+                let cell = StoredCell::decode(&v)?;
+                let Some((&key::SECTION_ROWS, row_key)) = rest.split_first() else {
+                    part.head.add(rest, cell)?;
+                    continue;
+                };
+                let same_row = part.row.as_ref().is_some_and(|(c, _, _)| {
+                    row_key.starts_with(c) && row_key.get(c.len()) == Some(&key::CLUSTERING_END)
+                });
+                if !same_row {
+                    if let Some((c, values, items)) = part.row.take() {
+                        ctx.finish_row(&mut part.rows, &c, values, items, &part.head.dels, false)?;
+                        if part.rows.len() >= remaining {
+                            // The page is full inside this partition.
+                            let prefix = part.prefix.clone();
+                            if let Some(full) = current.take() {
+                                full.finish(&ctx, &mut page, pk_len, &mut remaining)?;
+                            }
+                            page.cursor = Some(in_partition_cursor(&prefix, &c));
+                            stopped = true;
+                            break;
+                        }
+                    }
+                    part.row = Some(ctx.start_row(row_key)?);
+                }
+                if let Some((c, _, items)) = part.row.as_mut() {
+                    items.push((ItemPath::decode(&row_key[c.len() + 1..])?, cell));
                 }
             }
-            let (rows, last) =
-                ctx.rows(&prefix, &dels, &lo, &[key::AFTER_PREFIX], false, remaining)?;
-            let used = if rows.is_empty() {
-                usize::from(!static_cells.is_empty())
-            } else {
-                rows.len()
-            };
-            if used > 0 {
-                let partition_key = split_partition_key(&pk, pk_len)
-                    .ok_or_else(|| StorageError::corrupt("partition key components"))?;
-                page.partitions.push(ScannedPartition {
-                    token,
-                    partition_key,
-                    static_cells,
-                    rows,
-                });
-            }
-            remaining = remaining.saturating_sub(used);
-            if let Some(c) = last {
-                let mut bytes = vec![CURSOR_IN_PARTITION];
-                bytes.extend_from_slice(&(prefix.len() as u32).to_be_bytes());
-                bytes.extend_from_slice(&prefix);
-                bytes.extend(c);
-                page.cursor = Some(Cursor(bytes));
+            if stopped {
                 break;
             }
-            position = after_partition(&prefix);
-            last_prefix = Some(prefix);
+            if let Some(done) = current.take() {
+                last_prefix = Some(done.finish(&ctx, &mut page, pk_len, &mut remaining)?);
+            }
+            match part_upper {
+                Some(next) if index + 1 < view.parts.len() => position = position.max(next),
+                _ => break,
+            }
         }
         page.items_read = ctx.items;
         self.count_items(ctx.items);
@@ -577,6 +645,62 @@ impl Storage {
             .items_read
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// A partition being assembled by a scan's single pass.
+struct StreamedPartition {
+    token: i64,
+    /// The escaped partition-key bytes.
+    pk: Vec<u8>,
+    prefix: Vec<u8>,
+    head: PartitionHead,
+    rows: Vec<Row>,
+    row: Option<PendingRow>,
+}
+
+impl StreamedPartition {
+    /// Finishes the partition: its last row, its statics; adds it to `page` when anything in
+    /// it is live and counts what it used against `remaining`. Returns its prefix.
+    fn finish(
+        mut self,
+        ctx: &ReadCtx<'_>,
+        page: &mut ScanPage,
+        pk_len: usize,
+        remaining: &mut usize,
+    ) -> Result<Vec<u8>, StorageError> {
+        if let Some((c, values, items)) = self.row.take() {
+            ctx.finish_row(&mut self.rows, &c, values, items, &self.head.dels, false)?;
+        }
+        let static_cells = ctx
+            .build(self.head.statics, self.head.dels.partition, false)?
+            .0;
+        let used = if self.rows.is_empty() {
+            usize::from(!static_cells.is_empty())
+        } else {
+            self.rows.len()
+        };
+        if used > 0 {
+            page.partitions.push(ScannedPartition {
+                token: self.token,
+                partition_key: split_partition_key(&self.pk, pk_len)
+                    .ok_or_else(|| StorageError::corrupt("partition key components"))?,
+                static_cells,
+                rows: self.rows,
+            });
+        }
+        *remaining = remaining.saturating_sub(used);
+        Ok(self.prefix)
+    }
+}
+
+/// A cursor that resumes inside the partition `prefix`, after the row with encoded
+/// clustering `after`.
+fn in_partition_cursor(prefix: &[u8], after: &[u8]) -> Cursor {
+    let mut bytes = vec![CURSOR_IN_PARTITION];
+    bytes.extend_from_slice(&(prefix.len() as u32).to_be_bytes());
+    bytes.extend_from_slice(prefix);
+    bytes.extend_from_slice(after);
+    Cursor(bytes)
 }
 
 fn after_partition(prefix: &[u8]) -> Vec<u8> {
