@@ -98,6 +98,11 @@ pub struct Config {
     pub physical_partition_max_bytes: u64,
     /// A write that would take one logical partition past this size fails.
     pub logical_partition_max_bytes: u64,
+    /// Storage block cache (decompressed blocks of the LSM tables), in MiB.
+    pub block_cache_mb: u64,
+    /// Writes fail with WriteFailure while the data directory's file system has less free
+    /// space than this many MiB (0 disables the check), so the store never fills the disk.
+    pub min_free_disk_mb: u64,
     /// `AllowAllAuthenticator` (default) or `PasswordAuthenticator`.
     pub authenticator: Authenticator,
     /// `AllowAllAuthorizer` (default) or `CassandraAuthorizer` (needs `PasswordAuthenticator`).
@@ -138,6 +143,8 @@ impl Default for Config {
             commitlog_sync: CommitlogSync::Periodic,
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
+            block_cache_mb: 128,
+            min_free_disk_mb: 128,
             authenticator: Authenticator::AllowAllAuthenticator,
             authorizer: Authorizer::AllowAllAuthorizer,
             superuser_name: DEFAULT_SUPERUSER.to_string(),

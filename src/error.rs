@@ -52,6 +52,9 @@ pub enum QueryError {
     /// 0x0100: authentication failed.
     #[error("{0}")]
     BadCredentials(String),
+    /// 0x1500: a write failed on the node (disk full, storage stopped); nothing was written.
+    #[error("{0}")]
+    WriteFailure(String),
     /// 0x0000: an internal failure (details are logged, not sent).
     #[error("{0}")]
     Server(String),
@@ -100,6 +103,14 @@ impl QueryError {
             QueryError::Unauthorized(_) => ErrorBody::Unauthorized(message),
             QueryError::BadCredentials(_) => ErrorBody::BadCredentials(message),
             QueryError::Server(_) => ErrorBody::ServerError(message),
+            QueryError::WriteFailure(_) => ErrorBody::WriteFailure {
+                message,
+                consistency: cql::request::Consistency::One,
+                received: 0,
+                block_for: 1,
+                num_failures: 1,
+                write_type: "SIMPLE".into(),
+            },
         }
     }
 }
@@ -142,6 +153,15 @@ impl From<storage::StorageError> for QueryError {
             }
             S::InvalidRequest(m) => QueryError::Invalid(capitalize(&m)),
             S::InvalidCursor => QueryError::Protocol("Invalid value for the paging state".into()),
+            e @ S::DiskFull { .. } => QueryError::WriteFailure(capitalize(&e.to_string())),
+            other if other.is_stopped() => {
+                tracing::error!("storage refused a write: it stopped after an I/O error");
+                QueryError::WriteFailure(
+                    "Storage stopped accepting writes after an I/O error (see the server log); \
+                     restart the node once the cause (e.g. a full or failing disk) is fixed"
+                        .into(),
+                )
+            }
             other => {
                 tracing::error!(error = %other, "storage failure");
                 QueryError::Server("Internal storage error; see the server log".to_string())

@@ -14,6 +14,7 @@ use std::time::Duration;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use crate::compaction::GcRegistry;
+use crate::disk::DiskGuard;
 use crate::ring::{delete_keyspace, TableRing};
 use crate::split::Splitter;
 use crate::{StorageError, TableId, TableLayout};
@@ -81,6 +82,9 @@ pub struct StorageOptions {
     /// Splits running at the same time, one background thread each (at least 1; one split
     /// per table at a time). Default 1.
     pub max_concurrent_splits: usize,
+    /// Writes fail with [`StorageError::DiskFull`] while the data directory's file system has
+    /// less free space than this (0: never). Default 0.
+    pub min_free_disk_bytes: u64,
 }
 
 impl Default for StorageOptions {
@@ -92,6 +96,7 @@ impl Default for StorageOptions {
             physical_partition_max_bytes: DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
             logical_partition_max_bytes: DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
             max_concurrent_splits: 1,
+            min_free_disk_bytes: 0,
         }
     }
 }
@@ -118,6 +123,7 @@ impl fmt::Debug for StorageOptions {
                 &self.logical_partition_max_bytes,
             )
             .field("max_concurrent_splits", &self.max_concurrent_splits)
+            .field("min_free_disk_bytes", &self.min_free_disk_bytes)
             .finish()
     }
 }
@@ -192,6 +198,7 @@ pub(crate) struct Inner {
     pub(crate) items_read: AtomicU64,
     stop_syncer: Mutex<Option<mpsc::Sender<()>>>,
     syncer: Mutex<Option<JoinHandle<()>>>,
+    pub(crate) disk: DiskGuard,
 }
 
 impl Drop for Inner {
@@ -280,6 +287,7 @@ impl Storage {
                 items_read: AtomicU64::new(0),
                 stop_syncer: Mutex::new(Some(tx)),
                 syncer: Mutex::new(syncer),
+                disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
             }),
         };
         storage.start_split_workers(options.max_concurrent_splits)?;

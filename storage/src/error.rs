@@ -45,12 +45,29 @@ pub enum StorageError {
         /// The cap.
         max: u64,
     },
+    /// The data directory's file system has less free space than `min_free_disk_bytes`:
+    /// writes are refused (nothing is written) until space returns.
+    #[error(
+        "not enough free disk space for writes: {free} bytes free, min_free_disk_bytes is {min_free}"
+    )]
+    DiskFull {
+        /// Free bytes measured.
+        free: u64,
+        /// The threshold.
+        min_free: u64,
+    },
     /// A paging cursor does not belong to this read.
     #[error("invalid paging cursor")]
     InvalidCursor,
 }
 
 impl StorageError {
+    /// True when fjall has stopped after a failed journal write (it is poisoned): no write
+    /// can succeed until the node restarts.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, StorageError::Fjall(fjall::Error::Poisoned))
+    }
+
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         StorageError::Corrupt(what.into())
     }

@@ -18,6 +18,7 @@
 //!   [`Storage::physical_partitions`] / [`Storage::size_estimates`].
 //! - `split`: the online split (choose, prepare, copy with dual writes, switch, drop),
 //!   its worker threads, [`Storage::split_now`] and [`Storage::wait_for_splits`].
+//! - `disk`: the free-space guard refusing writes before the disk fills.
 //! - `compaction`: the fjall compaction filter purging expired cells and tombstones past
 //!   [`TableLayout::gc_grace_seconds`].
 //! - [`error`]: the crate's error type, [`StorageError`].
@@ -52,6 +53,7 @@
 
 mod cell;
 mod compaction;
+mod disk;
 mod engine;
 pub mod error;
 pub mod key;

@@ -438,7 +438,15 @@ pub(crate) fn open_keyspace(
     table: TableId,
     id: u64,
 ) -> Result<Keyspace, StorageError> {
-    Ok(db.keyspace(&keyspace_name(table, id), KeyspaceCreateOptions::default)?)
+    Ok(db.keyspace(&keyspace_name(table, id), partition_options)?)
+}
+
+/// Options of a new physical partition's keyspace: every level's data blocks lz4-compressed
+/// (fjall's default leaves the first two levels, where fresh data lives, uncompressed).
+fn partition_options() -> KeyspaceCreateOptions {
+    KeyspaceCreateOptions::default().data_block_compression_policy(
+        fjall::config::CompressionPolicy::all(fjall::CompressionType::Lz4),
+    )
 }
 
 /// Deletes a physical partition's keyspace if it exists.

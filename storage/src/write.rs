@@ -263,12 +263,15 @@ impl Storage {
             ));
         }
 
+        self.inner.disk.check()?;
         let guard = self.lock_partition(table_id, addr.token);
         // Routing is read under the stripe lock: a split switches routing and then waits for
         // every stripe, so a write never lands in a partition that has stopped owning it.
         let view = table.ring.current();
         let route = view.route(addr.token);
         let ks = &route.primary.keyspace;
+        // Every write stores the partition's size cell with its items and nothing removes it,
+        // so its absence means the partition is new.
         let size_key = key::size_cell_key(&addr.prefix);
         let old_size = match ks.get(&size_key)? {
             Some(v) => Some(key::decode_size(&v)?),
@@ -282,6 +285,8 @@ impl Storage {
         for (k, pending) in &items {
             let (existing, old_len) = match written.get(k.as_slice()) {
                 Some((c, len)) => (Some(c.clone()), *len),
+                // A partition without a size cell holds nothing yet: no item to look up.
+                None if old_size.is_none() => (None, 0),
                 None => match ks.get(k)? {
                     Some(v) => (Some(StoredCell::decode(&v)?), v.len()),
                     None => (None, 0),
