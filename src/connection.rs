@@ -324,6 +324,7 @@ fn dispatch(
         return true;
     }
     let kind = RequestKind::of(&request, node);
+    tracing::trace!(?kind, stream, "request runs on the blocking pool");
     let timeout = kind.timeout(node.config());
     let session = session.clone();
     let node = node.clone();
