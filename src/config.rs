@@ -98,6 +98,8 @@ pub struct Config {
     pub physical_partition_max_bytes: u64,
     /// A write that would take one logical partition past this size fails.
     pub logical_partition_max_bytes: u64,
+    /// Largest bound value accepted, in bytes (Cassandra's `max_value_size`).
+    pub max_value_bytes: u64,
     /// Storage block cache (decompressed blocks of the LSM tables), in MiB.
     pub block_cache_mb: u64,
     /// Writes fail with WriteFailure while the data directory's file system has less free
@@ -143,6 +145,7 @@ impl Default for Config {
             commitlog_sync: CommitlogSync::Periodic,
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
+            max_value_bytes: 256 * 1024 * 1024,
             block_cache_mb: 128,
             min_free_disk_mb: 128,
             authenticator: Authenticator::AllowAllAuthenticator,

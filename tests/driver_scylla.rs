@@ -210,3 +210,46 @@ async fn schema_survives_graceful_restart_and_sigkill() {
     let status = proc.terminate();
     assert!(status.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working() {
+    let server = TestServer::start_with(|c| c.max_value_bytes = 1000).await;
+    let session = server.session().await;
+    session
+        .query_unpaged(
+            "CREATE KEYSPACE mv WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+            (),
+        )
+        .await
+        .expect("keyspace");
+    session
+        .query_unpaged("CREATE TABLE mv.t (k int PRIMARY KEY, v blob)", ())
+        .await
+        .expect("table");
+    let insert = session
+        .prepare("INSERT INTO mv.t (k, v) VALUES (?, ?)")
+        .await
+        .expect("prepare");
+    let err = session
+        .execute_unpaged(&insert, (1i32, vec![7u8; 1001]))
+        .await
+        .expect_err("a value over the limit is refused");
+    let text = err.to_string();
+    assert!(text.contains("max_value_bytes"), "clear message: {text}");
+    session
+        .execute_unpaged(&insert, (2i32, vec![7u8; 1000]))
+        .await
+        .expect("a value at the limit is accepted");
+    let keys: Vec<i32> = session
+        .query_unpaged("SELECT k FROM mv.t", ())
+        .await
+        .expect("select")
+        .into_rows_result()
+        .expect("rows")
+        .rows::<(i32,)>()
+        .expect("typed")
+        .map(|r| r.expect("row").0)
+        .collect();
+    assert_eq!(keys, vec![2], "only the accepted write is stored");
+    server.stop().await;
+}

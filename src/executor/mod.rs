@@ -40,6 +40,28 @@ type MarkerInfo = (Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>);
 /// Writes grouped by (table id, partition key).
 type WritesByPartition = BTreeMap<(u128, Vec<Vec<u8>>), (Arc<schema::Table>, storage::Mutation)>;
 
+/// Refuses a request carrying a bound value larger than `max` bytes (`max_value_bytes`, like
+/// Cassandra's `max_value_size`).
+fn check_value_sizes(request: &Request, max: u64) -> Result<(), QueryError> {
+    let values: Box<dyn Iterator<Item = &RawValue>> = match request {
+        Request::Query(q) => Box::new(q.params.values.iter()),
+        Request::Execute(e) => Box::new(e.params.values.iter()),
+        Request::Batch(b) => Box::new(b.statements.iter().flat_map(|s| s.values.iter())),
+        _ => return Ok(()),
+    };
+    for v in values {
+        if let RawValue::Bytes(b) = v {
+            if b.len() as u64 > max {
+                return Err(QueryError::invalid(format!(
+                    "A bound value of {} bytes exceeds max_value_bytes ({max})",
+                    b.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A prepared statement's plan, kept with the statement so EXECUTE binds values without
 /// re-planning; valid while the catalog version and the keyspace it was planned in hold.
 pub(crate) struct CachedPlan {
@@ -52,6 +74,16 @@ pub(crate) struct CachedPlan {
 }
 
 impl CachedPlan {
+    /// The tables the statement writes (none for a SELECT).
+    fn written_tables(&self) -> impl Iterator<Item = &Arc<schema::Table>> {
+        let plans: &[ModifyPlan] = match &self.plan {
+            Plan::Modify(m) => std::slice::from_ref(m),
+            Plan::Batch(plans, _) => plans,
+            Plan::Select(_) | Plan::Virtual(_) => &[],
+        };
+        plans.iter().map(ModifyPlan::table)
+    }
+
     /// True for statements cheap and bounded enough to run on the connection's own task
     /// instead of hopping to the blocking pool: unconditional writes (unless every write
     /// waits for an fsync) and reads of named partitions without filtering or aggregation.
@@ -93,6 +125,9 @@ struct Inputs<'a> {
 impl Node {
     /// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response.
     pub fn execute(&self, ctx: &SessionContext, request: Request, _version: u8) -> Response {
+        if let Err(e) = check_value_sizes(&request, self.config().max_value_bytes) {
+            return Response::Error(e.to_error_body());
+        }
         let result = match request {
             Request::Query(q) => self.query(ctx, &q.query, &q.params),
             Request::Prepare(p) => self.prepare(ctx, &p.query),
@@ -127,6 +162,11 @@ impl Node {
                 self.config().commitlog_sync,
                 crate::config::CommitlogSync::Batch
             ))
+            // A write fjall would stall goes to the blocking pool, where sleeping is harmless
+            // and the node-wide request slots bound the queue (beyond them: Overloaded).
+            && !cached
+                .written_tables()
+                .any(|t| self.storage().write_stalled(table_id(t)))
     }
 
     fn query(

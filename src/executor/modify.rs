@@ -341,8 +341,9 @@ impl ModifyPlan {
                             DataType::Set(k.clone())
                         }
                         (t, _) if col.data_type.is_multi_cell() => t.clone(),
+                        // Cassandra types the operand of `c = c + ?` as counter.
                         (DataType::Native(NativeType::Counter), _) => {
-                            DataType::Native(NativeType::Bigint)
+                            DataType::Native(NativeType::Counter)
                         }
                         _ => {
                             let sign = if matches!(a, Assignment::Add { .. }) {
@@ -874,7 +875,9 @@ impl ModifyPlan {
                     )))
                 }
                 Bound::Null => {}
-                Bound::Value(Value::Bigint(d)) if col.data_type.is_counter() => {
+                Bound::Value(Value::Bigint(d) | Value::Counter(d))
+                    if col.data_type.is_counter() =>
+                {
                     out.push(w(ColumnOp::AddCounter {
                         delta: d,
                         timestamp,
@@ -897,7 +900,9 @@ impl ModifyPlan {
             }
             Op::Subtract(t) => match values.bind(t)? {
                 Bound::Unset | Bound::Null => {}
-                Bound::Value(Value::Bigint(d)) if col.data_type.is_counter() => {
+                Bound::Value(Value::Bigint(d) | Value::Counter(d))
+                    if col.data_type.is_counter() =>
+                {
                     out.push(w(ColumnOp::AddCounter {
                         delta: d.wrapping_neg(),
                         timestamp,

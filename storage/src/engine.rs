@@ -21,6 +21,10 @@ use crate::{StorageError, TableId, TableLayout};
 
 /// The keyspace holding the server's meta data (schema catalog).
 const META_KEYSPACE: &str = "system_meta";
+/// Sealed memtables at which a write is treated as stalling (fjall halts writers at 4).
+const STALL_SEALED_MEMTABLES: usize = 3;
+/// L0 tables at which a write is treated as stalling (fjall slows writers from 20).
+const STALL_L0_TABLES: usize = 16;
 /// Number of write-lock stripes (writes to one partition always take the same stripe).
 const LOCK_STRIPES: usize = 64;
 
@@ -484,6 +488,20 @@ impl Storage {
                 d.set(Deferral::Owed);
                 batch.durability(None)
             }
+        })
+    }
+
+    /// True while a write to `table` would stall inside fjall: a physical partition has a
+    /// backlog of sealed memtables waiting for flush, or of L0 tables waiting for compaction
+    /// (fjall then sleeps in the writer). Callers use it to keep such writes off threads that
+    /// must not sleep.
+    pub fn write_stalled(&self, table: TableId) -> bool {
+        let Ok(t) = self.table(table) else {
+            return false;
+        };
+        t.ring.current().parts.iter().any(|p| {
+            p.keyspace.sealed_memtable_count() >= STALL_SEALED_MEMTABLES
+                || p.keyspace.l0_table_count() >= STALL_L0_TABLES
         })
     }
 

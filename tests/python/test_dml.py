@@ -108,6 +108,13 @@ def test_counters(session, ks):
         session.execute(f"UPDATE {ks}.cnt SET n = n + 2 WHERE k = 'a'")
     session.execute(f"UPDATE {ks}.cnt SET n = n - 3 WHERE k = 'a'")
     assert session.execute(f"SELECT n FROM {ks}.cnt WHERE k = 'a'").one().n == 7
+    # Cassandra types the increment's bind marker as counter, and prepared increments work.
+    inc = session.prepare(f"UPDATE {ks}.cnt SET n = n + ? WHERE k = ?")
+    assert inc.column_metadata[0].type.typename == "counter"
+    session.execute(inc, (10, "a"))
+    dec = session.prepare(f"UPDATE {ks}.cnt SET n = n - ? WHERE k = ?")
+    session.execute(dec, (4, "a"))
+    assert session.execute(f"SELECT n FROM {ks}.cnt WHERE k = 'a'").one().n == 13
 
 
 def test_lwt(session, ks):
