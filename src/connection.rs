@@ -20,6 +20,11 @@ use tracing::{debug, warn};
 /// Bytes of encoded responses the writer gathers before one socket write.
 const COALESCE_BYTES: usize = 64 * 1024;
 
+/// Requests answered inline before their responses are handed to the writer even if more
+/// frames are buffered: bounds the wait of the first answer of a burst (its latency) while
+/// still sharing one journal flush and one socket write among many.
+const FLUSH_EVERY_ANSWERS: usize = 16;
+
 /// What the writer task is asked to do.
 pub(crate) enum Outgoing {
     /// An encoded frame to write.
@@ -117,7 +122,10 @@ async fn serve<R, W>(
                     if !dispatch(frame, &session, &node, permit, &mut answered) {
                         break 'conn;
                     }
-                    if answered.frames.len() >= COALESCE_BYTES && !answered.flush(&session, &node) {
+                    if (answered.frames.len() >= COALESCE_BYTES
+                        || answered.permits.len() >= FLUSH_EVERY_ANSWERS)
+                        && !answered.flush(&session, &node)
+                    {
                         break 'conn;
                     }
                 }
