@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::TestServer;
+use common::{create_keyspace, int_column, run_all, TestServer};
 use std::time::Duration;
 
 /// Free bytes on the file system holding `path` (from `df`, so the test does not share the
@@ -40,17 +40,14 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
     })
     .await;
     let session = server.session().await;
-    session
-        .query_unpaged(
-            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-            (),
-        )
-        .await
-        .expect("create keyspace");
-    session
-        .query_unpaged("CREATE TABLE ks.t (k int PRIMARY KEY, v text)", ())
-        .await
-        .expect("create table");
+    run_all(
+        &session,
+        &[
+            &create_keyspace("ks"),
+            "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+        ],
+    )
+    .await;
     let insert = session
         .prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         .await
@@ -79,15 +76,7 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
     assert!(text.contains("WriteFailure"), "WriteFailure error: {text}");
     assert!(text.contains("free disk space"), "clear message: {text}");
     // Reads keep working and every acknowledged write is there; the refused one is not.
-    let rows = session
-        .query_unpaged("SELECT k FROM ks.t", ())
-        .await
-        .expect("read while full")
-        .into_rows_result()
-        .expect("rows")
-        .rows::<(i32,)>()
-        .expect("typed")
-        .count();
+    let rows = int_column(&session, "SELECT k FROM ks.t").await.len();
     assert_eq!(rows, 100, "all acknowledged rows and nothing else");
 
     std::fs::remove_file(&filler).expect("free the space");
@@ -96,15 +85,7 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
         .execute_unpaged(&insert, (1001i32, "after".to_string()))
         .await
         .expect("writes succeed again once space returns");
-    let count: i64 = session
-        .query_unpaged("SELECT count(*) FROM ks.t", ())
-        .await
-        .expect("count")
-        .into_rows_result()
-        .expect("rows")
-        .single_row::<(i64,)>()
-        .expect("one row")
-        .0;
+    let count = int_column(&session, "SELECT k FROM ks.t").await.len();
     assert_eq!(count, 101);
     server.stop().await;
 }

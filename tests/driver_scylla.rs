@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{free_port, ServerProcess, TestServer};
+use common::{create_keyspace, free_port, int_column, run_all, ServerProcess, TestServer};
 use scylla::cluster::metadata::{CollectionType, ColumnKind, ColumnType, NativeType, Strategy};
 
 const DDL: &[&str] = &[
@@ -215,17 +215,14 @@ async fn schema_survives_graceful_restart_and_sigkill() {
 async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working() {
     let server = TestServer::start_with(|c| c.max_value_bytes = 1000).await;
     let session = server.session().await;
-    session
-        .query_unpaged(
-            "CREATE KEYSPACE mv WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-            (),
-        )
-        .await
-        .expect("keyspace");
-    session
-        .query_unpaged("CREATE TABLE mv.t (k int PRIMARY KEY, v blob)", ())
-        .await
-        .expect("table");
+    run_all(
+        &session,
+        &[
+            &create_keyspace("mv"),
+            "CREATE TABLE mv.t (k int PRIMARY KEY, v blob)",
+        ],
+    )
+    .await;
     let insert = session
         .prepare("INSERT INTO mv.t (k, v) VALUES (?, ?)")
         .await
@@ -240,16 +237,7 @@ async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working()
         .execute_unpaged(&insert, (2i32, vec![7u8; 1000]))
         .await
         .expect("a value at the limit is accepted");
-    let keys: Vec<i32> = session
-        .query_unpaged("SELECT k FROM mv.t", ())
-        .await
-        .expect("select")
-        .into_rows_result()
-        .expect("rows")
-        .rows::<(i32,)>()
-        .expect("typed")
-        .map(|r| r.expect("row").0)
-        .collect();
+    let keys = int_column(&session, "SELECT k FROM mv.t").await;
     assert_eq!(keys, vec![2], "only the accepted write is stored");
     server.stop().await;
 }

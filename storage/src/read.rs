@@ -434,7 +434,24 @@ impl Storage {
             now: self.now(),
             items: 0,
         };
-        let (dels, static_cells) = ctx.head_and_statics(&addr.prefix)?;
+        // The size cell (one bloom-filtered lookup) says whether the partition exists and
+        // whether it has anything before its rows; most partitions need only the rows read.
+        let flags = match snap.get(ctx.ks, key::size_cell_key(&addr.prefix))? {
+            Some(v) => key::decode_size_cell(&v)?.1,
+            None => {
+                return Ok(PartitionSlice {
+                    static_cells: BTreeMap::new(),
+                    rows: Vec::new(),
+                    cursor: None,
+                    items_read: 0,
+                })
+            }
+        };
+        let (dels, static_cells) = if flags & key::SIZE_FLAG_HEAD != 0 {
+            ctx.head_and_statics(&addr.prefix)?
+        } else {
+            (PartitionDeletions::default(), BTreeMap::new())
+        };
         let limit = slice.limit.unwrap_or(usize::MAX);
         let (rows, last) = ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?;
         self.count_items(ctx.items);

@@ -273,8 +273,8 @@ impl Storage {
         // Every write stores the partition's size cell with its items and nothing removes it,
         // so its absence means the partition is new.
         let size_key = key::size_cell_key(&addr.prefix);
-        let old_size = match ks.get(&size_key)? {
-            Some(v) => Some(key::decode_size(&v)?),
+        let old_cell = match ks.get(&size_key)? {
+            Some(v) => Some(key::decode_size_cell(&v)?),
             None => None,
         };
         let mut batch = self.write_batch();
@@ -286,7 +286,7 @@ impl Storage {
             let (existing, old_len) = match written.get(k.as_slice()) {
                 Some((c, len)) => (Some(c.clone()), *len),
                 // A partition without a size cell holds nothing yet: no item to look up.
-                None if old_size.is_none() => (None, 0),
+                None if old_cell.is_none() => (None, 0),
                 None => match ks.get(k)? {
                     Some(v) => (Some(StoredCell::decode(&v)?), v.len()),
                     None => (None, 0),
@@ -320,6 +320,14 @@ impl Storage {
         if written.is_empty() {
             return self.after_write();
         }
+        let (old_size, old_flags) = match old_cell {
+            Some((size, flags)) => (Some(size), flags),
+            None => (None, 0),
+        };
+        let head_items = mutation.partition_deletion.is_some()
+            || !mutation.range_deletions.is_empty()
+            || !mutation.static_columns.is_empty();
+        let flags = old_flags | if head_items { key::SIZE_FLAG_HEAD } else { 0 };
         let new_size = old_size.unwrap_or(0).saturating_add_signed(delta);
         let max = self.inner.limits.logical_partition_max_bytes;
         if delta > 0 && new_size > max {
@@ -330,7 +338,7 @@ impl Storage {
                 max,
             });
         }
-        let size_value = new_size.to_be_bytes();
+        let size_value = key::encode_size_cell(new_size, flags);
         if let Some(dual) = route.dual {
             batch.insert(&dual.keyspace, size_key.as_slice(), size_value);
         }

@@ -92,6 +92,38 @@ impl TestServer {
     }
 }
 
+/// Runs each statement in order through `session`, panicking with the statement on failure
+/// (test setup: keyspaces, tables).
+pub async fn run_all(session: &scylla::client::session::Session, statements: &[&str]) {
+    for cql in statements {
+        session
+            .query_unpaged(*cql, ())
+            .await
+            .unwrap_or_else(|e| panic!("{cql}: {e}"));
+    }
+}
+
+/// `CREATE KEYSPACE <name>` with SimpleStrategy, replication factor 1.
+pub fn create_keyspace(name: &str) -> String {
+    format!(
+        "CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+    )
+}
+
+/// The first column (an int) of every row `cql` returns.
+pub async fn int_column(session: &scylla::client::session::Session, cql: &str) -> Vec<i32> {
+    session
+        .query_unpaged(cql, ())
+        .await
+        .unwrap_or_else(|e| panic!("{cql}: {e}"))
+        .into_rows_result()
+        .expect("rows")
+        .rows::<(i32,)>()
+        .expect("typed rows")
+        .map(|r| r.expect("row").0)
+        .collect()
+}
+
 /// The ringdb binary built by cargo for integration tests.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ringdb"))

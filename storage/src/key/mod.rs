@@ -105,10 +105,37 @@ pub(crate) fn token_of(key: &[u8]) -> i64 {
 
 /// Decodes a size cell's value.
 pub(crate) fn decode_size(v: &[u8]) -> Result<u64, StorageError> {
-    let b: [u8; 8] = v
+    decode_size_cell(v).map(|(size, _)| size)
+}
+
+/// Size-cell flag: the partition has, or once had, items before its rows (a partition
+/// deletion, static cells or range tombstones), so reads must look at its head.
+pub(crate) const SIZE_FLAG_HEAD: u8 = 1;
+
+/// A size cell's (size, flags). Cells written before flags existed are 8 bytes and get
+/// every flag (nothing is known, so nothing may be skipped).
+pub(crate) fn decode_size_cell(v: &[u8]) -> Result<(u64, u8), StorageError> {
+    let (size, flags) = match v.len() {
+        8 => (v, SIZE_FLAG_HEAD),
+        9 => (&v[..8], v[8]),
+        _ => {
+            return Err(StorageError::corrupt(
+                "partition size cell is not 8 or 9 bytes",
+            ))
+        }
+    };
+    let b: [u8; 8] = size
         .try_into()
-        .map_err(|_| StorageError::corrupt("partition size cell is not 8 bytes"))?;
-    Ok(u64::from_be_bytes(b))
+        .map_err(|_| StorageError::corrupt("partition size cell"))?;
+    Ok((u64::from_be_bytes(b), flags))
+}
+
+/// Encodes a size cell: big-endian size, then the flags byte.
+pub(crate) fn encode_size_cell(size: u64, flags: u8) -> [u8; 9] {
+    let mut out = [0u8; 9];
+    out[..8].copy_from_slice(&size.to_be_bytes());
+    out[8] = flags;
+    out
 }
 
 /// Splits a key into (token, serialized partition key, rest after the partition prefix).
