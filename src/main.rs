@@ -6,11 +6,6 @@ use ringdb::config::Config;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// mimalloc: fewer cycles per allocation than glibc's malloc on the request path, and memory
-/// returned instead of piling up in per-thread arenas under many connections.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// A Cassandra-compatible database server.
 #[derive(Debug, Parser)]
 #[command(name = "ringdb", version, about)]

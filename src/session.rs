@@ -178,6 +178,11 @@ impl Session {
     ) {
         let mut out = BytesMut::new();
         encode_response(version, stream, response, compression, &mut out);
+        // A queued frame may wait for a slow reader: keep no more memory than its bytes (the
+        // buffer grew by doubling while the body was encoded).
+        if out.capacity() - out.len() > out.len() / 8 {
+            out = BytesMut::from(&out[..]);
+        }
         let _ = self.tx.send(Outgoing::Frame(out));
     }
 
