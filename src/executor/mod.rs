@@ -40,6 +40,12 @@ type MarkerInfo = (Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>);
 /// Writes grouped by (table id, partition key).
 type WritesByPartition = BTreeMap<(u128, Vec<Vec<u8>>), (Arc<schema::Table>, storage::Mutation)>;
 
+/// The token of a partition key given as serialized components.
+fn partition_token(components: &[Vec<u8>]) -> i64 {
+    let parts: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
+    storage::token::token(&storage::token::serialize_partition_key(&parts))
+}
+
 /// Refuses a request carrying a bound value larger than `max` bytes (`max_value_bytes`, like
 /// Cassandra's `max_value_size`).
 fn check_value_sizes(request: &Request, max: u64) -> Result<(), QueryError> {
@@ -428,12 +434,26 @@ impl Node {
                 }
             }
         }
-        for (table, m) in merged.values() {
-            self.storage()
-                .apply(table_id(table), m)
-                .map_err(|e| crate::error::write_error(e, table, &m.partition_key))?;
-        }
-        Ok(())
+        // One atomic storage write for every partition: a logged batch spanning partitions
+        // is all there or not at all after a crash.
+        let writes: Vec<(storage::TableId, &storage::Mutation)> = merged
+            .values()
+            .map(|(table, m)| (table_id(table), m))
+            .collect();
+        self.storage().apply_all(&writes).map_err(|e| {
+            let culprit = match &e {
+                storage::StorageError::PartitionTooLarge { table, token, .. } => {
+                    merged.values().find(|(t, m)| {
+                        table_id(t) == *table && partition_token(&m.partition_key) == *token
+                    })
+                }
+                _ => None,
+            };
+            match culprit {
+                Some((table, m)) => crate::error::write_error(e, table, &m.partition_key),
+                None => e.into(),
+            }
+        })
     }
 
     /// Looks a table up, from the session keyspace when unqualified.

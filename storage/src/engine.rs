@@ -555,15 +555,8 @@ impl Storage {
         (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % LOCK_STRIPES
     }
 
-    /// The write lock of the stripe owning `(table, token)`.
-    pub(crate) fn lock_partition(&self, table: TableId, token: i64) -> MutexGuard<'_, ()> {
-        self.inner.locks[Self::stripe(table, token)]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Locks every stripe whose bit is set in `mask`, in stripe order (writers hold at most
-    /// one stripe, so this cannot deadlock with them).
+    /// Locks every stripe whose bit is set in `mask`, in stripe order (every locker takes
+    /// its stripes in that order, so this cannot deadlock).
     pub(crate) fn lock_stripes(&self, mask: u64) -> Vec<MutexGuard<'_, ()>> {
         (0..LOCK_STRIPES)
             .filter(|i| mask & (1 << i) != 0)

@@ -383,6 +383,31 @@ fn logical_partition_cap_rejects_only_the_big_partition() {
 }
 
 #[test]
+fn apply_all_writes_every_partition_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let opts = StorageOptions {
+        logical_partition_max_bytes: 20 << 10,
+        ..options(u64::MAX, &clock)
+    };
+    let db = open(dir.path(), opts);
+    // One partition of the batch is over the cap: nothing of the batch is written.
+    let (small, big) = (rows(1, 0..3, 1000), rows(2, 0..40, 1000));
+    let err = db.apply_all(&[(T, &small), (T, &big)]).unwrap_err();
+    assert!(
+        matches!(err, StorageError::PartitionTooLarge { .. }),
+        "{err}"
+    );
+    check_partition(&db, 1, 0, 1000);
+    check_partition(&db, 2, 0, 1000);
+    // Within the cap both land, in one batch.
+    let fits = rows(2, 0..5, 1000);
+    db.apply_all(&[(T, &small), (T, &fits)]).unwrap();
+    check_partition(&db, 1, 3, 1000);
+    check_partition(&db, 2, 5, 1000);
+}
+
+#[test]
 fn crash_at_every_split_step_loses_nothing() {
     for step in [
         SplitStep::Prepared,

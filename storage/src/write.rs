@@ -12,12 +12,14 @@
 //! batch, to the new partition that will own its token.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
 
 use crate::cell::StoredCell;
 use crate::engine::{Storage, Table};
 use crate::key::{self, ClusteringBound, ItemPath};
+use crate::ring::Route;
 use crate::{token, StorageError, TableId};
 
 /// A deletion at a write timestamp (microseconds).
@@ -134,6 +136,15 @@ pub struct Mutation {
     pub rows: Vec<RowWrite>,
 }
 
+/// A mutation turned into keyed items, ready to be reconciled and written.
+struct Staged<'m> {
+    table_id: TableId,
+    table: Arc<Table>,
+    addr: PartitionAddress,
+    items: Vec<(Vec<u8>, Pending)>,
+    mutation: &'m Mutation,
+}
+
 /// The serialized key, token and key prefix of a partition.
 pub(crate) struct PartitionAddress {
     pub(crate) token: i64,
@@ -197,6 +208,59 @@ impl Storage {
     /// `logical_partition_max_bytes`; [`StorageError::Fjall`] on I/O failure;
     /// [`StorageError::Corrupt`] for unreadable existing data.
     pub fn apply(&self, table_id: TableId, mutation: &Mutation) -> Result<(), StorageError> {
+        self.apply_all(&[(table_id, mutation)])
+    }
+
+    /// Applies mutations of several partitions (of one or more tables) as one atomic fjall
+    /// batch: after a crash either all of them are there or none (a logged batch spanning
+    /// partitions). Each partition must appear at most once.
+    ///
+    /// # Errors
+    /// As [`Storage::apply`]; when any mutation fails nothing is written.
+    pub fn apply_all(&self, writes: &[(TableId, &Mutation)]) -> Result<(), StorageError> {
+        let staged = writes
+            .iter()
+            .map(|(table_id, m)| self.stage(*table_id, m))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.inner.disk.check()?;
+        let mask = staged
+            .iter()
+            .fold(0u64, |m, s| m | 1 << Self::stripe(s.table_id, s.addr.token));
+        let guards = self.lock_stripes(mask);
+        // Routing is read under the stripe locks: a split switches routing and then waits for
+        // every stripe, so a write never lands in a partition that has stopped owning it.
+        let views: Vec<_> = staged.iter().map(|s| s.table.ring.current()).collect();
+        let mut batch = self.write_batch();
+        let mut accounted = Vec::new();
+        for (s, view) in staged.iter().zip(&views) {
+            let route = view.route(s.addr.token);
+            if let Some((delta, new_partition)) = self.write_staged(s, &route, &mut batch)? {
+                accounted.push((s.table_id, route, delta, new_partition));
+            }
+        }
+        if accounted.is_empty() {
+            return self.after_write();
+        }
+        batch.commit()?;
+        for (_, route, delta, new_partition) in &accounted {
+            route.primary.account(*delta, *new_partition);
+            if let Some(dual) = route.dual {
+                dual.account(*delta, *new_partition);
+            }
+        }
+        drop(guards);
+        for (table_id, route, ..) in &accounted {
+            self.maybe_queue_split(*table_id, route.primary);
+        }
+        self.after_write()
+    }
+
+    /// Turns a mutation into keyed items (no storage access yet).
+    fn stage<'m>(
+        &self,
+        table_id: TableId,
+        mutation: &'m Mutation,
+    ) -> Result<Staged<'m>, StorageError> {
         let table = self.table(table_id)?;
         let addr = address(&table, &mutation.partition_key)?;
         let now = self.now();
@@ -262,13 +326,32 @@ impl Storage {
                 "key longer than 64 KiB".into(),
             ));
         }
+        Ok(Staged {
+            table_id,
+            table,
+            addr,
+            items,
+            mutation,
+        })
+    }
 
-        self.inner.disk.check()?;
-        let guard = self.lock_partition(table_id, addr.token);
-        // Routing is read under the stripe lock: a split switches routing and then waits for
-        // every stripe, so a write never lands in a partition that has stopped owning it.
-        let view = table.ring.current();
-        let route = view.route(addr.token);
+    /// Reconciles a staged mutation with what is stored and adds the winning items and the
+    /// new size cell to `batch`. Returns (byte delta, whether the partition is new), or None
+    /// when nothing wins. Called with the partition's stripe locked.
+    fn write_staged(
+        &self,
+        staged: &Staged<'_>,
+        route: &Route<'_>,
+        batch: &mut fjall::OwnedWriteBatch,
+    ) -> Result<Option<(i64, i64)>, StorageError> {
+        let Staged {
+            table_id,
+            addr,
+            items,
+            mutation,
+            ..
+        } = staged;
+        let now = self.now();
         let ks = &route.primary.keyspace;
         // Every write stores the partition's size cell with its items and nothing removes it,
         // so its absence means the partition is new.
@@ -277,12 +360,11 @@ impl Storage {
             Some(v) => Some(key::decode_size_cell(&v)?),
             None => None,
         };
-        let mut batch = self.write_batch();
         // Within one mutation later items reconcile against earlier ones, not just disk.
         // Values: the winning cell and its encoded length.
         let mut written: HashMap<&[u8], (StoredCell, usize)> = HashMap::new();
         let mut delta: i64 = 0;
-        for (k, pending) in &items {
+        for (k, pending) in items {
             let (existing, old_len) = match written.get(k.as_slice()) {
                 Some((c, len)) => (Some(c.clone()), *len),
                 // A partition without a size cell holds nothing yet: no item to look up.
@@ -318,7 +400,7 @@ impl Storage {
             }
         }
         if written.is_empty() {
-            return self.after_write();
+            return Ok(None);
         }
         let (old_size, old_flags) = match old_cell {
             Some((size, flags)) => (Some(size), flags),
@@ -332,7 +414,7 @@ impl Storage {
         let max = self.inner.limits.logical_partition_max_bytes;
         if delta > 0 && new_size > max {
             return Err(StorageError::PartitionTooLarge {
-                table: table_id,
+                table: *table_id,
                 token: addr.token,
                 bytes: new_size,
                 max,
@@ -343,18 +425,11 @@ impl Storage {
             batch.insert(&dual.keyspace, size_key.as_slice(), size_value);
         }
         batch.insert(ks, size_key.as_slice(), size_value);
-        batch.commit()?;
         let new_partition = i64::from(old_size.is_none());
         if new_partition > 0 {
             delta += (size_key.len() + size_value.len()) as i64;
         }
-        route.primary.account(delta, new_partition);
-        if let Some(dual) = route.dual {
-            dual.account(delta, new_partition);
-        }
-        drop(guard);
-        self.maybe_queue_split(table_id, route.primary);
-        self.after_write()
+        Ok(Some((delta, new_partition)))
     }
 }
 
