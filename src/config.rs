@@ -146,7 +146,7 @@ impl Default for Config {
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
             max_value_bytes: 256 * 1024 * 1024,
-            block_cache_mb: 128,
+            block_cache_mb: 32,
             min_free_disk_mb: 128,
             authenticator: Authenticator::AllowAllAuthenticator,
             authorizer: Authorizer::AllowAllAuthorizer,
