@@ -480,19 +480,7 @@ pub(crate) fn encode_event(
     event: &Event,
     compression: Option<&Compression>,
 ) -> BytesMut {
-    let mut body = BytesMut::new();
-    Response::Event(event.clone()).encode_body(version, &mut body);
-    let mut out = BytesMut::with_capacity(body.len() + frame::HEADER_LEN);
-    match compression {
-        Some(c) => frame::encode_frame(
-            version,
-            frame::flags::COMPRESSION,
-            -1,
-            Opcode::Event,
-            &c.compress(&body),
-            &mut out,
-        ),
-        None => frame::encode_frame(version, 0, -1, Opcode::Event, &body, &mut out),
-    }
+    let mut out = BytesMut::new();
+    Response::Event(event.clone()).encode_frame(version, -1, compression.copied(), &mut out);
     out
 }

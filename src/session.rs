@@ -6,7 +6,6 @@ use crate::connection::{encode_event, Outgoing};
 use crate::node::Node;
 use bytes::{Bytes, BytesMut};
 use cql::compression::Compression;
-use cql::frame;
 use cql::request::Request;
 use cql::response::{ErrorBody, Response, ResultBody};
 use std::net::SocketAddr;
@@ -157,7 +156,7 @@ impl Session {
         } else {
             None
         };
-        encode_response(version, stream, response, compression, out);
+        response.encode_frame(version, stream, compression.copied(), out);
     }
 
     /// Queues frames already encoded, and the request slots to free once they are written.
@@ -177,7 +176,7 @@ impl Session {
         compression: Option<&Compression>,
     ) {
         let mut out = BytesMut::new();
-        encode_response(version, stream, response, compression, &mut out);
+        response.encode_frame(version, stream, compression.copied(), &mut out);
         // A queued frame may wait for a slow reader: keep no more memory than its bytes (the
         // buffer grew by doubling while the body was encoded).
         if out.capacity() - out.len() > out.len() / 8 {
@@ -397,38 +396,4 @@ fn supported() -> Response {
             vec!["3/v3".into(), "4/v4".into()],
         ),
     ])
-}
-
-/// Encodes one response frame onto the end of `out`, compressing the body when asked.
-fn encode_response(
-    version: u8,
-    stream: i16,
-    response: &Response,
-    compression: Option<&Compression>,
-    out: &mut BytesMut,
-) {
-    match compression {
-        Some(c) => {
-            let mut body = BytesMut::new();
-            response.encode_body(version, &mut body);
-            let packed = c.compress(&body);
-            frame::encode_frame(
-                version,
-                frame::flags::COMPRESSION,
-                stream,
-                response.opcode(),
-                &packed,
-                out,
-            );
-        }
-        None => {
-            // The body is encoded in place after a header whose length is filled in last.
-            let start = out.len();
-            frame::encode_frame(version, 0, stream, response.opcode(), &[], out);
-            response.encode_body(version, out);
-            let length = u32::try_from(out.len() - start - frame::HEADER_LEN).unwrap_or(u32::MAX);
-            out[start + frame::HEADER_LEN - 4..start + frame::HEADER_LEN]
-                .copy_from_slice(&length.to_be_bytes());
-        }
-    }
 }

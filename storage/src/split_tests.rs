@@ -43,6 +43,16 @@ fn open(dir: &std::path::Path, opts: StorageOptions) -> Storage {
     db
 }
 
+/// Storage that never splits, with logical partitions capped at 20 KiB.
+fn open_capped(dir: &std::path::Path) -> Storage {
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let opts = StorageOptions {
+        logical_partition_max_bytes: 20 << 10,
+        ..options(u64::MAX, &clock)
+    };
+    open(dir, opts)
+}
+
 fn value(pk: i32, ck: i32, len: usize) -> Vec<u8> {
     format!("{pk}/{ck}/")
         .into_bytes()
@@ -344,12 +354,7 @@ fn hot_logical_partition_is_never_cut() {
 #[test]
 fn logical_partition_cap_rejects_only_the_big_partition() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(AtomicI64::new(1_000_000));
-    let opts = StorageOptions {
-        logical_partition_max_bytes: 20 << 10,
-        ..options(u64::MAX, &clock)
-    };
-    let db = open(dir.path(), opts);
+    let db = open_capped(dir.path());
     let mut accepted = 0;
     let err = loop {
         match db.apply(T, &rows(1, accepted..accepted + 1, 1000)) {
@@ -385,12 +390,7 @@ fn logical_partition_cap_rejects_only_the_big_partition() {
 #[test]
 fn apply_all_writes_every_partition_or_none() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(AtomicI64::new(1_000_000));
-    let opts = StorageOptions {
-        logical_partition_max_bytes: 20 << 10,
-        ..options(u64::MAX, &clock)
-    };
-    let db = open(dir.path(), opts);
+    let db = open_capped(dir.path());
     // One partition of the batch is over the cap: nothing of the batch is written.
     let (small, big) = (rows(1, 0..3, 1000), rows(2, 0..40, 1000));
     let err = db.apply_all(&[(T, &small), (T, &big)]).unwrap_err();

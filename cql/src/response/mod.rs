@@ -121,10 +121,10 @@ impl Response {
         compression: Option<Compression>,
         out: &mut BytesMut,
     ) {
-        let mut body = Vec::new();
-        self.encode_body(version, &mut body);
         match compression {
             Some(c) => {
+                let mut body = Vec::new();
+                self.encode_body(version, &mut body);
                 let z = c.compress(&body);
                 frame::encode_frame(
                     version,
@@ -135,7 +135,16 @@ impl Response {
                     out,
                 );
             }
-            None => frame::encode_frame(version, 0, stream, self.opcode(), &body, out),
+            None => {
+                // The body is encoded in place behind a header whose length is set last.
+                let start = out.len();
+                frame::encode_frame(version, 0, stream, self.opcode(), &[], out);
+                self.encode_body(version, out);
+                let length = u32::try_from(out.len() - start - frame::HEADER_LEN)
+                    .expect("frame body must be shorter than 4 GiB");
+                out[start + frame::HEADER_LEN - 4..start + frame::HEADER_LEN]
+                    .copy_from_slice(&length.to_be_bytes());
+            }
         }
     }
 
