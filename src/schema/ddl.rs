@@ -19,7 +19,7 @@ use uuid::Uuid;
 pub struct DdlOutcome {
     /// The schema change to report (None: nothing changed, e.g. IF NOT EXISTS on an existing object).
     pub change: Option<SchemaChange>,
-    /// Tables whose storage must be created.
+    /// Tables whose storage must be created, or told their new layout (after ALTER TABLE).
     pub created_tables: Vec<Arc<Table>>,
     /// Tables whose storage must be dropped.
     pub dropped_tables: Vec<Uuid>,
@@ -169,7 +169,10 @@ pub fn apply_ddl(
             if !alter_table(&mut t, &s.op, &resolved, now_ms)? {
                 return Ok(out);
             }
-            ks.tables.insert(t.name.clone(), Arc::new(t));
+            let t = Arc::new(t);
+            ks.tables.insert(t.name.clone(), t.clone());
+            // Storage learns the new layout (added collection columns, gc_grace_seconds).
+            out.created_tables.push(t);
             out.change = change(
                 SchemaChangeType::Updated,
                 SchemaChangeTarget::Table {

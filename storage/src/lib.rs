@@ -67,6 +67,8 @@ mod write;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]
+mod point_read_tests;
+#[cfg(test)]
 mod split_tests;
 #[cfg(test)]
 mod tests;

@@ -362,6 +362,42 @@ impl ReadCtx<'_> {
         Ok((rows, None))
     }
 
+    /// The one row with encoded clustering `clustering`, read with a point lookup per item
+    /// (liveness, row deletion, each of `columns`): bloom filters skip the LSM tables that do
+    /// not hold the row, where a range read would open every level.
+    fn point_row(
+        &mut self,
+        prefix: &[u8],
+        dels: &PartitionDeletions,
+        clustering: &[u8],
+        columns: &[u32],
+    ) -> Result<Vec<Row>, StorageError> {
+        let mut row_key = Vec::with_capacity(prefix.len() + clustering.len() + 8);
+        row_key.extend_from_slice(prefix);
+        row_key.push(key::SECTION_ROWS);
+        row_key.extend_from_slice(clustering);
+        row_key.push(key::CLUSTERING_END);
+        let base = row_key.len();
+        let paths = [ItemPath::Liveness, ItemPath::RowDeletion]
+            .into_iter()
+            .chain(columns.iter().map(|&c| ItemPath::Cell(c)));
+        let mut items = Vec::new();
+        for path in paths {
+            row_key.truncate(base);
+            path.encode(&mut row_key);
+            if let Some(v) = self.snap.get(self.ks, &row_key)? {
+                self.items += 1;
+                items.push((path, StoredCell::decode(&v)?));
+            }
+        }
+        let mut rows = Vec::new();
+        if !items.is_empty() {
+            let values = self.start_row(&row_key[prefix.len() + 1..])?.1;
+            self.finish_row(&mut rows, clustering, values, items, dels, false)?;
+        }
+        Ok(rows)
+    }
+
     /// A row starting at `rest` (its key after the rows section byte): its encoded and
     /// decoded clustering, no items yet.
     fn start_row(&self, rest: &[u8]) -> Result<PendingRow, StorageError> {
@@ -453,7 +489,15 @@ impl Storage {
             (PartitionDeletions::default(), BTreeMap::new())
         };
         let limit = slice.limit.unwrap_or(usize::MAX);
-        let (rows, last) = ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?;
+        let single = if slice.cursor.is_none() && limit > 0 {
+            single_row(&table, slice)
+        } else {
+            None
+        };
+        let (rows, last) = match single {
+            Some(columns) => (ctx.point_row(&addr.prefix, &dels, &lo, columns)?, None),
+            None => ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?,
+        };
         self.count_items(ctx.items);
         let cursor = last.map(|c| {
             let mut bytes = vec![CURSOR_SLICE];
@@ -662,6 +706,21 @@ impl Storage {
             .items_read
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// The regular columns to look up when `slice` selects exactly one whole row of a table whose
+/// rows can be read with point lookups (see [`crate::TableLayout::point_row_columns`]).
+pub(crate) fn single_row<'t>(table: &'t Table, slice: &Slice) -> Option<&'t [u32]> {
+    let columns = table.layout.point_row_columns.as_deref()?;
+    let clustering = &table.layout.clustering;
+    let one_row = match (&slice.start, &slice.end) {
+        (ClusteringBound::Inclusive(a), ClusteringBound::Inclusive(b)) => {
+            a == b && a.len() == clustering.len()
+        }
+        (ClusteringBound::Unbounded, ClusteringBound::Unbounded) => clustering.is_empty(),
+        _ => false,
+    };
+    one_row.then_some(columns)
 }
 
 /// A partition being assembled by a scan's single pass.

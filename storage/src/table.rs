@@ -31,6 +31,11 @@ pub struct TableLayout {
     /// Regular and static columns by column id. Needed for collection columns (their element
     /// keys are ordered by the element type); simple columns may be omitted.
     pub columns: BTreeMap<u32, DataType>,
+    /// Every regular (non-static) column id, given only when all of them are single cells
+    /// (no non-frozen collection or UDT). A read of one whole row then fetches the row's items
+    /// with bloom-filtered point lookups instead of a range read, whose cost grows with the
+    /// number of LSM levels. `None`: rows are always read as ranges.
+    pub point_row_columns: Option<Vec<u32>>,
     /// Tombstones and expired cells older than this are purged at compaction (see
     /// `compaction`). Default [`DEFAULT_GC_GRACE_SECONDS`].
     pub gc_grace_seconds: u32,
@@ -42,6 +47,7 @@ impl Default for TableLayout {
             partition_key: Vec::new(),
             clustering: Vec::new(),
             columns: BTreeMap::new(),
+            point_row_columns: None,
             gc_grace_seconds: DEFAULT_GC_GRACE_SECONDS,
         }
     }
