@@ -2,12 +2,11 @@
 //! row under random writes, deletions, TTLs, flushes and compactions.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering as AtomicOrdering;
 
 use cql::types::{DataType, NativeType as N};
 
-use crate::tests::int;
+use crate::tests::{int, open_clocked};
 use crate::*;
 
 /// Reads rows as ranges (the reference).
@@ -122,17 +121,7 @@ fn random_mutation(rng: &mut Rng, ts: i64, clustering: bool) -> Mutation {
 }
 
 fn check_agreement(clustering: bool, seed: u64) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(AtomicI64::new(1_000_000));
-    let c = clock.clone();
-    let db = Storage::open(
-        dir.path(),
-        StorageOptions {
-            clock: Some(Arc::new(move || c.load(AtomicOrdering::SeqCst))),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (_dir, db, clock) = open_clocked(SyncPolicy::default());
     db.create_table(RANGED, layout(false, clustering)).unwrap();
     db.create_table(POINT, layout(true, clustering)).unwrap();
     let mut rng = Rng(seed);

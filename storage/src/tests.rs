@@ -39,7 +39,8 @@ struct Env {
     clock: Arc<AtomicI64>,
 }
 
-fn env_with(order: Order, sync: SyncPolicy) -> Env {
+/// A store in a fresh temporary directory whose clock (seconds) the test moves by hand.
+pub(crate) fn open_clocked(sync: SyncPolicy) -> (tempfile::TempDir, Storage, Arc<AtomicI64>) {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(AtomicI64::new(1_000_000));
     let c = clock.clone();
@@ -52,6 +53,11 @@ fn env_with(order: Order, sync: SyncPolicy) -> Env {
         },
     )
     .unwrap();
+    (dir, db, clock)
+}
+
+fn env_with(order: Order, sync: SyncPolicy) -> Env {
+    let (dir, db, clock) = open_clocked(sync);
     db.create_table(T, layout(order)).unwrap();
     Env {
         _dir: dir,
