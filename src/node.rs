@@ -102,13 +102,12 @@ pub fn layout_of(table: &Table) -> TableLayout {
             .map(|c| (c.id, c.data_type.clone()))
             .collect(),
         point_row_columns: {
-            let regular: Vec<_> = table
+            let regular = table
                 .columns
                 .iter()
-                .filter(|c| c.kind == schema::ColumnKind::Regular)
-                .collect();
-            (!regular.iter().any(|c| c.data_type.is_multi_cell()))
-                .then(|| regular.iter().map(|c| c.id).collect())
+                .filter(|c| c.kind == schema::ColumnKind::Regular);
+            (!regular.clone().any(|c| c.data_type.is_multi_cell()))
+                .then(|| regular.map(|c| c.id).collect())
         },
         gc_grace_seconds: u32::try_from(table.params.gc_grace_seconds).unwrap_or(0),
     }

@@ -719,7 +719,7 @@ impl Node {
             let changed = outcome.change.is_some();
             Ok((outcome, changed))
         })?;
-        for t in &outcome.created_tables {
+        for t in &outcome.storage_tables {
             self.storage().create_table(table_id(t), layout_of(t))?;
         }
         for id in &outcome.dropped_tables {

@@ -19,8 +19,8 @@ use uuid::Uuid;
 pub struct DdlOutcome {
     /// The schema change to report (None: nothing changed, e.g. IF NOT EXISTS on an existing object).
     pub change: Option<SchemaChange>,
-    /// Tables whose storage must be created, or told their new layout (after ALTER TABLE).
-    pub created_tables: Vec<Arc<Table>>,
+    /// Tables to hand to storage: created, or altered (storage must learn the new layout).
+    pub storage_tables: Vec<Arc<Table>>,
     /// Tables whose storage must be dropped.
     pub dropped_tables: Vec<Uuid>,
 }
@@ -171,8 +171,7 @@ pub fn apply_ddl(
             }
             let t = Arc::new(t);
             ks.tables.insert(t.name.clone(), t.clone());
-            // Storage learns the new layout (added collection columns, gc_grace_seconds).
-            out.created_tables.push(t);
+            out.storage_tables.push(t);
             out.change = change(
                 SchemaChangeType::Updated,
                 SchemaChangeTarget::Table {
@@ -488,7 +487,7 @@ fn create_table(
     let table = build_table(&snapshot, &ks_name, s)?;
     let table = Arc::new(table);
     ks.tables.insert(table_name.clone(), table.clone());
-    out.created_tables.push(table);
+    out.storage_tables.push(table);
     out.change = change(
         SchemaChangeType::Created,
         SchemaChangeTarget::Table {
