@@ -53,6 +53,7 @@
 
 mod cell;
 mod compaction;
+mod content;
 mod disk;
 mod engine;
 pub mod error;
@@ -64,6 +65,8 @@ pub mod table;
 pub mod token;
 mod write;
 
+#[cfg(test)]
+mod content_tests;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]

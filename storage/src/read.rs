@@ -14,7 +14,7 @@ use crate::engine::{Storage, Table};
 use crate::key::{self, ClusteringBound, ItemPath, KeyReader};
 use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
 use crate::write::address;
-use crate::{StorageError, TableId};
+use crate::{content, StorageError, TableId};
 
 /// A live column value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -371,6 +371,7 @@ impl ReadCtx<'_> {
         dels: &PartitionDeletions,
         clustering: &[u8],
         columns: &[u32],
+        row_deletions: bool,
     ) -> Result<Vec<Row>, StorageError> {
         let mut row_key = Vec::with_capacity(prefix.len() + clustering.len() + 8);
         row_key.extend_from_slice(prefix);
@@ -378,8 +379,10 @@ impl ReadCtx<'_> {
         row_key.extend_from_slice(clustering);
         row_key.push(key::CLUSTERING_END);
         let base = row_key.len();
-        let paths = [ItemPath::Liveness, ItemPath::RowDeletion]
+        // The row deletion is looked up only in tables that ever stored one.
+        let paths = [ItemPath::Liveness]
             .into_iter()
+            .chain(row_deletions.then_some(ItemPath::RowDeletion))
             .chain(columns.iter().map(|&c| ItemPath::Cell(c)));
         let mut items = Vec::new();
         for path in paths {
@@ -470,24 +473,32 @@ impl Storage {
             now: self.now(),
             items: 0,
         };
-        // The size cell (one bloom-filtered lookup) says whether the partition exists and
-        // whether it has anything before its rows; most partitions need only the rows read.
-        let flags = match snap.get(ctx.ks, key::size_cell_key(&addr.prefix))? {
-            Some(v) => key::decode_size_cell(&v)?.1,
-            None => {
-                return Ok(PartitionSlice {
-                    static_cells: BTreeMap::new(),
-                    rows: Vec::new(),
-                    cursor: None,
-                    items_read: 0,
-                })
+        // Checked after the snapshot was taken (see `crate::content`): a table that never
+        // stored a partition deletion, static or range tombstone has no head to read.
+        let content = &table.ring.content;
+        let (dels, static_cells) = if content.may_have(content::HEAD) {
+            // The size cell (one bloom-filtered lookup) says whether the partition exists
+            // and whether it has anything before its rows.
+            let flags = match snap.get(ctx.ks, key::size_cell_key(&addr.prefix))? {
+                Some(v) => key::decode_size_cell(&v)?.1,
+                None => {
+                    return Ok(PartitionSlice {
+                        static_cells: BTreeMap::new(),
+                        rows: Vec::new(),
+                        cursor: None,
+                        items_read: 0,
+                    })
+                }
+            };
+            if flags & key::SIZE_FLAG_HEAD != 0 {
+                ctx.head_and_statics(&addr.prefix)?
+            } else {
+                (PartitionDeletions::default(), BTreeMap::new())
             }
-        };
-        let (dels, static_cells) = if flags & key::SIZE_FLAG_HEAD != 0 {
-            ctx.head_and_statics(&addr.prefix)?
         } else {
             (PartitionDeletions::default(), BTreeMap::new())
         };
+        let row_deletions = content.may_have(content::ROW_DELETIONS);
         let limit = slice.limit.unwrap_or(usize::MAX);
         let single = if slice.cursor.is_none() && limit > 0 {
             single_row(&table, slice)
@@ -495,7 +506,10 @@ impl Storage {
             None
         };
         let (rows, last) = match single {
-            Some(columns) => (ctx.point_row(&addr.prefix, &dels, &lo, columns)?, None),
+            Some(columns) => (
+                ctx.point_row(&addr.prefix, &dels, &lo, columns, row_deletions)?,
+                None,
+            ),
             None => ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?,
         };
         self.count_items(ctx.items);

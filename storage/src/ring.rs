@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
+use crate::content::ContentFlags;
 use crate::engine::{Inner, Storage, Table};
 use crate::token::{MAX_TOKEN, MIN_TOKEN};
 use crate::{StorageError, TableId};
@@ -260,7 +261,7 @@ impl Reader<'_> {
     }
 }
 
-fn table_meta_prefix(kind: &str, table: TableId) -> Vec<u8> {
+pub(crate) fn table_meta_prefix(kind: &str, table: TableId) -> Vec<u8> {
     let mut k = STORAGE_META_PREFIX.to_vec();
     k.extend_from_slice(kind.as_bytes());
     k.push(0);
@@ -416,6 +417,8 @@ pub(crate) struct TableRing {
     pub(crate) split_lock: Mutex<()>,
     /// Asks a running split to roll back (drop/truncate).
     pub(crate) cancel: AtomicBool,
+    /// Which kinds of shadowing items the table has ever stored.
+    pub(crate) content: ContentFlags,
 }
 
 impl TableRing {
@@ -525,14 +528,15 @@ impl Storage {
     /// everything), a switched split's old keyspace is deleted, stray keyspaces are removed.
     pub(crate) fn load_ring(&self, table: TableId) -> Result<TableRing, StorageError> {
         let db = &self.inner.db;
-        let mut map = match self.load_map(table)? {
-            Some(map) => map,
+        let (mut map, new_table) = match self.load_map(table)? {
+            Some(map) => (map, false),
             None => {
                 let map = RoutingMap::initial();
                 self.save_map(table, &map, &[], &[], true)?;
-                map
+                (map, true)
             }
         };
+        let content = ContentFlags::load(&self.inner.meta, table, new_table)?;
         if let Some(split) = map.split.take() {
             tracing::warn!(%table, source = split.source, "rolling back an interrupted split");
             delete_keyspace(db, table, split.upper)?;
@@ -580,6 +584,7 @@ impl Storage {
             view: RwLock::new(Arc::new(view)),
             split_lock: Mutex::new(()),
             cancel: AtomicBool::new(false),
+            content,
         })
     }
 
@@ -590,6 +595,7 @@ impl Storage {
         for prefix in [
             table_meta_prefix("ring", table),
             table_meta_prefix("stats", table),
+            ContentFlags::meta_prefix(table),
         ] {
             for g in meta.prefix(&prefix) {
                 batch.remove(meta, g.key()?);

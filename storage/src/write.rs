@@ -20,7 +20,7 @@ use crate::cell::StoredCell;
 use crate::engine::{Storage, Table};
 use crate::key::{self, ClusteringBound, ItemPath};
 use crate::ring::Route;
-use crate::{token, StorageError, TableId};
+use crate::{content, token, StorageError, TableId};
 
 /// A deletion at a write timestamp (microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +241,21 @@ impl Storage {
         if accounted.is_empty() {
             return self.after_write();
         }
+        // Set before the commit, so a reader whose snapshot holds these items sees the flags.
+        let marked: Vec<u8> = staged
+            .iter()
+            .map(|s| {
+                let flags = content::flags_of(s.mutation);
+                s.table
+                    .ring
+                    .content
+                    .mark(flags, &self.inner.meta, &mut batch)
+            })
+            .collect();
         batch.commit()?;
+        for (s, flags) in staged.iter().zip(marked) {
+            s.table.ring.content.committed(flags);
+        }
         for (_, route, delta, new_partition) in &accounted {
             route.primary.account(*delta, *new_partition);
             if let Some(dual) = route.dual {
