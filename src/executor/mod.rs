@@ -415,6 +415,18 @@ impl Node {
         &self,
         writes: Vec<(Arc<schema::Table>, storage::Mutation)>,
     ) -> Result<(), QueryError> {
+        // One partition (every single-statement write): nothing to merge.
+        if let [(table, m)] = writes.as_slice() {
+            return self
+                .storage()
+                .apply(table_id(table), m)
+                .map_err(|e| match &e {
+                    storage::StorageError::PartitionTooLarge { .. } => {
+                        crate::error::write_error(e, table, &m.partition_key)
+                    }
+                    _ => e.into(),
+                });
+        }
         let mut merged: WritesByPartition = BTreeMap::new();
         for (table, m) in writes {
             let key = (table.id.as_u128(), m.partition_key.clone());

@@ -38,6 +38,8 @@ fn self_table_has(table: &Table, name: &str) -> bool {
 pub struct SelectPlan {
     table: Arc<Table>,
     outputs: Vec<(Selection, ColumnSpec)>,
+    /// `outputs` with their types, as the grouper folds them (built once, not per execution).
+    fold_outputs: Vec<(Selection, DataType)>,
     restrictions: Restrictions,
     reversed: bool,
     limit: Option<Term>,
@@ -202,9 +204,14 @@ impl SelectPlan {
             table.id.hash(&mut h);
             h.finish()
         };
+        let fold_outputs = outputs
+            .iter()
+            .map(|(s, c)| (s.clone(), c.data_type.clone()))
+            .collect();
         Ok(SelectPlan {
             table,
             outputs,
+            fold_outputs,
             restrictions,
             reversed,
             limit,
@@ -308,12 +315,7 @@ impl SelectPlan {
             (None, r) => r,
         };
         let mut out: Vec<Vec<Option<Bytes>>> = Vec::new();
-        let fold_outputs: Vec<(Selection, DataType)> = self
-            .outputs
-            .iter()
-            .map(|(s, c)| (s.clone(), c.data_type.clone()))
-            .collect();
-        let mut grouper = Grouper::new(&fold_outputs, !self.group_by.is_empty())?;
+        let mut grouper = Grouper::new(&self.fold_outputs, !self.group_by.is_empty())?;
         let mut next_state: Option<PagingState> = None;
         let full = |n: usize| want.is_some_and(|w| n >= w);
 
