@@ -415,47 +415,43 @@ impl Node {
         &self,
         writes: Vec<(Arc<schema::Table>, storage::Mutation)>,
     ) -> Result<(), QueryError> {
-        // One partition (every single-statement write): nothing to merge.
-        if let [(table, m)] = writes.as_slice() {
-            return self
-                .storage()
-                .apply(table_id(table), m)
-                .map_err(|e| match &e {
-                    storage::StorageError::PartitionTooLarge { .. } => {
-                        crate::error::write_error(e, table, &m.partition_key)
+        // Statements on one partition (every single-statement write) need no merging.
+        let merged: Vec<(Arc<schema::Table>, storage::Mutation)> = if writes.len() == 1 {
+            writes
+        } else {
+            let mut by_partition: WritesByPartition = BTreeMap::new();
+            for (table, m) in writes {
+                let key = (table.id.as_u128(), m.partition_key.clone());
+                match by_partition.get_mut(&key) {
+                    Some((_, into)) => {
+                        into.partition_deletion =
+                            match (into.partition_deletion, m.partition_deletion) {
+                                (Some(a), Some(b)) => {
+                                    Some(if a.timestamp >= b.timestamp { a } else { b })
+                                }
+                                (a, b) => a.or(b),
+                            };
+                        into.range_deletions.extend(m.range_deletions);
+                        into.static_columns.extend(m.static_columns);
+                        into.rows.extend(m.rows);
                     }
-                    _ => e.into(),
-                });
-        }
-        let mut merged: WritesByPartition = BTreeMap::new();
-        for (table, m) in writes {
-            let key = (table.id.as_u128(), m.partition_key.clone());
-            match merged.get_mut(&key) {
-                Some((_, into)) => {
-                    into.partition_deletion = match (into.partition_deletion, m.partition_deletion)
-                    {
-                        (Some(a), Some(b)) => Some(if a.timestamp >= b.timestamp { a } else { b }),
-                        (a, b) => a.or(b),
-                    };
-                    into.range_deletions.extend(m.range_deletions);
-                    into.static_columns.extend(m.static_columns);
-                    into.rows.extend(m.rows);
-                }
-                None => {
-                    merged.insert(key, (table, m));
+                    None => {
+                        by_partition.insert(key, (table, m));
+                    }
                 }
             }
-        }
+            by_partition.into_values().collect()
+        };
         // One atomic storage write for every partition: a logged batch spanning partitions
         // is all there or not at all after a crash.
         let writes: Vec<(storage::TableId, &storage::Mutation)> = merged
-            .values()
+            .iter()
             .map(|(table, m)| (table_id(table), m))
             .collect();
         self.storage().apply_all(&writes).map_err(|e| {
             let culprit = match &e {
                 storage::StorageError::PartitionTooLarge { table, token, .. } => {
-                    merged.values().find(|(t, m)| {
+                    merged.iter().find(|(t, m)| {
                         table_id(t) == *table && partition_token(&m.partition_key) == *token
                     })
                 }

@@ -420,9 +420,7 @@ impl Storage {
             Some((size, flags)) => (Some(size), flags),
             None => (None, 0),
         };
-        let head_items = mutation.partition_deletion.is_some()
-            || !mutation.range_deletions.is_empty()
-            || !mutation.static_columns.is_empty();
+        let head_items = content::flags_of(mutation) & content::HEAD != 0;
         let flags = old_flags | if head_items { key::SIZE_FLAG_HEAD } else { 0 };
         let new_size = old_size.unwrap_or(0).saturating_add_signed(delta);
         let max = self.inner.limits.logical_partition_max_bytes;
