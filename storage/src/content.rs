@@ -21,11 +21,22 @@ use crate::{StorageError, TableId};
 pub(crate) const HEAD: u8 = 1;
 /// Row deletions.
 pub(crate) const ROW_DELETIONS: u8 = 2;
-/// Every flag: what a table with untracked content must assume.
-const ALL: u8 = HEAD | ROW_DELETIONS;
+/// Separate cell items of regular columns in rows (see [`crate::bundle`]): written by
+/// UPDATE, by nulls, and wherever a row could not stay one bundle.
+pub(crate) const SEPARATE_CELLS: u8 = 4;
+/// Rows whose liveness item carries bundled cells.
+pub(crate) const BUNDLES: u8 = 8;
+/// What a table with untracked content must assume: it predates bundles, so it may hold
+/// every kind of item except bundles (and, its separate-cells flag being set, never gets any).
+const ALL: u8 = HEAD | ROW_DELETIONS | SEPARATE_CELLS;
 
 /// The meta-key suffix of each flag, and of the marker saying the flags are tracked.
-const FLAG_KEYS: [(u8, &str); 2] = [(HEAD, "head"), (ROW_DELETIONS, "row_deletions")];
+const FLAG_KEYS: [(u8, &str); 4] = [
+    (HEAD, "head"),
+    (ROW_DELETIONS, "row_deletions"),
+    (SEPARATE_CELLS, "separate_cells"),
+    (BUNDLES, "bundles"),
+];
 const TRACKED: &str = "tracked";
 
 /// The sticky content flags of one table.

@@ -51,6 +51,7 @@
 #![deny(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod bundle;
 mod cell;
 mod compaction;
 mod content;
@@ -65,6 +66,8 @@ pub mod table;
 pub mod token;
 mod write;
 
+#[cfg(test)]
+mod bundle_tests;
 #[cfg(test)]
 mod content_tests;
 #[cfg(test)]

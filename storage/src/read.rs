@@ -14,7 +14,7 @@ use crate::engine::{Storage, Table};
 use crate::key::{self, ClusteringBound, ItemPath, KeyReader};
 use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
 use crate::write::address;
-use crate::{content, StorageError, TableId};
+use crate::{bundle, content, StorageError, TableId};
 
 /// A live column value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,17 +249,30 @@ impl ReadCtx<'_> {
         };
         let mut live_marker = false;
         let mut cells = BTreeMap::new();
+        // Simple cells, bundled or separate: the reconciled winner per column.
+        let mut simple: BTreeMap<u32, StoredCell> = BTreeMap::new();
+        let mut keep = |col: u32, cell: StoredCell| match simple.entry(col) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(cell);
+            }
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                if cell.wins_over(e.get()) {
+                    e.insert(cell);
+                }
+            }
+        };
         for (path, cell) in items {
             match path {
                 ItemPath::Liveness => {
                     live_marker |= cell.live_value(now).is_some() && !shadowed(&cell, row_del);
-                }
-                ItemPath::RowDeletion | ItemPath::Complex(_, None) => {}
-                ItemPath::Cell(col) => {
-                    if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, row_del)) {
-                        cells.insert(col, ColumnValue::Simple(v));
+                    if bundle::has_cells(&cell) {
+                        for (col, bundled) in bundle::explode(&cell)?.1 {
+                            keep(col, bundled);
+                        }
                     }
                 }
+                ItemPath::RowDeletion | ItemPath::Complex(_, None) => {}
+                ItemPath::Cell(col) => keep(col, cell),
                 ItemPath::Complex(col, Some(elem)) => {
                     let del = row_del.max(col_del.get(&col).copied());
                     if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, del)) {
@@ -274,6 +287,11 @@ impl ReadCtx<'_> {
                         }
                     }
                 }
+            }
+        }
+        for (col, cell) in simple {
+            if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, row_del)) {
+                cells.insert(col, ColumnValue::Simple(v));
             }
         }
         if reversed {
@@ -372,6 +390,7 @@ impl ReadCtx<'_> {
         clustering: &[u8],
         columns: &[u32],
         row_deletions: bool,
+        separate_cells: bool,
     ) -> Result<Vec<Row>, StorageError> {
         let mut row_key = Vec::with_capacity(prefix.len() + clustering.len() + 8);
         row_key.extend_from_slice(prefix);
@@ -379,7 +398,9 @@ impl ReadCtx<'_> {
         row_key.extend_from_slice(clustering);
         row_key.push(key::CLUSTERING_END);
         let base = row_key.len();
-        // The row deletion is looked up only in tables that ever stored one.
+        // The row deletion is looked up only in tables that ever stored one, and separate
+        // cells only in tables that ever stored one outside a bundle (`crate::bundle`).
+        let columns = if separate_cells { columns } else { &[] };
         let paths = [ItemPath::Liveness]
             .into_iter()
             .chain(row_deletions.then_some(ItemPath::RowDeletion))
@@ -499,6 +520,7 @@ impl Storage {
             (PartitionDeletions::default(), BTreeMap::new())
         };
         let row_deletions = content.may_have(content::ROW_DELETIONS);
+        let separate_cells = content.may_have(content::SEPARATE_CELLS);
         let limit = slice.limit.unwrap_or(usize::MAX);
         let single = if slice.cursor.is_none() && limit > 0 {
             single_row(&table, slice)
@@ -507,7 +529,14 @@ impl Storage {
         };
         let (rows, last) = match single {
             Some(columns) => (
-                ctx.point_row(&addr.prefix, &dels, &lo, columns, row_deletions)?,
+                ctx.point_row(
+                    &addr.prefix,
+                    &dels,
+                    &lo,
+                    columns,
+                    row_deletions,
+                    separate_cells,
+                )?,
                 None,
             ),
             None => ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?,

@@ -20,7 +20,7 @@ use crate::cell::StoredCell;
 use crate::engine::{Storage, Table};
 use crate::key::{self, ClusteringBound, ItemPath};
 use crate::ring::Route;
-use crate::{content, token, StorageError, TableId};
+use crate::{bundle, content, token, StorageError, TableId};
 
 /// A deletion at a write timestamp (microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,8 +141,17 @@ struct Staged<'m> {
     table_id: TableId,
     table: Arc<Table>,
     addr: PartitionAddress,
-    items: Vec<(Vec<u8>, Pending)>,
+    items: Vec<Item>,
     mutation: &'m Mutation,
+}
+
+/// One keyed change of a staged mutation.
+struct Item {
+    key: Vec<u8>,
+    pending: Pending,
+    /// For a regular row's liveness item or simple cell: the length of the row's key prefix
+    /// (everything before the item path), to find the row's other items.
+    row: Option<usize>,
 }
 
 /// The serialized key, token and key prefix of a partition.
@@ -194,7 +203,17 @@ fn element_key_type(table: &Table, column: u32) -> Result<DataType, StorageError
 
 enum Pending {
     Cell(StoredCell),
-    Counter { delta: i64, timestamp: i64 },
+    Counter {
+        delta: i64,
+        timestamp: i64,
+    },
+    /// An INSERT's liveness marker (a plain marker, empty value) and the simple cells it
+    /// sets with the marker's timestamp and TTL, in column order: stored as one bundle when
+    /// the row allows it (see [`crate::bundle`]).
+    Row {
+        marker: StoredCell,
+        cells: Vec<(u32, Vec<u8>)>,
+    },
 }
 
 impl Storage {
@@ -232,10 +251,14 @@ impl Storage {
         let views: Vec<_> = staged.iter().map(|s| s.table.ring.current()).collect();
         let mut batch = self.write_batch();
         let mut accounted = Vec::new();
+        let mut written_flags = Vec::with_capacity(staged.len());
         for (s, view) in staged.iter().zip(&views) {
             let route = view.route(s.addr.token);
-            if let Some((delta, new_partition)) = self.write_staged(s, &route, &mut batch)? {
+            if let Some((delta, new_partition, flags)) = self.write_staged(s, &route, &mut batch)? {
                 accounted.push((s.table_id, route, delta, new_partition));
+                written_flags.push(flags);
+            } else {
+                written_flags.push(0);
             }
         }
         if accounted.is_empty() {
@@ -244,8 +267,9 @@ impl Storage {
         // Set before the commit, so a reader whose snapshot holds these items sees the flags.
         let marked: Vec<u8> = staged
             .iter()
-            .map(|s| {
-                let flags = content::flags_of(s.mutation);
+            .zip(&written_flags)
+            .map(|(s, written)| {
+                let flags = content::flags_of(s.mutation) | written;
                 s.table
                     .ring
                     .content
@@ -278,7 +302,12 @@ impl Storage {
         let table = self.table(table_id)?;
         let addr = address(&table, &mutation.partition_key)?;
         let now = self.now();
-        let mut items: Vec<(Vec<u8>, Pending)> = Vec::new();
+        let mut items: Vec<Item> = Vec::new();
+        let item = |key, pending| Item {
+            key,
+            pending,
+            row: None,
+        };
         let tomb = |d: &Deletion| {
             Pending::Cell(StoredCell::Tombstone {
                 timestamp: d.timestamp,
@@ -289,7 +318,7 @@ impl Storage {
         if let Some(d) = &mutation.partition_deletion {
             let mut k = addr.prefix.clone();
             k.push(key::SECTION_PARTITION_DELETION);
-            items.push((k, tomb(d)));
+            items.push(item(k, tomb(d)));
         }
         let clustering = &table.layout.clustering;
         for rd in &mutation.range_deletions {
@@ -302,12 +331,12 @@ impl Storage {
             k.extend_from_slice(&len.to_be_bytes());
             k.extend_from_slice(&lo);
             k.extend_from_slice(&hi);
-            items.push((k, tomb(&rd.deletion)));
+            items.push(item(k, tomb(&rd.deletion)));
         }
         let mut static_prefix = addr.prefix.clone();
         static_prefix.push(key::SECTION_STATIC);
         for cw in &mutation.static_columns {
-            column_items(&table, &static_prefix, cw, now, &mut items)?;
+            items.push(item_of(&table, &static_prefix, cw, now)?);
         }
         for row in &mutation.rows {
             if row.clustering.len() != clustering.len() {
@@ -322,20 +351,56 @@ impl Storage {
             key::encode_clustering(clustering, &row.clustering, &mut row_prefix)?;
             row_prefix.push(key::CLUSTERING_END);
             if let Some(d) = &row.deletion {
-                items.push((path_key(&row_prefix, &ItemPath::RowDeletion), tomb(d)));
+                items.push(item(path_key(&row_prefix, &ItemPath::RowDeletion), tomb(d)));
             }
+            let row_len = Some(row_prefix.len());
+            // An INSERT's simple cells written with its timestamp and TTL go with its marker.
+            let mut bundled: Vec<(u32, Vec<u8>)> = Vec::new();
             if let Some(l) = &row.liveness {
-                let marker = StoredCell::live(l.timestamp, l.ttl, now, Vec::new());
-                items.push((
-                    path_key(&row_prefix, &ItemPath::Liveness),
-                    Pending::Cell(marker),
-                ));
+                let ttl = l.ttl.filter(|t| *t > 0);
+                for cw in &row.columns {
+                    if let ColumnOp::Set {
+                        value,
+                        timestamp,
+                        ttl: cell_ttl,
+                    } = &cw.op
+                    {
+                        if *timestamp == l.timestamp && cell_ttl.filter(|t| *t > 0) == ttl {
+                            bundled.push((cw.column, value.clone()));
+                        }
+                    }
+                }
+                bundled.sort_by_key(|(c, _)| *c);
+                if bundled.windows(2).any(|w| w[0].0 == w[1].0) {
+                    bundled.clear();
+                }
+            }
+            let bundled_columns: Vec<u32> = bundled.iter().map(|(c, _)| *c).collect();
+            if let Some(l) = &row.liveness {
+                items.push(Item {
+                    key: path_key(&row_prefix, &ItemPath::Liveness),
+                    pending: Pending::Row {
+                        marker: StoredCell::live(l.timestamp, l.ttl, now, Vec::new()),
+                        cells: bundled,
+                    },
+                    row: row_len,
+                });
             }
             for cw in &row.columns {
-                column_items(&table, &row_prefix, cw, now, &mut items)?;
+                if bundled_columns.contains(&cw.column) {
+                    continue;
+                }
+                let mut it = item_of(&table, &row_prefix, cw, now)?;
+                if matches!(
+                    cw.op,
+                    ColumnOp::Set { .. } | ColumnOp::Delete { .. } | ColumnOp::AddCounter { .. }
+                ) {
+                    it.row = row_len;
+                }
+                items.push(it);
             }
         }
-        if items.iter().any(|(k, _)| k.len() > 0xffff) {
+        if items.iter().any(|i| i.key.len() > 0xffff) {
             return Err(StorageError::InvalidRequest(
                 "key longer than 64 KiB".into(),
             ));
@@ -350,20 +415,21 @@ impl Storage {
     }
 
     /// Reconciles a staged mutation with what is stored and adds the winning items and the
-    /// new size cell to `batch`. Returns (byte delta, whether the partition is new), or None
-    /// when nothing wins. Called with the partition's stripe locked.
+    /// new size cell to `batch`. Returns (byte delta, whether the partition is new, content
+    /// flags of what was written), or None when nothing wins. Called with the partition's
+    /// stripe locked.
     fn write_staged(
         &self,
         staged: &Staged<'_>,
         route: &Route<'_>,
         batch: &mut fjall::OwnedWriteBatch,
-    ) -> Result<Option<(i64, i64)>, StorageError> {
+    ) -> Result<Option<(i64, i64, u8)>, StorageError> {
         let Staged {
             table_id,
+            table,
             addr,
             items,
             mutation,
-            ..
         } = staged;
         let now = self.now();
         let ks = &route.primary.keyspace;
@@ -374,46 +440,75 @@ impl Storage {
             Some(v) => Some(key::decode_size_cell(&v)?),
             None => None,
         };
-        // Within one mutation later items reconcile against earlier ones, not just disk.
-        // Values: the winning cell and its encoded length.
-        let mut written: HashMap<&[u8], (StoredCell, usize)> = HashMap::new();
-        let mut delta: i64 = 0;
-        for (k, pending) in items {
-            let (existing, old_len) = match written.get(k.as_slice()) {
-                Some((c, len)) => (Some(c.clone()), *len),
-                // A partition without a size cell holds nothing yet: no item to look up.
-                None if old_cell.is_none() => (None, 0),
-                None => match ks.get(k)? {
-                    Some(v) => (Some(StoredCell::decode(&v)?), v.len()),
-                    None => (None, 0),
-                },
-            };
-            let new = match pending {
-                Pending::Cell(c) => c.clone(),
+        // Read under the stripe lock: a concurrent writer of this partition that stored a
+        // separate cell or a bundle set its flag before committing.
+        let content = &table.ring.content;
+        let mut state = State {
+            ks,
+            // A partition without a size cell holds nothing yet: no item to look up.
+            exists: old_cell.is_some(),
+            may_bundle: content.may_have(content::BUNDLES),
+            slots: HashMap::new(),
+            flags: 0,
+        };
+        // Rows stay bundles only in tables without separate row cells (see `crate::bundle`).
+        let mut separate = content.may_have(content::SEPARATE_CELLS)
+            || items
+                .iter()
+                .any(|i| i.row.is_some() && !matches!(i.pending, Pending::Row { .. }));
+        for item in items {
+            match &item.pending {
+                Pending::Row { marker, cells } => {
+                    if !separate && state.merge_bundle(&item.key, marker, cells)? {
+                        continue;
+                    }
+                    separate = true;
+                    state.explode(&item.key)?;
+                    state.reconcile(&item.key, marker.clone())?;
+                    let row_len = item.row.unwrap_or(item.key.len());
+                    for (col, value) in cells {
+                        let k = path_key(&item.key[..row_len], &ItemPath::Cell(*col));
+                        if state.reconcile(&k, bundle::with_value(marker, value.clone()))? {
+                            state.flags |= content::SEPARATE_CELLS;
+                        }
+                    }
+                }
+                Pending::Cell(cell) => {
+                    if let Some(row_len) = item.row {
+                        let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
+                        state.explode(&liveness)?;
+                    }
+                    if state.reconcile(&item.key, cell.clone())? && item.row.is_some() {
+                        state.flags |= content::SEPARATE_CELLS;
+                    }
+                }
                 Pending::Counter { delta, timestamp } => {
-                    counter_sum(existing.as_ref(), *delta, *timestamp, now)?
+                    if let Some(row_len) = item.row {
+                        let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
+                        state.explode(&liveness)?;
+                        state.flags |= content::SEPARATE_CELLS;
+                    }
+                    let new = counter_sum(state.load(&item.key)?, *delta, *timestamp, now)?;
+                    state.set(&item.key, new);
                 }
-            };
-            let wins = match (&existing, pending) {
-                (None, _) | (Some(_), Pending::Counter { .. }) => true,
-                (Some(old), Pending::Cell(_)) => new.wins_over(old),
-            };
-            if wins {
-                let encoded = new.encode();
-                let old_total = if existing.is_some() {
-                    k.len() + old_len
-                } else {
-                    0
-                };
-                delta += (k.len() + encoded.len()) as i64 - old_total as i64;
-                written.insert(k.as_slice(), (new, encoded.len()));
-                if let Some(dual) = route.dual {
-                    batch.insert(&dual.keyspace, k.as_slice(), encoded.clone());
-                }
-                batch.insert(ks, k.as_slice(), encoded);
             }
         }
-        if written.is_empty() {
+        let mut delta: i64 = 0;
+        let mut wrote = false;
+        for (k, slot) in &state.slots {
+            let Some(cell) = slot.cell.as_ref().filter(|_| slot.dirty) else {
+                continue;
+            };
+            let encoded = cell.encode();
+            let old_total = slot.stored_len.map_or(0, |len| k.len() + len);
+            delta += (k.len() + encoded.len()) as i64 - old_total as i64;
+            if let Some(dual) = route.dual {
+                batch.insert(&dual.keyspace, k.as_slice(), encoded.clone());
+            }
+            batch.insert(ks, k.as_slice(), encoded);
+            wrote = true;
+        }
+        if !wrote {
             return Ok(None);
         }
         let (old_size, old_flags) = match old_cell {
@@ -441,7 +536,138 @@ impl Storage {
         if new_partition > 0 {
             delta += (size_key.len() + size_value.len()) as i64;
         }
-        Ok(Some((delta, new_partition)))
+        Ok(Some((delta, new_partition, state.flags)))
+    }
+}
+
+/// One key's state while a mutation is reconciled.
+struct Slot {
+    /// The current winner (stored or written by this mutation).
+    cell: Option<StoredCell>,
+    /// Length of the value stored before this mutation (None: the key was absent).
+    stored_len: Option<usize>,
+    /// Changed by this mutation: to be written.
+    dirty: bool,
+}
+
+/// The keys one mutation touches in one partition, loaded on first use.
+struct State<'a> {
+    ks: &'a fjall::Keyspace,
+    exists: bool,
+    /// The table may hold bundles: a separate write must check the row's liveness item.
+    may_bundle: bool,
+    slots: HashMap<Vec<u8>, Slot>,
+    /// Content flags of what this mutation stores.
+    flags: u8,
+}
+
+impl State<'_> {
+    /// The current cell at `key`: written earlier in this mutation, else stored.
+    fn load(&mut self, key: &[u8]) -> Result<Option<&StoredCell>, StorageError> {
+        if !self.slots.contains_key(key) {
+            let (cell, stored_len) = match self.exists.then(|| self.ks.get(key)).transpose()? {
+                Some(Some(v)) => (Some(StoredCell::decode(&v)?), Some(v.len())),
+                _ => (None, None),
+            };
+            let slot = Slot {
+                cell,
+                stored_len,
+                dirty: false,
+            };
+            self.slots.insert(key.to_vec(), slot);
+        }
+        Ok(self.slots.get(key).and_then(|s| s.cell.as_ref()))
+    }
+
+    fn set(&mut self, key: &[u8], cell: StoredCell) {
+        if let Some(slot) = self.slots.get_mut(key) {
+            slot.cell = Some(cell);
+            slot.dirty = true;
+        }
+    }
+
+    /// Stores `new` at `key` when it wins over the current cell; returns whether it did.
+    fn reconcile(&mut self, key: &[u8], new: StoredCell) -> Result<bool, StorageError> {
+        let wins = self.load(key)?.is_none_or(|old| new.wins_over(old));
+        if wins {
+            self.set(key, new);
+        }
+        Ok(wins)
+    }
+
+    /// Keeps the row one bundle when the new INSERT replaces the stored one whole (or loses
+    /// whole); returns false when the row must be exploded instead.
+    fn merge_bundle(
+        &mut self,
+        key: &[u8],
+        marker: &StoredCell,
+        cells: &[(u32, Vec<u8>)],
+    ) -> Result<bool, StorageError> {
+        let new_cells = || {
+            cells
+                .iter()
+                .map(|(c, v)| (*c, bundle::with_value(marker, v.clone())))
+        };
+        let merged = match self.load(key)? {
+            None => true,
+            Some(old) => {
+                let (old_marker, old_cells) = bundle::explode(old)?;
+                let find = |col: u32, list: &[(u32, StoredCell)]| {
+                    list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
+                };
+                let new_list: Vec<_> = new_cells().collect();
+                if marker.wins_over(&old_marker)
+                    && old_cells
+                        .iter()
+                        .all(|(c, old)| find(*c, &new_list).is_some_and(|new| new.wins_over(old)))
+                {
+                    true
+                } else if !marker.wins_over(&old_marker)
+                    && new_list.iter().all(|(c, new)| {
+                        find(*c, &old_cells).is_some_and(|old| !new.wins_over(&old))
+                    })
+                {
+                    // Every part of the INSERT loses: nothing to write.
+                    return Ok(true);
+                } else {
+                    return Ok(false);
+                }
+            }
+        };
+        if merged {
+            let mut bytes = Vec::new();
+            for (col, value) in cells {
+                bundle::push(&mut bytes, *col, value)?;
+            }
+            if !bytes.is_empty() {
+                self.flags |= content::BUNDLES;
+            }
+            self.set(key, bundle::with_value(marker, bytes));
+        }
+        Ok(true)
+    }
+
+    /// Turns the bundle at the liveness key `key` (if any) into a plain marker and separate
+    /// cell items, reconciled with whatever separate items the row has.
+    fn explode(&mut self, key: &[u8]) -> Result<(), StorageError> {
+        if !self.may_bundle && !self.slots.contains_key(key) {
+            return Ok(());
+        }
+        let Some(current) = self.load(key)? else {
+            return Ok(());
+        };
+        if !bundle::has_cells(current) {
+            return Ok(());
+        }
+        let (plain, cells) = bundle::explode(current)?;
+        self.set(key, plain);
+        let row = &key[..key.len() - 1];
+        for (col, cell) in cells {
+            let k = path_key(row, &ItemPath::Cell(col));
+            self.reconcile(&k, cell)?;
+        }
+        self.flags |= content::SEPARATE_CELLS;
+        Ok(())
     }
 }
 
@@ -478,13 +704,13 @@ fn counter_sum(
     })
 }
 
-fn column_items(
+/// The item of one column change (`row` unset: the caller marks regular row cells).
+fn item_of(
     table: &Table,
     row_prefix: &[u8],
     cw: &ColumnWrite,
     now: i64,
-    items: &mut Vec<(Vec<u8>, Pending)>,
-) -> Result<(), StorageError> {
+) -> Result<Item, StorageError> {
     let col = cw.column;
     let element = |k: &[u8]| -> Result<Vec<u8>, StorageError> {
         let ty = element_key_type(table, col)?;
@@ -532,6 +758,9 @@ fn column_items(
             },
         ),
     };
-    items.push(item);
-    Ok(())
+    Ok(Item {
+        key: item.0,
+        pending: item.1,
+        row: None,
+    })
 }
