@@ -9,8 +9,10 @@
 //! `gc_grace_seconds` in the past:
 //! - cell tombstones and expired cells, row liveness markers and collection elements:
 //!   each shadows only its own key (the write path never stores a losing cell), so removing
-//!   it cannot resurrect anything older. As in Cassandra, a write with an older timestamp
-//!   arriving after gc-grace is then accepted.
+//!   it cannot resurrect anything older. A liveness marker carrying a row bundle
+//!   (`crate::bundle`) expires with its cells, and no separate item of the row holds a
+//!   bundled column, so it too shadows nothing else. As in Cassandra, a write with an older
+//!   timestamp arriving after gc-grace is then accepted.
 //!
 //! Kept for now: partition deletions, range tombstones, row deletions and whole-collection
 //! deletions. Each shadows *other* keys, which may sit in SSTables this compaction does not
