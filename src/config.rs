@@ -100,7 +100,9 @@ pub struct Config {
     pub logical_partition_max_bytes: u64,
     /// Largest bound value accepted, in bytes (Cassandra's `max_value_size`).
     pub max_value_bytes: u64,
-    /// Storage block cache (decompressed blocks of the LSM tables), in MiB.
+    /// Storage block cache (decompressed blocks of the LSM tables), in MiB. 256 by default:
+    /// with 32 the 1 M-row mixed benchmark read most blocks from the file again (+10-15%
+    /// throughput at 256).
     pub block_cache_mb: u64,
     /// Writes fail with WriteFailure while the data directory's file system has less free
     /// space than this many MiB (0 disables the check), so the store never fills the disk.
@@ -146,7 +148,7 @@ impl Default for Config {
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
             max_value_bytes: 256 * 1024 * 1024,
-            block_cache_mb: 32,
+            block_cache_mb: 256,
             min_free_disk_mb: 128,
             authenticator: Authenticator::AllowAllAuthenticator,
             authorizer: Authorizer::AllowAllAuthorizer,

@@ -884,12 +884,11 @@ pub fn bind_prefixes(
     table: &Table,
     values: &Values<'_>,
 ) -> Result<Vec<Vec<Vec<u8>>>, QueryError> {
-    let names: Vec<String> = table.clustering().map(|c| c.name.clone()).collect();
-    let mut lists = Vec::new();
+    let mut lists = Vec::with_capacity(entries.len());
     let mut pos = 0;
     for e in entries {
-        let name = names.get(pos).cloned().unwrap_or_default();
-        lists.push(bind_key_values(e, values, &name)?);
+        let name = table.clustering().nth(pos).map_or("", |c| c.name.as_str());
+        lists.push(bind_key_values(e, values, name)?);
         pos += e.width();
     }
     let mut out = Vec::new();

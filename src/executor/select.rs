@@ -315,7 +315,12 @@ impl SelectPlan {
             (None, r) => r,
         };
         let mut out: Vec<Vec<Option<Bytes>>> = Vec::new();
-        let mut grouper = Grouper::new(&self.fold_outputs, !self.group_by.is_empty())?;
+        // Only aggregates fold rows; other reads skip building the folds.
+        let mut grouper = if self.aggregate {
+            Some(Grouper::new(&self.fold_outputs, !self.group_by.is_empty())?)
+        } else {
+            None
+        };
         let mut next_state: Option<PagingState> = None;
         let full = |n: usize| want.is_some_and(|w| n >= w);
 
@@ -390,7 +395,7 @@ impl SelectPlan {
                             };
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
-                                if self.aggregate {
+                                if let Some(grouper) = grouper.as_mut() {
                                     grouper.feed(self.group_key(&ctx), ctx.pk, &|sel| {
                                         self.leaf(&ctx, sel)
                                     })?;
@@ -491,7 +496,7 @@ impl SelectPlan {
                             }
                             if self.matches(&ctx, &filters) {
                                 in_partition += 1;
-                                if self.aggregate {
+                                if let Some(grouper) = grouper.as_mut() {
                                     grouper.feed(self.group_key(&ctx), ctx.pk, &|sel| {
                                         self.leaf(&ctx, sel)
                                     })?;
@@ -548,11 +553,11 @@ impl SelectPlan {
     fn finish(
         &self,
         rows: Vec<Vec<Option<Bytes>>>,
-        grouper: Grouper<'_>,
+        grouper: Option<Grouper<'_>>,
         next: Option<Bytes>,
         groups: GroupPaging<'_>,
     ) -> Result<Rows, QueryError> {
-        let (rows, next) = if self.aggregate {
+        let (rows, next) = if let Some(grouper) = grouper {
             let (limit, per_partition, page_size, state) = groups;
             let mut out = Vec::new();
             let mut last_pk: Option<Vec<Vec<u8>>> = None;
