@@ -260,7 +260,8 @@ fn element_rows(
                 spec("type", text()),
                 spec("name", text()),
                 spec("create_statement", text()),
-            ],
+            ]
+            .into(),
             paging_state: next,
             no_metadata: false,
         },
@@ -284,7 +285,8 @@ fn listing_rows(
                 spec("keyspace_name", text()),
                 spec("type", text()),
                 spec("name", text()),
-            ],
+            ]
+            .into(),
             paging_state: next,
             no_metadata: false,
         },
@@ -426,7 +428,8 @@ pub fn describe(
                         spec("cluster", text()),
                         spec("partitioner", text()),
                         spec("snitch", text()),
-                    ],
+                    ]
+                    .into(),
                     paging_state: None,
                     no_metadata: false,
                 },

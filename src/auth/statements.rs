@@ -717,7 +717,7 @@ fn list_roles(
     Ok(ResultBody::Rows(Rows {
         metadata: ResultMetadata {
             no_metadata: false,
-            columns,
+            columns: columns.into(),
             paging_state: None,
         },
         rows,
@@ -767,7 +767,7 @@ fn rows_or_void(columns: Vec<ColumnSpec>, rows: Vec<Vec<Option<Bytes>>>) -> Resu
     ResultBody::Rows(Rows {
         metadata: ResultMetadata {
             no_metadata: false,
-            columns,
+            columns: columns.into(),
             paging_state: None,
         },
         rows,

@@ -466,7 +466,7 @@ fn result(
     if applied || shown.iter().all(|(_, cur, _)| !cur.exists) {
         return Rows {
             metadata: ResultMetadata {
-                columns,
+                columns: columns.into(),
                 paging_state: None,
                 no_metadata: false,
             },
@@ -513,7 +513,7 @@ fn result(
         .collect();
     Rows {
         metadata: ResultMetadata {
-            columns,
+            columns: columns.into(),
             paging_state: None,
             no_metadata: false,
         },

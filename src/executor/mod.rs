@@ -219,7 +219,7 @@ impl Node {
         let mut result = self.run_prepared(&ctx, &prepared, &inputs)?;
         // Skip metadata only when the client's copy (from PREPARE) is still exact.
         if let ResultBody::Rows(rows) = &mut result {
-            if params.skip_metadata && rows.metadata.columns == prepared.result_columns {
+            if params.skip_metadata && rows.metadata.columns[..] == prepared.result_columns[..] {
                 rows.metadata.no_metadata = true;
             }
         }
@@ -299,7 +299,7 @@ impl Node {
             },
             result_metadata: ResultMetadata {
                 no_metadata: result_columns.is_empty(),
-                columns: result_columns,
+                columns: result_columns.into(),
                 paging_state: None,
             },
         }))
@@ -319,7 +319,7 @@ impl Node {
             Plan::Virtual(v) => (markers.specs, v.columns(), Vec::new()),
             Plan::Select(s) => {
                 let pk = s.pk_indexes();
-                (markers.specs, s.columns(), pk)
+                (markers.specs, s.columns().to_vec(), pk)
             }
             Plan::Modify(m) => {
                 let pk = m.pk_indexes();

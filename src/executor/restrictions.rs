@@ -815,12 +815,28 @@ pub fn bind_key_values(
 /// # Errors
 /// InvalidRequest when the product exceeds 65,535 combinations.
 pub fn cartesian(columns: Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>, QueryError> {
-    let mut out: Vec<Vec<Value>> = vec![Vec::new()];
+    let width = columns.len();
+    let mut out: Vec<Vec<Value>> = vec![Vec::with_capacity(width)];
     for col in columns {
+        if let [_] = col.as_slice() {
+            // One value (`=`, the usual case): appended to each combination, moved into the
+            // last one rather than copied.
+            let Some(v) = col.into_iter().next() else {
+                continue;
+            };
+            if let Some((last, rest)) = out.split_last_mut() {
+                for prefix in rest {
+                    prefix.push(v.clone());
+                }
+                last.push(v);
+            }
+            continue;
+        }
         let mut next = Vec::with_capacity(out.len() * col.len());
         for prefix in &out {
             for v in &col {
-                let mut p = prefix.clone();
+                let mut p = Vec::with_capacity(width);
+                p.extend_from_slice(prefix);
                 p.push(v.clone());
                 next.push(p);
             }
@@ -969,4 +985,28 @@ pub fn storage_bounds(
         None => whole(),
     };
     (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(v: &[i32]) -> Vec<Value> {
+        v.iter().map(|i| Value::Int(*i)).collect()
+    }
+
+    #[test]
+    fn cartesian_keeps_statement_order_and_empty_in() {
+        let got = cartesian(vec![ints(&[1, 2]), ints(&[7]), ints(&[3, 4])]).unwrap();
+        let want: Vec<Vec<Value>> = [[1, 7, 3], [1, 7, 4], [2, 7, 3], [2, 7, 4]]
+            .iter()
+            .map(|c| ints(c))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(cartesian(vec![ints(&[5])]).unwrap(), vec![ints(&[5])]);
+        assert!(cartesian(vec![ints(&[]), ints(&[1])]).unwrap().is_empty());
+        let wide = vec![(0..300).collect::<Vec<i32>>(); 2];
+        let wide: Vec<Vec<Value>> = wide.iter().map(|c| ints(c)).collect();
+        assert!(cartesian(wide).is_err(), "90,000 combinations are refused");
+    }
 }

@@ -52,6 +52,8 @@ pub struct SelectPlan {
     json: bool,
     /// Identifies the statement inside paging states, so a state from another query is refused.
     fingerprint: u64,
+    /// The result's column specs (see [`SelectPlan::columns`]), shared by every execution.
+    result_columns: Arc<[ColumnSpec]>,
 }
 
 /// A row being produced: partition key, statics and the storage row.
@@ -208,10 +210,22 @@ impl SelectPlan {
             .iter()
             .map(|(s, c)| (s.clone(), c.data_type.clone()))
             .collect();
+        let result_columns: Arc<[ColumnSpec]> = if select.json {
+            vec![ColumnSpec {
+                keyspace: table.keyspace.clone(),
+                table: table.name.clone(),
+                name: "[json]".into(),
+                data_type: DataType::Native(NativeType::Text),
+            }]
+            .into()
+        } else {
+            outputs.iter().map(|(_, s)| s.clone()).collect()
+        };
         Ok(SelectPlan {
             table,
             outputs,
             fold_outputs,
+            result_columns,
             restrictions,
             reversed,
             limit,
@@ -225,16 +239,8 @@ impl SelectPlan {
     }
 
     /// Result columns (one `[json]` text column for SELECT JSON).
-    pub fn columns(&self) -> Vec<ColumnSpec> {
-        if self.json {
-            return vec![ColumnSpec {
-                keyspace: self.table.keyspace.clone(),
-                table: self.table.name.clone(),
-                name: "[json]".into(),
-                data_type: DataType::Native(NativeType::Text),
-            }];
-        }
-        self.outputs.iter().map(|(_, s)| s.clone()).collect()
+    pub fn columns(&self) -> Arc<[ColumnSpec]> {
+        self.result_columns.clone()
     }
 
     /// Rows as Cassandra's SELECT JSON prints them: one JSON object per row.

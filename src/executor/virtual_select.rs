@@ -265,7 +265,7 @@ impl VirtualSelect {
                 .collect();
             return Ok(Rows {
                 metadata: ResultMetadata {
-                    columns,
+                    columns: columns.into(),
                     paging_state: None,
                     no_metadata: false,
                 },
@@ -287,7 +287,7 @@ impl VirtualSelect {
             .collect();
         Ok(Rows {
             metadata: ResultMetadata {
-                columns,
+                columns: columns.into(),
                 paging_state: next,
                 no_metadata: false,
             },

@@ -63,6 +63,17 @@ impl StoredCell {
         }
     }
 
+    /// The value, moved out, when the cell is live at `now`.
+    pub(crate) fn into_live_value(self, now: i64) -> Option<Vec<u8>> {
+        match self {
+            StoredCell::Live { value, .. } => Some(value),
+            StoredCell::Expiring {
+                value, expires_at, ..
+            } if expires_at > now => Some(value),
+            _ => None,
+        }
+    }
+
     /// Remaining TTL seconds of a live expiring cell.
     pub(crate) fn ttl_remaining(&self, now: i64) -> Option<u32> {
         match self {

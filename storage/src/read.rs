@@ -240,11 +240,13 @@ impl ReadCtx<'_> {
             }
         }
         let now = self.now;
-        let value = |c: &StoredCell| {
-            c.live_value(now).map(|v| CellValue {
-                value: v.to_vec(),
-                timestamp: c.timestamp(),
-                ttl: c.ttl_remaining(now),
+        // Moves a live cell's value out (no copy); None when it is dead at `now`.
+        let value = |c: StoredCell| {
+            let (timestamp, ttl) = (c.timestamp(), c.ttl_remaining(now));
+            c.into_live_value(now).map(|value| CellValue {
+                value,
+                timestamp,
+                ttl,
             })
         };
         let mut live_marker = false;
@@ -265,17 +267,17 @@ impl ReadCtx<'_> {
             match path {
                 ItemPath::Liveness => {
                     live_marker |= cell.live_value(now).is_some() && !shadowed(&cell, row_del);
-                    if bundle::has_cells(&cell) {
-                        for (col, bundled) in bundle::explode(&cell)?.1 {
-                            keep(col, bundled);
-                        }
+                    for bundled in bundle::cells(bundle::bytes_of(&cell)) {
+                        let (col, v) = bundled?;
+                        keep(col, bundle::with_value(&cell, v.to_vec()));
                     }
                 }
                 ItemPath::RowDeletion | ItemPath::Complex(_, None) => {}
                 ItemPath::Cell(col) => keep(col, cell),
                 ItemPath::Complex(col, Some(elem)) => {
                     let del = row_del.max(col_del.get(&col).copied());
-                    if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, del)) {
+                    let shadow = shadowed(&cell, del);
+                    if let Some(v) = value(cell).filter(|_| !shadow) {
                         let ty = self.element_type(col)?;
                         let mut reader = KeyReader::new(&elem, false);
                         let elem_key = key::decode_value(&ty, &mut reader)?;
@@ -290,7 +292,8 @@ impl ReadCtx<'_> {
             }
         }
         for (col, cell) in simple {
-            if let Some(v) = value(&cell).filter(|_| !shadowed(&cell, row_del)) {
+            let shadow = shadowed(&cell, row_del);
+            if let Some(v) = value(cell).filter(|_| !shadow) {
                 cells.insert(col, ColumnValue::Simple(v));
             }
         }

@@ -6,6 +6,8 @@
 //! column (`[string ks][string table]` if not global) `[string name][option type]`. Prepared
 //! metadata adds `[int pk_count][short pk_index]*` after the column count in v4 (not in v3).
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes};
 
 use super::type_option::{read_type_option, write_type_option};
@@ -46,8 +48,9 @@ pub struct ColumnSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ResultMetadata {
     /// Column specs. With `no_metadata` only their count is sent; decoding such metadata gives
-    /// placeholder specs (empty names, blob type) so the count survives.
-    pub columns: Vec<ColumnSpec>,
+    /// placeholder specs (empty names, blob type) so the count survives. Shared, so a
+    /// prepared SELECT hands out its specs without copying them per execution.
+    pub columns: Arc<[ColumnSpec]>,
     /// Set when more pages exist (flag 0x0002).
     pub paging_state: Option<Bytes>,
     /// Omit column specs (flag 0x0004), e.g. when the client sent Skip_metadata.
@@ -224,7 +227,7 @@ impl ResultMetadata {
             read_column_specs(buf, count, flags & GLOBAL_TABLES_SPEC != 0)?
         };
         Ok(ResultMetadata {
-            columns,
+            columns: columns.into(),
             paging_state,
             no_metadata,
         })
@@ -384,7 +387,7 @@ mod tests {
     fn rows_with_global_spec_layout() {
         let rows = ResultBody::Rows(Rows {
             metadata: ResultMetadata {
-                columns: vec![col("t", "k", NativeType::Int)],
+                columns: vec![col("t", "k", NativeType::Int)].into(),
                 paging_state: None,
                 no_metadata: false,
             },
@@ -411,7 +414,8 @@ mod tests {
                 columns: vec![
                     col("a", "x", NativeType::Text),
                     col("b", "y", NativeType::Uuid),
-                ],
+                ]
+                .into(),
                 paging_state: Some(Bytes::from_static(b"next")),
                 no_metadata: false,
             },
@@ -431,7 +435,8 @@ mod tests {
             columns: vec![
                 col("t", "k", NativeType::Int),
                 col("t", "v", NativeType::Int),
-            ],
+            ]
+            .into(),
             paging_state: None,
             no_metadata: true,
         };
@@ -447,7 +452,7 @@ mod tests {
         };
         assert_eq!(back.rows, vec![vec![None, None]]);
         assert_eq!(back.metadata.columns.len(), 2);
-        meta.columns.clear();
+        meta.columns = Vec::new().into();
         let mut out = Vec::new();
         meta.encode(&mut out);
         assert_eq!(out, [0, 0, 0, 4, 0, 0, 0, 0]);
@@ -465,7 +470,7 @@ mod tests {
                 pk_indexes: vec![0],
             },
             result_metadata: ResultMetadata {
-                columns: vec![col("t", "v", NativeType::Blob)],
+                columns: vec![col("t", "v", NativeType::Blob)].into(),
                 paging_state: None,
                 no_metadata: false,
             },
