@@ -38,6 +38,9 @@ const FLAG_KEYS: [(u8, &str); 4] = [
     (BUNDLES, "bundles"),
 ];
 const TRACKED: &str = "tracked";
+/// Marks tables whose separate row cells are tracked (created since row bundles exist). A
+/// table tracked before that stores every row cell separately without the flag saying so.
+const CELLS_TRACKED: &str = "cells_tracked";
 
 /// The sticky content flags of one table.
 #[derive(Debug)]
@@ -64,6 +67,8 @@ impl ContentFlags {
         new_table: bool,
     ) -> Result<ContentFlags, StorageError> {
         let flags = if new_table {
+            // A crash between the two inserts leaves a table that assumes more, never less.
+            meta.insert(key(table, CELLS_TRACKED), [])?;
             meta.insert(key(table, TRACKED), [])?;
             0
         } else if meta.get(key(table, TRACKED))?.is_none() {
@@ -74,6 +79,9 @@ impl ContentFlags {
                 if meta.get(key(table, name))?.is_some() {
                     flags |= flag;
                 }
+            }
+            if meta.get(key(table, CELLS_TRACKED))?.is_none() {
+                flags |= SEPARATE_CELLS;
             }
             flags
         };

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use cql::types::{DataType, NativeType as N};
 
-use crate::content::{HEAD, ROW_DELETIONS};
+use crate::content::{HEAD, ROW_DELETIONS, SEPARATE_CELLS};
 use crate::tests::{int, T};
 use crate::*;
 
@@ -144,4 +144,41 @@ fn untracked_tables_assume_every_flag() {
     let db = open(dir.path());
     assert_eq!(flags(&db), (true, true));
     assert!(row_exists(&db, 1, 1));
+}
+
+#[test]
+fn tables_tracked_before_bundles_assume_separate_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path());
+        // An UPDATE-only row: its cell is a separate item, with no liveness item.
+        let update = Mutation {
+            partition_key: vec![int(1)],
+            rows: vec![RowWrite {
+                clustering: vec![int(1)],
+                columns: vec![ColumnWrite {
+                    column: 1,
+                    op: ColumnOp::Set {
+                        value: b"v".to_vec(),
+                        timestamp: 1,
+                        ttl: None,
+                    },
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        db.apply(T, &update).unwrap();
+        // What a data directory from before row bundles holds: the table is tracked, but
+        // neither its separate cells nor that they are tracked.
+        for name in ["separate_cells", "cells_tracked"] {
+            let mut k = crate::content::ContentFlags::meta_prefix(T);
+            k.extend_from_slice(name.as_bytes());
+            db.inner.meta.remove(k).unwrap();
+        }
+    }
+    let db = open(dir.path());
+    let table = db.table(T).unwrap();
+    assert!(table.ring.content.may_have(SEPARATE_CELLS));
+    assert!(row_exists(&db, 1, 1), "the separate cell is looked up");
 }
