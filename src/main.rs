@@ -6,6 +6,11 @@ use ringdb::config::Config;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// jemalloc: the request path allocates many small buffers on one thread and frees them on
+/// another (the response writer), where glibc's allocator fell to its slow paths.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// A Cassandra-compatible database server.
 #[derive(Debug, Parser)]
 #[command(name = "ringdb", version, about)]
