@@ -144,6 +144,11 @@ impl StoredCell {
         out
     }
 
+    /// True when `bytes` encode a live cell without TTL (checks the kind byte only).
+    pub(crate) fn is_live_encoding(bytes: &[u8]) -> bool {
+        bytes.first() == Some(&KIND_LIVE)
+    }
+
     /// Parses on-disk bytes.
     pub(crate) fn decode(bytes: &[u8]) -> Result<StoredCell, StorageError> {
         let bad = || StorageError::corrupt("truncated cell");

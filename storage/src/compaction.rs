@@ -140,10 +140,12 @@ impl CompactionFilter for GcFilter {
         let Some(table) = &self.table else {
             return Ok(Verdict::Keep);
         };
-        if !purgeable_path(table, item.key()) {
+        // Most items are live cells: their first byte says so, before any key is parsed.
+        let value = item.value()?;
+        if StoredCell::is_live_encoding(&value) || !purgeable_path(table, item.key()) {
             return Ok(Verdict::Keep);
         }
-        let Ok(cell) = StoredCell::decode(&item.value()?) else {
+        let Ok(cell) = StoredCell::decode(&value) else {
             return Ok(Verdict::Keep);
         };
         let grace = i64::from(table.gc_grace_seconds);
