@@ -75,6 +75,9 @@ pub struct StorageOptions {
     pub sync: SyncPolicy,
     /// Block cache size in bytes (`None`: fjall's default).
     pub cache_bytes: Option<u64>,
+    /// Most bytes fjall's journals may take before the oldest memtables are flushed so their
+    /// journal can be deleted (`None`: fjall's default, 512 MiB; at least 64 MiB).
+    pub max_journal_bytes: Option<u64>,
     /// Clock override for tests (`None`: the system clock).
     pub clock: Option<Clock>,
     /// A physical partition storing more than this many bytes (keys + values) is split in
@@ -96,6 +99,7 @@ impl Default for StorageOptions {
         StorageOptions {
             sync: SyncPolicy::default(),
             cache_bytes: None,
+            max_journal_bytes: None,
             clock: None,
             physical_partition_max_bytes: DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
             logical_partition_max_bytes: DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
@@ -251,6 +255,10 @@ impl Storage {
             Database::builder(dir.as_ref()).with_compaction_filter_factories(gc.assigner());
         if let Some(bytes) = options.cache_bytes {
             builder = builder.cache_size(bytes);
+        }
+        if let Some(bytes) = options.max_journal_bytes {
+            // fjall refuses less than 64 MiB.
+            builder = builder.max_journaling_size(bytes.max(64 << 20));
         }
         let db = builder.open()?;
         let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
