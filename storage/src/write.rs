@@ -605,47 +605,39 @@ impl State<'_> {
         marker: &StoredCell,
         cells: &[(u32, Vec<u8>)],
     ) -> Result<bool, StorageError> {
-        let new_cells = || {
-            cells
+        if let Some(old) = self.load(key)? {
+            let (old_marker, old_cells) = bundle::explode(old)?;
+            let new_cells: Vec<_> = cells
                 .iter()
                 .map(|(c, v)| (*c, bundle::with_value(marker, v.clone())))
-        };
-        let merged = match self.load(key)? {
-            None => true,
-            Some(old) => {
-                let (old_marker, old_cells) = bundle::explode(old)?;
-                let find = |col: u32, list: &[(u32, StoredCell)]| {
-                    list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
-                };
-                let new_list: Vec<_> = new_cells().collect();
-                if marker.wins_over(&old_marker)
-                    && old_cells
-                        .iter()
-                        .all(|(c, old)| find(*c, &new_list).is_some_and(|new| new.wins_over(old)))
-                {
-                    true
-                } else if !marker.wins_over(&old_marker)
-                    && new_list.iter().all(|(c, new)| {
-                        find(*c, &old_cells).is_some_and(|old| !new.wins_over(&old))
-                    })
-                {
-                    // Every part of the INSERT loses: nothing to write.
-                    return Ok(true);
-                } else {
+                .collect();
+            let find = |col: u32, list: &'_ [(u32, StoredCell)]| {
+                list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
+            };
+            if marker.wins_over(&old_marker) {
+                // Replaces the stored bundle only if it overwrites every one of its cells.
+                let covers = old_cells
+                    .iter()
+                    .all(|(c, old)| find(*c, &new_cells).is_some_and(|new| new.wins_over(old)));
+                if !covers {
                     return Ok(false);
                 }
+            } else {
+                // Every part of the INSERT loses: nothing to write; otherwise explode.
+                let loses = new_cells
+                    .iter()
+                    .all(|(c, new)| find(*c, &old_cells).is_some_and(|old| !new.wins_over(&old)));
+                return Ok(loses);
             }
-        };
-        if merged {
-            let mut bytes = Vec::new();
-            for (col, value) in cells {
-                bundle::push(&mut bytes, *col, value)?;
-            }
-            if !bytes.is_empty() {
-                self.flags |= content::BUNDLES;
-            }
-            self.set(key, bundle::with_value(marker, bytes));
         }
+        let mut bytes = Vec::new();
+        for (col, value) in cells {
+            bundle::push(&mut bytes, *col, value)?;
+        }
+        if !bytes.is_empty() {
+            self.flags |= content::BUNDLES;
+        }
+        self.set(key, bundle::with_value(marker, bytes));
         Ok(true)
     }
 
