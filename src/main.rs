@@ -90,6 +90,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Serve => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(config.worker_threads())
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
