@@ -350,15 +350,22 @@ impl ReadCtx<'_> {
         if limit == 0 || start >= end {
             return Ok((rows, None));
         }
-        let iter = self.snap.range(self.ks, start..end);
+        // A forward read leaves the range open above and stops at `end` itself: fjall then
+        // skips the upper-bound seek into every table it merges, which cost a tenth of a
+        // 10-row slice's CPU.
         let iter: Box<dyn Iterator<Item = fjall::Guard>> = if reversed {
-            Box::new(iter.rev())
+            Box::new(self.snap.range(self.ks, start..end.clone()).rev())
         } else {
-            Box::new(iter)
+            Box::new(self.snap.range(self.ks, start..))
         };
         let mut current: Option<PendingRow> = None;
         for guard in iter {
-            let (k, cell) = self.kv(guard)?;
+            let (k, v) = guard.into_inner()?;
+            if !reversed && *k >= *end {
+                break;
+            }
+            self.items += 1;
+            let cell = StoredCell::decode(&v)?;
             let rest = &k[base.len()..];
             let same_row = current.as_ref().is_some_and(|(c, _, _)| {
                 rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)
