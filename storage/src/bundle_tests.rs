@@ -181,3 +181,63 @@ fn bundles_survive_reopen() {
     assert_eq!(row(&db, 1), (true, s("a"), s("b")));
     assert_eq!(row(&db, 2), (true, s("c"), None));
 }
+
+/// An overwrite as long as the row it replaces leaves the partition's size cell as it is; the
+/// sizes stay exact anyway: the table's bytes do not move, a longer overwrite adds exactly its
+/// growth, and after a reopen the logical-partition cap sees the true size.
+#[test]
+fn same_size_overwrite_keeps_sizes_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |cap: u64| {
+        let options = StorageOptions {
+            logical_partition_max_bytes: cap,
+            ..Default::default()
+        };
+        let db = Storage::open(dir.path(), options).unwrap();
+        db.create_table(T, layout()).unwrap();
+        db
+    };
+    let bytes = |db: &Storage| db.table_stats(T).unwrap().bytes;
+    let size = {
+        let db = open(1 << 20);
+        insert(&db, 1, 10, None, &[(1, "aaaa"), (2, "bbbb")]);
+        let first = bytes(&db);
+        insert(&db, 1, 11, None, &[(1, "cccc"), (2, "dddd")]);
+        assert_eq!(bytes(&db), first, "same-size overwrite");
+        assert_eq!(row(&db, 1), (true, s("cccc"), s("dddd")));
+        insert(&db, 1, 12, None, &[(1, "eeeeeeee"), (2, "ffff")]);
+        assert_eq!(bytes(&db), first + 4, "overwrite 4 bytes longer");
+        bytes(&db)
+    };
+    // The table's bytes count the size cell itself; the logical size does not.
+    let serialized = crate::token::serialize_partition_key(&[int(1).as_slice()]);
+    let prefix = crate::key::partition_prefix(crate::token::token(&serialized), &serialized);
+    let size_cell = (crate::key::size_cell_key(&prefix).len() + 9) as u64;
+    // Reopened with a cap of exactly the partition's logical size: a same-size overwrite
+    // still fits, one byte more does not.
+    let db = open(size - size_cell);
+    insert(&db, 1, 13, None, &[(1, "gggggggg"), (2, "hhhh")]);
+    let err = db
+        .apply(
+            T,
+            &Mutation {
+                partition_key: vec![int(1)],
+                rows: vec![RowWrite {
+                    clustering: vec![int(1)],
+                    liveness: Some(Liveness {
+                        timestamp: 14,
+                        ttl: None,
+                    }),
+                    columns: vec![set(1, "iiiiiiiii", 14, None), set(2, "jjjj", 14, None)],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, StorageError::PartitionTooLarge { .. }),
+        "{err}"
+    );
+    assert_eq!(row(&db, 1), (true, s("gggggggg"), s("hhhh")));
+}

@@ -529,6 +529,11 @@ impl Storage {
                 max,
             });
         }
+        if old_size.is_some() && delta == 0 && flags == old_flags {
+            // An overwrite of the same size (a row rewritten with values as long as before)
+            // leaves the size cell as it is: one insert and its journal bytes fewer.
+            return Ok(Some((0, 0, state.flags)));
+        }
         let size_value = key::encode_size_cell(new_size, flags);
         if let Some(dual) = route.dual {
             batch.insert(&dual.keyspace, size_key.as_slice(), size_value);
