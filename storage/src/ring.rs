@@ -419,6 +419,8 @@ pub(crate) struct TableRing {
     pub(crate) cancel: AtomicBool,
     /// Which kinds of shadowing items the table has ever stored.
     pub(crate) content: ContentFlags,
+    /// Whether recent writes found their partition stored (see `crate::write::WriteMix`).
+    pub(crate) write_mix: crate::write::WriteMix,
 }
 
 impl TableRing {
@@ -585,6 +587,7 @@ impl Storage {
             split_lock: Mutex::new(()),
             cancel: AtomicBool::new(false),
             content,
+            write_mix: Default::default(),
         })
     }
 

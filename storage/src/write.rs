@@ -14,6 +14,7 @@
 //! batch, to the new partition that will own its token.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
@@ -438,17 +439,24 @@ impl Storage {
         // Every write stores the partition's size cell with its items and nothing removes it,
         // so its absence means the partition is new.
         let size_key = key::size_cell_key(&addr.prefix);
-        let old_cell = match ks.get(&size_key)? {
-            Some(v) => Some(key::decode_size_cell(&v)?),
-            None => None,
+        let size_cell = || -> Result<_, StorageError> {
+            match ks.get(&size_key)? {
+                Some(v) => Ok(Some(key::decode_size_cell(&v)?)),
+                None => Ok(None),
+            }
         };
+        // Where writes mostly overwrite, the row's items are looked up first and a same-size
+        // overwrite needs no size cell; elsewhere the size cell comes first, and a new
+        // partition (no size cell) needs no other lookup.
+        let items_first = table.ring.write_mix.mostly_overwrites();
+        let mut old_cell = if items_first { None } else { size_cell()? };
         // Read under the stripe lock: a concurrent writer of this partition that stored a
         // separate cell or a bundle set its flag before committing.
         let content = &table.ring.content;
         let mut state = State {
             ks,
             // A partition without a size cell holds nothing yet: no item to look up.
-            exists: old_cell.is_some(),
+            exists: items_first || old_cell.is_some(),
             may_bundle: content.may_have(content::BUNDLES),
             slots: HashMap::new(),
             flags: 0,
@@ -513,11 +521,22 @@ impl Storage {
         if !wrote {
             return Ok(None);
         }
+        let head_items = content::flags_of(mutation) & content::HEAD != 0;
+        if items_first {
+            // A stored item means a stored size cell (every write that stores items keeps
+            // one, and nothing removes it); an overwrite of the same size leaves it as it is.
+            let stored = state.slots.values().any(|s| s.stored_len.is_some());
+            if stored && delta == 0 && !head_items {
+                table.ring.write_mix.record(true);
+                return Ok(Some((0, 0, state.flags)));
+            }
+            old_cell = size_cell()?;
+        }
+        table.ring.write_mix.record(old_cell.is_some());
         let (old_size, old_flags) = match old_cell {
             Some((size, flags)) => (Some(size), flags),
             None => (None, 0),
         };
-        let head_items = content::flags_of(mutation) & content::HEAD != 0;
         let flags = old_flags | if head_items { key::SIZE_FLAG_HEAD } else { 0 };
         let new_size = old_size.unwrap_or(0).saturating_add_signed(delta);
         let max = self.inner.limits.logical_partition_max_bytes;
@@ -544,6 +563,43 @@ impl Storage {
             delta += (size_key.len() + size_value.len()) as i64;
         }
         Ok(Some((delta, new_partition, state.flags)))
+    }
+}
+
+/// Whether a table's recent writes found their partition already stored, which decides the
+/// order of a write's lookups (a heuristic only: either order gives the same result).
+#[derive(Debug, Default)]
+pub(crate) struct WriteMix {
+    /// Saturating score in `0..=WriteMix::MAX`: up on an overwrite, down on a new partition.
+    score: AtomicU8,
+}
+
+impl WriteMix {
+    const MAX: u8 = 16;
+
+    /// True when most recent writes found their partition stored.
+    pub(crate) fn mostly_overwrites(&self) -> bool {
+        self.score.load(Ordering::Relaxed) > Self::MAX / 2
+    }
+
+    /// Puts the score at either end (tests use it to choose the lookup order).
+    #[cfg(test)]
+    pub(crate) fn set(&self, overwrites: bool) {
+        let score = if overwrites { Self::MAX } else { 0 };
+        self.score.store(score, Ordering::Relaxed);
+    }
+
+    /// Records whether a write found its partition stored.
+    pub(crate) fn record(&self, existed: bool) {
+        let score = self.score.load(Ordering::Relaxed);
+        let next = if existed {
+            score.saturating_add(1).min(Self::MAX)
+        } else {
+            score.saturating_sub(1)
+        };
+        if next != score {
+            self.score.store(next, Ordering::Relaxed);
+        }
     }
 }
 
