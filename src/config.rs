@@ -142,6 +142,9 @@ pub struct Config {
     pub tls_handshake_timeout_seconds: u64,
 }
 
+/// Most async worker threads `connection_threads` may ask for.
+pub const MAX_CONNECTION_THREADS: usize = 1024;
+
 impl Config {
     /// The number of async worker threads to start (`connection_threads` resolved).
     pub fn worker_threads(&self) -> usize {
@@ -239,6 +242,12 @@ impl Config {
         if self.superuser_name.is_empty() {
             return Err("superuser_name can't be empty".into());
         }
+        if self.connection_threads > MAX_CONNECTION_THREADS {
+            return Err(format!(
+                "connection_threads is {}; at most {MAX_CONNECTION_THREADS} (0 = half the cores)",
+                self.connection_threads
+            ));
+        }
         let has_cert = self.tls_cert_file.is_some() || self.tls_key_file.is_some();
         let wants_tls = self.tls_only || self.tls_listen.is_some();
         if wants_tls && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
@@ -287,6 +296,18 @@ mod tests {
         assert_eq!(c.superuser_password.expose(), "s3cret");
         assert!(!format!("{c:?}").contains("s3cret"));
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn connection_threads_default_to_half_the_cores_and_are_bounded() {
+        let c = Config::default();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(c.worker_threads(), (cores / 2).max(1));
+        let c: Config = toml::from_str("connection_threads = 3").expect("toml");
+        assert_eq!(c.worker_threads(), 3);
+        assert!(c.validate().is_ok());
+        let c: Config = toml::from_str("connection_threads = 100000").expect("toml");
+        assert!(c.validate().is_err());
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve => {
+            config.validate().map_err(anyhow::Error::msg)?;
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(config.worker_threads())
                 .enable_all()
