@@ -195,10 +195,14 @@ struct ReadCtx<'a> {
 
 impl ReadCtx<'_> {
     fn kv(&mut self, guard: fjall::Guard) -> Result<(fjall::Slice, StoredCell), StorageError> {
-        self.items += 1;
         let (k, v) = guard.into_inner()?;
-        let cell = StoredCell::decode(&v)?;
-        Ok((k, cell))
+        Ok((k, self.cell(&v)?))
+    }
+
+    /// Decodes a stored value, counting the item as read.
+    fn cell(&mut self, value: &[u8]) -> Result<StoredCell, StorageError> {
+        self.items += 1;
+        StoredCell::decode(value)
     }
 
     /// Everything a partition holds before its rows, in one range read: the partition
@@ -364,8 +368,7 @@ impl ReadCtx<'_> {
             if !reversed && *k >= *end {
                 break;
             }
-            self.items += 1;
-            let cell = StoredCell::decode(&v)?;
+            let cell = self.cell(&v)?;
             let rest = &k[base.len()..];
             let same_row = current.as_ref().is_some_and(|(c, _, _)| {
                 rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)

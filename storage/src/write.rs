@@ -522,14 +522,17 @@ impl Storage {
             return Ok(None);
         }
         let head_items = content::flags_of(mutation) & content::HEAD != 0;
+        // An overwrite of the same size in a partition known to exist (a stored item means a
+        // stored size cell: every write that stores items keeps one, nothing removes it)
+        // leaves the size cell as it is: no insert, and with the items looked up first no
+        // lookup either.
+        let exists = old_cell.is_some() || state.slots.values().any(|s| s.stored_len.is_some());
+        let had_head = old_cell.is_some_and(|(_, f)| f & key::SIZE_FLAG_HEAD != 0);
+        if exists && delta == 0 && (!head_items || had_head) {
+            table.ring.write_mix.record(true);
+            return Ok(Some((0, 0, state.flags)));
+        }
         if items_first {
-            // A stored item means a stored size cell (every write that stores items keeps
-            // one, and nothing removes it); an overwrite of the same size leaves it as it is.
-            let stored = state.slots.values().any(|s| s.stored_len.is_some());
-            if stored && delta == 0 && !head_items {
-                table.ring.write_mix.record(true);
-                return Ok(Some((0, 0, state.flags)));
-            }
             old_cell = size_cell()?;
         }
         table.ring.write_mix.record(old_cell.is_some());
@@ -547,11 +550,6 @@ impl Storage {
                 bytes: new_size,
                 max,
             });
-        }
-        if old_size.is_some() && delta == 0 && flags == old_flags {
-            // An overwrite of the same size (a row rewritten with values as long as before)
-            // leaves the size cell as it is: one insert and its journal bytes fewer.
-            return Ok(Some((0, 0, state.flags)));
         }
         let size_value = key::encode_size_cell(new_size, flags);
         if let Some(dual) = route.dual {
