@@ -48,7 +48,8 @@ thread_local! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncPolicy {
     /// Every write reaches the OS (fjall's journal buffer is flushed) before `apply` returns;
-    /// the journal is fsynced every `Duration` in the background. Survives a process kill.
+    /// the journal is fsynced every `Duration` (at least every second) in the background,
+    /// without blocking writers (see `journal_sync`). Survives a process kill.
     Periodic(Duration),
     /// Every write is fsynced before `apply` returns; concurrent writers share one fsync.
     Batch,
@@ -204,8 +205,9 @@ pub(crate) struct Inner {
     group_sync: GroupSync,
     clock: Option<Clock>,
     pub(crate) items_read: AtomicU64,
-    stop_syncer: Mutex<Option<mpsc::Sender<()>>>,
-    syncer: Mutex<Option<JoinHandle<()>>>,
+    /// Stops the background threads (journal syncer, file reaper) when dropped.
+    stop_background: Mutex<Vec<mpsc::Sender<()>>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) disk: DiskGuard,
 }
 
@@ -215,11 +217,13 @@ impl Drop for Inner {
         if let Err(e) = Storage::persist_stats_of(self) {
             tracing::error!("saving partition statistics failed: {e}");
         }
-        if let Ok(mut tx) = self.stop_syncer.lock() {
-            tx.take();
+        if let Ok(mut stops) = self.stop_background.lock() {
+            stops.clear();
         }
-        if let Some(handle) = self.syncer.get_mut().ok().and_then(Option::take) {
-            let _ = handle.join();
+        if let Ok(handles) = self.background.get_mut() {
+            for handle in handles.drain(..) {
+                let _ = handle.join();
+            }
         }
         if let Err(e) = self.db.persist(PersistMode::SyncAll) {
             tracing::error!("final journal sync failed: {e}");
@@ -262,25 +266,16 @@ impl Storage {
         }
         let db = builder.open()?;
         let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
+        let (mut stops, mut background) = (Vec::new(), Vec::new());
+        if let SyncPolicy::Periodic(every) = options.sync {
+            let (tx, rx) = mpsc::channel::<()>();
+            let db_dir = dir.as_ref().to_path_buf();
+            background.push(crate::journal_sync::spawn(db.clone(), db_dir, every, rx)?);
+            stops.push(tx);
+        }
         let (tx, rx) = mpsc::channel::<()>();
-        let syncer = match options.sync {
-            SyncPolicy::Periodic(every) => {
-                let db = db.clone();
-                Some(
-                    std::thread::Builder::new()
-                        .name("storage-sync".into())
-                        .spawn(move || {
-                            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every)
-                            {
-                                if let Err(e) = db.persist(PersistMode::SyncData) {
-                                    tracing::error!("periodic journal sync failed: {e}");
-                                }
-                            }
-                        })?,
-                )
-            }
-            SyncPolicy::Batch => None,
-        };
+        background.push(crate::file_reaper::spawn(dir.as_ref().to_path_buf(), rx)?);
+        stops.push(tx);
         let storage = Storage {
             inner: Arc::new(Inner {
                 db,
@@ -297,8 +292,8 @@ impl Storage {
                 group_sync: GroupSync::default(),
                 clock: options.clock,
                 items_read: AtomicU64::new(0),
-                stop_syncer: Mutex::new(Some(tx)),
-                syncer: Mutex::new(syncer),
+                stop_background: Mutex::new(stops),
+                background: Mutex::new(background),
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
             }),
         };

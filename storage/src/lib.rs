@@ -58,6 +58,8 @@ mod content;
 mod disk;
 mod engine;
 pub mod error;
+mod file_reaper;
+mod journal_sync;
 pub mod key;
 mod read;
 mod ring;
