@@ -278,7 +278,7 @@ def summarize(a):
     out.append("")
     out.append("== summary (ratios are ringdb/ceiling; targets are reported, never asserted)")
     out.append(
-        f"   {'workload':<16}{'ceiling/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
+        f"   {'workload':<22}{'ceiling/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
         f"{'cpu x':>8}{'ringdb RSS MB':>15}{'disk B/row':>12}   target"
     )
     for w, unit, c, g in overview:
@@ -299,6 +299,12 @@ def summarize(a):
                 x = g["p50_ms"] / small["p50_ms"]
                 target = (f"p50 at {settings.get('bulk_rows', 0):,} rows / at {settings.get('read_rows', settings.get('rows', 0)):,} rows = {x:.2f} "
                           f"(<= 1.3: {'met' if x <= 1.3 else 'not met'})")
+        elif w == "bulk-read-fixed-rate" and g:
+            small = next((gg for (ww, _, _, gg) in overview if ww == "read-fixed-rate" and gg), None)
+            if small and small.get("p50_ms") and g.get("p50_ms"):
+                x = g["p50_ms"] / small["p50_ms"]
+                target = (f"p50 at {settings.get('latency_rate', 0):,}/s, {settings.get('bulk_rows', 0):,} rows / "
+                          f"{settings.get('read_rows', 0):,} rows = {x:.2f} (<= 1.3: {'met' if x <= 1.3 else 'not met'})")
         elif w == "bulk" and g:
             rss_ok = g.get("rss_mb") is not None and g["rss_mb"] <= BULK_RSS_TARGET_MB
             d = g.get("disk_bytes_per_row")
@@ -306,7 +312,7 @@ def summarize(a):
             target = (f"RSS <= 1 GiB: {'met' if rss_ok else 'not met'}; "
                       f"disk <= {DISK_TARGET_X_RAW}x raw: {'met' if disk_ok else 'not met'}")
         out.append(
-            f"   {w + ('' if unit == 'ops' else ' (rows/s)'):<16}{fmt(cv):>12}{fmt(gv):>12}{fmt(r):>8}"
+            f"   {w + ('' if unit == 'ops' else ' (rows/s)'):<22}{fmt(cv):>12}{fmt(gv):>12}{fmt(r):>8}"
             f"{fmt(ratio(g and g['p50_ms'], c and c['p50_ms'])):>8}{fmt(ratio(g and g['p99_ms'], c and c['p99_ms'])):>8}"
             f"{fmt(ratio(g and g['cpu_us_per_op'], c and c['cpu_us_per_op'])):>8}"
             f"{fmt(g and g['rss_mb']):>15}{fmt(g and g.get('disk_bytes_per_row')):>12}   {target}"
