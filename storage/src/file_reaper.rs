@@ -23,7 +23,7 @@ use std::time::Duration;
 /// Most table files held at once (newly written tables are the ones compaction deletes soon).
 const MAX_HELD: usize = 256;
 /// How often the table directories are walked.
-const TICK: Duration = Duration::from_millis(100);
+const TICK: Duration = Duration::from_millis(200);
 
 /// Descriptors held by the reaper, by path.
 #[derive(Debug, Default)]
