@@ -79,6 +79,8 @@ pub struct StorageOptions {
     /// Most bytes fjall's journals may take before the oldest memtables are flushed so their
     /// journal can be deleted (`None`: fjall's default, 512 MiB; at least 64 MiB).
     pub max_journal_bytes: Option<u64>,
+    /// fjall's flush and compaction threads (`None`: fjall's default, one per core up to 4).
+    pub worker_threads: Option<usize>,
     /// Clock override for tests (`None`: the system clock).
     pub clock: Option<Clock>,
     /// A physical partition storing more than this many bytes (keys + values) is split in
@@ -101,6 +103,7 @@ impl Default for StorageOptions {
             sync: SyncPolicy::default(),
             cache_bytes: None,
             max_journal_bytes: None,
+            worker_threads: None,
             clock: None,
             physical_partition_max_bytes: DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
             logical_partition_max_bytes: DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
@@ -133,6 +136,7 @@ impl fmt::Debug for StorageOptions {
             )
             .field("max_concurrent_splits", &self.max_concurrent_splits)
             .field("min_free_disk_bytes", &self.min_free_disk_bytes)
+            .field("worker_threads", &self.worker_threads)
             .finish()
     }
 }
@@ -257,6 +261,9 @@ impl Storage {
         let gc = GcRegistry::new(options.clock.clone());
         let mut builder =
             Database::builder(dir.as_ref()).with_compaction_filter_factories(gc.assigner());
+        if let Some(n) = options.worker_threads {
+            builder = builder.worker_threads(n.max(1));
+        }
         if let Some(bytes) = options.cache_bytes {
             builder = builder.cache_size(bytes);
         }
