@@ -155,7 +155,7 @@ impl Node {
                 logical_partition_max_bytes: config.logical_partition_max_bytes,
                 cache_bytes: Some(config.block_cache_mb.max(1) << 20),
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
-                worker_threads: Some(config.storage_threads()),
+                worker_threads: config.storage_threads(),
                 min_free_disk_bytes: config.min_free_disk_mb.saturating_mul(1 << 20),
                 ..StorageOptions::default()
             },
