@@ -293,18 +293,14 @@ def summarize(a):
             target = f">= {SCAN_TARGET_ROWS_PER_S:,} rows/s: " + ("met" if gv and gv >= SCAN_TARGET_ROWS_PER_S else "not met")
         elif w.endswith("-half-rate") and g:
             target = f"p99 <= 1 ms at half of ringdb's peak: " + ("met" if g["p99_ms"] is not None and g["p99_ms"] <= 1.0 else "not met")
-        elif w == "bulk-read" and g:
-            small = next((gg for (ww, _, _, gg) in overview if ww == "read" and gg), None)
+        elif w in ("bulk-read", "bulk-read-fixed-rate") and g:
+            fixed = w.endswith("-fixed-rate")
+            small = next((gg for (ww, _, _, gg) in overview if ww == w.replace("bulk-", "", 1) and gg), None)
             if small and small.get("p50_ms") and g.get("p50_ms"):
                 x = g["p50_ms"] / small["p50_ms"]
-                target = (f"p50 at {settings.get('bulk_rows', 0):,} rows / at {settings.get('read_rows', settings.get('rows', 0)):,} rows = {x:.2f} "
-                          f"(<= 1.3: {'met' if x <= 1.3 else 'not met'})")
-        elif w == "bulk-read-fixed-rate" and g:
-            small = next((gg for (ww, _, _, gg) in overview if ww == "read-fixed-rate" and gg), None)
-            if small and small.get("p50_ms") and g.get("p50_ms"):
-                x = g["p50_ms"] / small["p50_ms"]
-                target = (f"p50 at {settings.get('latency_rate', 0):,}/s, {settings.get('bulk_rows', 0):,} rows / "
-                          f"{settings.get('read_rows', 0):,} rows = {x:.2f} (<= 1.3: {'met' if x <= 1.3 else 'not met'})")
+                at = f"at {settings.get('latency_rate', 0):,}/s, " if fixed else ""
+                target = (f"p50 {at}{settings.get('bulk_rows', 0):,} rows / {settings.get('read_rows', 0):,} rows "
+                          f"= {x:.2f} (<= 1.3: {'met' if x <= 1.3 else 'not met'})")
         elif w == "bulk" and g:
             rss_ok = g.get("rss_mb") is not None and g["rss_mb"] <= BULK_RSS_TARGET_MB
             d = g.get("disk_bytes_per_row")
