@@ -10,7 +10,7 @@
 //!
 //! It only ever reads directory listings and holds read-only descriptors, so a change of
 //! fjall's file layout makes it hold nothing (costing latency, never data), and the number
-//! held is capped so it cannot exhaust the process's descriptors.
+//! held is capped (the newest tables) so it cannot exhaust the process's descriptors.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -32,28 +32,38 @@ pub(crate) struct Reaper {
 }
 
 impl Reaper {
-    /// One pass over `db_dir`: closes held files that were deleted, then adopts table files
-    /// not held yet (up to the cap). Returns how many deleted files it closed.
+    /// One pass over `db_dir`: closes held files that were deleted, then holds the newest
+    /// table files (fjall numbers tables in creation order), at most the cap: an old table
+    /// that a newer one displaces is released (it is still live, so that close is cheap).
+    /// Returns how many deleted files it closed.
     pub(crate) fn pass(&mut self, db_dir: &Path) -> usize {
         let before = self.held.len();
         self.held
             .retain(|_, file| file.metadata().map(|m| m.nlink() > 0).unwrap_or(false));
         let reaped = before - self.held.len();
-        for dir in table_dirs(db_dir) {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                if self.held.len() >= MAX_HELD {
-                    return reaped;
-                }
-                let path = entry.path();
-                if self.held.contains_key(&path) || !entry.file_type().is_ok_and(|t| t.is_file()) {
-                    continue;
-                }
+        let mut tables: Vec<(u64, PathBuf)> = table_dirs(db_dir)
+            .iter()
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flat_map(|entries| entries.flatten())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| {
+                let id = e
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                (id, e.path())
+            })
+            .collect();
+        tables.sort_unstable_by_key(|t| std::cmp::Reverse(t.0));
+        tables.truncate(MAX_HELD);
+        let newest: HashMap<PathBuf, ()> = tables.into_iter().map(|(_, p)| (p, ())).collect();
+        self.held.retain(|path, _| newest.contains_key(path));
+        for path in newest.into_keys() {
+            if let std::collections::hash_map::Entry::Vacant(slot) = self.held.entry(path) {
                 // A table deleted between listing and opening is simply not held.
-                if let Ok(file) = File::open(&path) {
-                    self.held.insert(path, file);
+                if let Ok(file) = File::open(slot.key()) {
+                    slot.insert(file);
                 }
             }
         }
@@ -127,6 +137,15 @@ mod tests {
         let mut reaper = Reaper::default();
         reaper.pass(dir.path());
         assert_eq!(reaper.held(), MAX_HELD);
+        // The newest tables are the ones held: a new one displaces the oldest held.
+        assert!(!reaper.held.contains_key(&tables.join("4")));
+        std::fs::write(tables.join((MAX_HELD + 5).to_string()), b"t").expect("write");
+        reaper.pass(dir.path());
+        assert_eq!(reaper.held(), MAX_HELD);
+        assert!(reaper
+            .held
+            .contains_key(&tables.join((MAX_HELD + 5).to_string())));
+        assert!(!reaper.held.contains_key(&tables.join("5")));
     }
 
     #[test]
