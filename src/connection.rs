@@ -1,7 +1,9 @@
 //! One client connection: frames in, requests dispatched concurrently per stream id, responses
 //! coalesced by a single writer task, events pushed to registered connections.
 
+use crate::executor::Inline;
 use crate::node::Node;
+use crate::read_offload::ReadJob;
 use crate::session::Session;
 use bytes::{Bytes, BytesMut};
 use cql::compression::Compression;
@@ -119,7 +121,9 @@ async fn serve<R, W>(
                             }
                         }
                     };
-                    if !dispatch(frame, &session, &node, permit, &mut answered) {
+                    // Requests still buffered behind this one, counted in frames of its size.
+                    let backlog = buf.len() / (frame.body.len() + frame::HEADER_LEN);
+                    if !dispatch(frame, &session, &node, permit, &mut answered, backlog) {
                         break 'conn;
                     }
                     if (answered.frames.len() >= COALESCE_BYTES
@@ -178,6 +182,8 @@ struct Answered {
     permits: Vec<tokio::sync::OwnedSemaphorePermit>,
     /// Writes among them whose journal entries still sit in fjall's buffer.
     journal_flush_owed: bool,
+    /// Moving average of one inline request's run time, in nanoseconds.
+    inline_ns: u64,
 }
 
 impl Answered {
@@ -228,13 +234,15 @@ fn fatal_frame_error(session: &Session, e: FrameError) {
     session.close_after_flush();
 }
 
-/// Routes one request frame. Returns false when the connection must close.
+/// Routes one request frame, `backlog` more being buffered behind it. Returns false when the
+/// connection must close.
 fn dispatch(
     frame: Frame,
     session: &Arc<Session>,
     node: &Arc<Node>,
     permit: tokio::sync::OwnedSemaphorePermit,
     answered: &mut Answered,
+    backlog: usize,
 ) -> bool {
     let header = frame.header;
     let version = header.version;
@@ -312,8 +320,31 @@ fn dispatch(
         return true;
     };
     let ctx = session.context();
-    if node.runs_inline(&ctx, &request) {
+    let inline = node.runs_inline(&ctx, &request);
+    // A read may go to a read thread when this connection has enough work buffered.
+    let buffered_ns = (backlog as u64).saturating_mul(answered.inline_ns);
+    let offload = inline == Some(Inline::Read) && node.read_offload().wants(buffered_ns);
+    let (ctx, request, permit, slot) = if offload {
+        let job = Box::new(ReadJob {
+            node: node.clone(),
+            session: session.clone(),
+            ctx,
+            request,
+            version,
+            stream,
+            permit,
+            slot,
+        });
+        match node.read_offload().offer(job) {
+            Ok(()) => return true,
+            Err(job) => (job.ctx, job.request, job.permit, job.slot),
+        }
+    } else {
+        (ctx, request, permit, slot)
+    };
+    if inline.is_some() {
         // Cheap and bounded: a hop to the blocking pool would cost more than the work.
+        let started = std::time::Instant::now();
         let run = std::panic::AssertUnwindSafe(|| {
             node.storage()
                 .deferring_journal_flush(|| node.execute(&ctx, request, version))
@@ -326,6 +357,8 @@ fn dispatch(
             (error, true)
         });
         answered.journal_flush_owed |= owed;
+        let took = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
+        answered.inline_ns = answered.inline_ns - answered.inline_ns / 16 + took / 16;
         drop(slot);
         session.encode_into(version, stream, &response, &mut answered.frames);
         answered.permits.push(permit);

@@ -16,6 +16,7 @@ pub mod error;
 pub mod executor;
 pub mod node;
 pub mod prepared;
+mod read_offload;
 pub mod schema;
 pub mod server;
 pub mod session;

@@ -49,6 +49,8 @@ pub struct Node {
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// Node-wide request slots (`max_concurrent_requests`).
     request_slots: Arc<tokio::sync::Semaphore>,
+    /// Threads answering cheap reads beside the connection workers.
+    reads: crate::read_offload::ReadOffload,
 }
 
 fn now_ms() -> i64 {
@@ -198,7 +200,13 @@ impl Node {
         let request_slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_requests.max(1),
         ));
+        let reads = crate::read_offload::ReadOffload::start(
+            config.read_threads(),
+            Duration::from_micros(config.read_offload_after_us),
+        )
+        .map_err(|e| NodeError::Startup(format!("cannot start the read threads: {e}")))?;
         Ok(Node {
+            reads,
             config,
             info,
             catalog: RwLock::new(Arc::new(catalog)),
@@ -221,6 +229,16 @@ impl Node {
     /// Facts about this node for the system tables.
     pub fn info(&self) -> &NodeInfo {
         &self.info
+    }
+
+    /// The threads answering cheap reads beside the connection workers.
+    pub(crate) fn read_offload(&self) -> &crate::read_offload::ReadOffload {
+        &self.reads
+    }
+
+    /// Reads answered on the read threads (`read_threads`) since the node started.
+    pub fn reads_handed_over(&self) -> u64 {
+        self.reads.handed_over()
     }
 
     /// The storage engine.

@@ -93,9 +93,9 @@ impl CachedPlan {
     /// True for statements cheap and bounded enough to run on the connection's own task
     /// instead of hopping to the blocking pool: unconditional writes (unless every write
     /// waits for an fsync) and reads of named partitions without filtering or aggregation.
-    pub(crate) fn runs_inline(&self, fsync_per_write: bool) -> bool {
-        match &self.plan {
-            Plan::Select(s) => s.is_partition_read(),
+    pub(crate) fn runs_inline(&self, fsync_per_write: bool) -> Option<Inline> {
+        let inline = match &self.plan {
+            Plan::Select(s) => return s.is_partition_read().then_some(Inline::Read),
             Plan::Modify(m) => m.conditions().is_none() && !fsync_per_write,
             Plan::Batch(plans, _) => {
                 !fsync_per_write
@@ -103,8 +103,18 @@ impl CachedPlan {
                     && plans.iter().all(|p| p.conditions().is_none())
             }
             Plan::Virtual(_) => false,
-        }
+        };
+        inline.then_some(Inline::Write)
     }
+}
+
+/// What a request that runs on the connection's own task does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inline {
+    /// Reads only: owes no journal flush, so it may also run on a read thread.
+    Read,
+    /// Writes: its journal flush is shared with the requests answered beside it.
+    Write,
 }
 
 /// A statement planned against the catalog.
@@ -148,31 +158,30 @@ impl Node {
         }
     }
 
-    /// True when `request` may run on the connection's own task: an EXECUTE whose stored plan
-    /// is current and cheap (see [`CachedPlan::runs_inline`]). Anything else, including a
-    /// statement's first execution, goes to the blocking pool.
-    pub fn runs_inline(&self, ctx: &SessionContext, request: &Request) -> bool {
+    /// Whether `request` may run on the connection's own task, and as what: an EXECUTE whose
+    /// stored plan is current and cheap (see [`CachedPlan::runs_inline`]). Anything else
+    /// (`None`), including a statement's first execution, goes to the blocking pool.
+    pub fn runs_inline(&self, ctx: &SessionContext, request: &Request) -> Option<Inline> {
         let Request::Execute(e) = request else {
-            return false;
+            return None;
         };
-        let Some(prepared) = self.prepared().get(&e.id) else {
-            return false;
-        };
-        let Some(cached) = prepared.cached_plan() else {
-            return false;
-        };
+        let prepared = self.prepared().get(&e.id)?;
+        let cached = prepared.cached_plan()?;
         let keyspace = prepared.keyspace.as_ref().or(ctx.keyspace.as_ref());
-        cached.keyspace.as_ref() == keyspace
-            && cached.catalog_version == self.catalog().version
-            && cached.runs_inline(matches!(
-                self.config().commitlog_sync,
-                crate::config::CommitlogSync::Batch
-            ))
-            // A write fjall would stall goes to the blocking pool, where sleeping is harmless
-            // and the node-wide request slots bound the queue (beyond them: Overloaded).
-            && !cached
-                .written_tables()
-                .any(|t| self.storage().write_stalled(table_id(t)))
+        if cached.keyspace.as_ref() != keyspace || cached.catalog_version != self.catalog().version
+        {
+            return None;
+        }
+        let inline = cached.runs_inline(matches!(
+            self.config().commitlog_sync,
+            crate::config::CommitlogSync::Batch
+        ))?;
+        // A write fjall would stall goes to the blocking pool, where sleeping is harmless
+        // and the node-wide request slots bound the queue (beyond them: Overloaded).
+        let stalled = cached
+            .written_tables()
+            .any(|t| self.storage().write_stalled(table_id(t)));
+        (!stalled).then_some(inline)
     }
 
     fn query(

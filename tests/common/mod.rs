@@ -19,6 +19,8 @@ use tokio::sync::oneshot;
 pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
+    /// The node the server runs (for counters the protocol does not show).
+    pub node: Arc<Node>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -56,12 +58,14 @@ impl TestServer {
             .expect("join")
             .expect("node opens");
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(ringdb::server::run(listener, Arc::new(node), async {
+        let node = Arc::new(node);
+        let task = tokio::spawn(ringdb::server::run(listener, node.clone(), async {
             let _ = rx.await;
         }));
         TestServer {
             addr,
             dir,
+            node,
             stop: Some(tx),
             task: Some(task),
         }

@@ -1,0 +1,202 @@
+//! Read offload: threads that answer cheap reads beside the connection workers.
+//!
+//! A connection worker answers cheap requests inline (see `connection::dispatch`); on its own
+//! it uses one core however many the machine has. Reads (which owe no journal flush) may
+//! instead be handed to a read thread, which runs them in parallel and queues their responses
+//! to the connection's writer. The worker hands over only while the read threads are short of
+//! work ([`DEPTH`] reads waiting per thread) and only from a connection that has enough work
+//! buffered to make the thread hop worth it (`read_offload_after_us`): a connection whose
+//! requests arrive no faster than it answers them (say a client that is itself the
+//! bottleneck) keeps every read inline and leaves the spare cores to others.
+
+use crate::node::Node;
+use crate::session::{Session, SessionContext};
+use bytes::BytesMut;
+use cql::request::Request;
+use cql::response::{ErrorBody, Response};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
+use tracing::warn;
+
+/// Responses a read thread gathers for one connection before queueing them to its writer.
+const BATCH: usize = 16;
+
+/// Reads that may wait per read thread before connections run theirs inline again: enough to
+/// keep the thread busy between two hand-overs, few enough that none waits long (4, 16 and 32
+/// were no faster than 8 for slices or the 50/50 mix).
+const DEPTH: usize = 8;
+
+/// One read handed to a read thread.
+pub(crate) struct ReadJob {
+    /// The node that runs it.
+    pub node: Arc<Node>,
+    /// The connection it came on (its writer gets the response).
+    pub session: Arc<Session>,
+    /// The session state the read runs with.
+    pub ctx: SessionContext,
+    /// The EXECUTE request.
+    pub request: Request,
+    /// The request's protocol version.
+    pub version: u8,
+    /// The request's stream id.
+    pub stream: i16,
+    /// The connection's in-flight slot, freed once the response is written.
+    pub permit: OwnedSemaphorePermit,
+    /// The node-wide request slot, freed once the read ran.
+    pub slot: OwnedSemaphorePermit,
+}
+
+/// The read threads and the queue that feeds them.
+pub(crate) struct ReadOffload {
+    tx: Option<flume::Sender<Box<ReadJob>>>,
+    /// Reads handed over and not yet answered.
+    queued: Arc<AtomicUsize>,
+    /// Reads handed over since the start.
+    handed: AtomicU64,
+    /// Most reads waiting for the read threads.
+    limit: usize,
+    /// Work a connection must have buffered before it hands a read over, in nanoseconds.
+    after_ns: u64,
+}
+
+impl ReadOffload {
+    /// Starts `threads` read threads (none: every read runs inline), taking reads while
+    /// fewer than `DEPTH` per thread wait, from connections with at least `after` of work
+    /// buffered.
+    pub(crate) fn start(threads: usize, after: Duration) -> std::io::Result<ReadOffload> {
+        let queued = Arc::new(AtomicUsize::new(0));
+        let after_ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        if threads == 0 {
+            return Ok(ReadOffload {
+                tx: None,
+                queued,
+                handed: AtomicU64::new(0),
+                limit: 0,
+                after_ns,
+            });
+        }
+        let (tx, rx) = flume::unbounded();
+        for i in 0..threads {
+            let rx = rx.clone();
+            let queued = queued.clone();
+            std::thread::Builder::new()
+                .name(format!("ringdb-read-{i}"))
+                .spawn(move || run(&rx, &queued))?;
+        }
+        Ok(ReadOffload {
+            tx: Some(tx),
+            queued,
+            handed: AtomicU64::new(0),
+            limit: threads.saturating_mul(DEPTH),
+            after_ns,
+        })
+    }
+
+    /// True when a connection with `buffered_ns` of work waiting should hand its next read
+    /// over: the read threads have room and the connection enough work to keep it busy.
+    pub(crate) fn wants(&self, buffered_ns: u64) -> bool {
+        self.tx.is_some()
+            && buffered_ns >= self.after_ns
+            && self.queued.load(Ordering::Relaxed) < self.limit
+    }
+
+    /// Hands `job` to a read thread; gives it back when there is none (the caller then runs
+    /// it inline).
+    pub(crate) fn offer(&self, job: Box<ReadJob>) -> Result<(), Box<ReadJob>> {
+        let Some(tx) = &self.tx else {
+            return Err(job);
+        };
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        match tx.send(job) {
+            Ok(()) => {
+                self.handed.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+                Err(e.into_inner())
+            }
+        }
+    }
+
+    /// Reads handed to the read threads since the start.
+    pub(crate) fn handed_over(&self) -> u64 {
+        self.handed.load(Ordering::Relaxed)
+    }
+}
+
+/// Responses answered for one connection, not yet queued to its writer.
+struct Pending {
+    session: Arc<Session>,
+    frames: BytesMut,
+    permits: Vec<OwnedSemaphorePermit>,
+}
+
+impl Pending {
+    fn flush(self) {
+        self.session.send_batch(self.frames, self.permits);
+    }
+}
+
+/// A read thread: runs reads until the node (the sender) is gone, queueing each connection's
+/// responses in batches while more reads wait.
+fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
+    let mut pending: Option<Pending> = None;
+    loop {
+        let job = match rx.try_recv() {
+            Ok(job) => job,
+            Err(_) => {
+                if let Some(p) = pending.take() {
+                    p.flush();
+                }
+                match rx.recv() {
+                    Ok(job) => job,
+                    Err(_) => return,
+                }
+            }
+        };
+        let ReadJob {
+            node,
+            session,
+            ctx,
+            request,
+            version,
+            stream,
+            permit,
+            slot,
+        } = *job;
+        let run = std::panic::AssertUnwindSafe(|| node.execute(&ctx, request, version));
+        let response = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+            warn!("request panicked");
+            Response::Error(ErrorBody::ServerError(
+                "Internal error while processing the request; see the server log".into(),
+            ))
+        });
+        drop(slot);
+        let p = match pending.take() {
+            Some(p) if Arc::ptr_eq(&p.session, &session) => p,
+            other => {
+                if let Some(p) = other {
+                    p.flush();
+                }
+                Pending {
+                    session,
+                    frames: BytesMut::new(),
+                    permits: Vec::with_capacity(BATCH),
+                }
+            }
+        };
+        let mut p = p;
+        p.session
+            .encode_into(version, stream, &response, &mut p.frames);
+        p.permits.push(permit);
+        queued.fetch_sub(1, Ordering::Relaxed);
+        if p.permits.len() >= BATCH {
+            p.flush();
+        } else {
+            pending = Some(p);
+        }
+    }
+}
