@@ -128,6 +128,25 @@ async fn reads_on_read_threads_return_the_rows_inline_reads_do() {
         }
     });
     join_all(pages).await;
+
+    // Errors raised on a read thread come back as the request's own error, and the
+    // connection goes on serving.
+    let limited = session
+        .prepare("SELECT c FROM ks.wide WHERE pk = ? LIMIT ?")
+        .await
+        .expect("prepare limited");
+    let before = server.node.reads_handed_over();
+    let refused =
+        (0..200).map(|i| session.execute_unpaged(&limited, (i64::from(i) % PARTITIONS, 0i32)));
+    for r in join_all(refused).await {
+        let e = r.expect_err("LIMIT 0 is refused").to_string();
+        assert!(e.contains("LIMIT must be strictly positive"), "{e}");
+    }
+    assert!(
+        server.node.reads_handed_over() > before,
+        "no refused read went to a read thread"
+    );
+    check_reads(&session, &slice, &point, 100).await;
     server.stop().await;
 }
 
