@@ -351,10 +351,7 @@ fn dispatch(
         });
         let (response, owed) = std::panic::catch_unwind(run).unwrap_or_else(|_| {
             warn!("request panicked");
-            let error = Response::Error(ErrorBody::ServerError(
-                "Internal error while processing the request; see the server log".into(),
-            ));
-            (error, true)
+            (internal_error(), true)
         });
         answered.journal_flush_owed |= owed;
         let took = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
@@ -379,9 +376,7 @@ fn dispatch(
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
                 warn!(error = %e, "request task failed");
-                Response::Error(ErrorBody::ServerError(
-                    "Internal error while processing the request; see the server log".into(),
-                ))
+                internal_error()
             }
             Err(_) => Response::Error(kind.timeout_error()),
         };
@@ -390,6 +385,13 @@ fn dispatch(
         session.release_after_write(permit);
     });
     true
+}
+
+/// The answer to a request whose execution panicked: the details are in the server log.
+pub(crate) fn internal_error() -> Response {
+    Response::Error(ErrorBody::ServerError(
+        "Internal error while processing the request; see the server log".into(),
+    ))
 }
 
 /// What a request does, for its timeout and its timeout error.

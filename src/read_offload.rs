@@ -13,7 +13,6 @@ use crate::node::Node;
 use crate::session::{Session, SessionContext};
 use bytes::BytesMut;
 use cql::request::Request;
-use cql::response::{ErrorBody, Response};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -170,9 +169,7 @@ fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
         let run = std::panic::AssertUnwindSafe(|| node.execute(&ctx, request, version));
         let response = std::panic::catch_unwind(run).unwrap_or_else(|_| {
             warn!("request panicked");
-            Response::Error(ErrorBody::ServerError(
-                "Internal error while processing the request; see the server log".into(),
-            ))
+            crate::connection::internal_error()
         });
         drop(slot);
         let p = match pending.take() {

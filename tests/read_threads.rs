@@ -80,11 +80,18 @@ async fn check_reads(
     futures::join!(join_all(slices), join_all(points));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reads_on_read_threads_return_the_rows_inline_reads_do() {
-    // Hand over every read the threads have room for.
+/// A filled server with `read_threads` read threads, handing over every read they have room
+/// for, a session, and the prepared slice and point read.
+async fn start(
+    read_threads: usize,
+) -> (
+    TestServer,
+    scylla::client::session::Session,
+    PreparedStatement,
+    PreparedStatement,
+) {
     let server = TestServer::start_with(|c| {
-        c.read_threads = Some(2);
+        c.read_threads = Some(read_threads);
         c.read_offload_after_us = 0;
     })
     .await;
@@ -98,6 +105,12 @@ async fn reads_on_read_threads_return_the_rows_inline_reads_do() {
         .prepare("SELECT v FROM ks.wide WHERE pk = ? AND c = ?")
         .await
         .expect("prepare point");
+    (server, session, slice, point)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_on_read_threads_return_the_rows_inline_reads_do() {
+    let (server, session, slice, point) = start(2).await;
     let before = server.node.reads_handed_over();
     check_reads(&session, &slice, &point, 2000).await;
     let handed = server.node.reads_handed_over() - before;
@@ -152,21 +165,7 @@ async fn reads_on_read_threads_return_the_rows_inline_reads_do() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_read_threads_every_read_runs_inline() {
-    let server = TestServer::start_with(|c| {
-        c.read_threads = Some(0);
-        c.read_offload_after_us = 0;
-    })
-    .await;
-    let session = server.session().await;
-    fill(&session).await;
-    let slice = session
-        .prepare("SELECT c, v FROM ks.wide WHERE pk = ? AND c >= ? AND c < ?")
-        .await
-        .expect("prepare slice");
-    let point = session
-        .prepare("SELECT v FROM ks.wide WHERE pk = ? AND c = ?")
-        .await
-        .expect("prepare point");
+    let (server, session, slice, point) = start(0).await;
     check_reads(&session, &slice, &point, 500).await;
     assert_eq!(server.node.reads_handed_over(), 0);
     server.stop().await;
