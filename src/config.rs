@@ -135,6 +135,17 @@ pub struct Config {
     /// (waking the read thread: p99 1.08 -> 1.43 ms), and at 50 point reads (bound by the
     /// client) lost 25% of their throughput.
     pub read_offload_after_us: u64,
+    /// A physical partition that has taken no write for this many milliseconds is flushed and
+    /// compacted into one sorted run, once, when it has tables and is at most
+    /// `idle_compaction_max_mb` on disk (0 turns this off; 1000 by default). fjall compacts
+    /// only as writes arrive, so a loaded table kept its memtable and overlapping tables and
+    /// every slice or scan merged them all: compacted, a 10-row slice of a loaded 500 k-row
+    /// table cost ~15% less CPU. Trees held only in memory are left alone (a memtable answers
+    /// point reads faster than a table).
+    pub idle_compaction_after_ms: u64,
+    /// Largest tree (MiB on disk) idle compaction rewrites, 256 by default; larger ones are
+    /// left to the leveled compaction (rewriting them whole competes with the reads).
+    pub idle_compaction_max_mb: u64,
     /// Most MiB the storage journals (the commit log) may take on disk; past it the oldest
     /// memtables are flushed and their journal deleted, like Cassandra's
     /// `commitlog_total_space`. At least 64 (the default): fjall's own default, 512, left a
@@ -224,6 +235,8 @@ impl Default for Config {
             compaction_threads: 0,
             read_threads: None,
             read_offload_after_us: 300,
+            idle_compaction_after_ms: 1000,
+            idle_compaction_max_mb: 256,
             connection_threads: 0,
             min_free_disk_mb: 128,
             authenticator: Authenticator::AllowAllAuthenticator,

@@ -9,7 +9,7 @@ use cql::response::Event;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use storage::{Storage, StorageOptions, SyncPolicy, TableId, TableLayout};
+use storage::{IdleCompaction, Storage, StorageOptions, SyncPolicy, TableId, TableLayout};
 use tokio::sync::broadcast;
 use tracing::info;
 use uuid::Uuid;
@@ -159,6 +159,10 @@ impl Node {
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
                 worker_threads: config.storage_threads(),
                 min_free_disk_bytes: config.min_free_disk_mb.saturating_mul(1 << 20),
+                idle_compaction: (config.idle_compaction_after_ms > 0).then(|| IdleCompaction {
+                    after: Duration::from_millis(config.idle_compaction_after_ms),
+                    max_bytes: config.idle_compaction_max_mb.saturating_mul(1 << 20),
+                }),
                 ..StorageOptions::default()
             },
         )?;

@@ -213,7 +213,10 @@ def summarize(a):
         c, g = aggregate(ceil_runs), aggregate(ring_runs)
         unit = (c or g or {"unit": "ops"})["unit"]
         out.append("")
-        if ceil_runs:
+        if ceil_runs and w.endswith("-half-rate"):
+            out.append(f"== {w}  (ringdb after its `{w.split('-')[0]}` run on the same server; then the ceiling, "
+                       f"loaded the same way, at the same rate)")
+        elif ceil_runs:
             out.append(f"== {w}  ({len(ceil_runs)} ceiling + {len(ring_runs)} ringdb runs, alternating)")
         else:
             out.append(f"== {w}  ({len(ring_runs)} ringdb run{'s' if len(ring_runs) > 1 else ''}, after ringdb's `{w.split('-')[0]}` run "
@@ -293,6 +296,8 @@ def summarize(a):
             target = f">= {SCAN_TARGET_ROWS_PER_S:,} rows/s: " + ("met" if gv and gv >= SCAN_TARGET_ROWS_PER_S else "not met")
         elif w.endswith("-half-rate") and g:
             target = f"p99 <= 1 ms at half of ringdb's peak: " + ("met" if g["p99_ms"] is not None and g["p99_ms"] <= 1.0 else "not met")
+            if c and c.get("p99_ms") is not None:
+                target += f" (the ceiling's p99 at that rate: {fmt(c['p99_ms'])} ms)"
         elif w in ("bulk-read", "bulk-read-fixed-rate") and g:
             fixed = w.endswith("-fixed-rate")
             small = next((gg for (ww, _, _, gg) in overview if ww == w.replace("bulk-", "", 1) and gg), None)

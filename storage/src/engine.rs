@@ -15,6 +15,7 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
+use crate::idle_compaction::IdleCompaction;
 use crate::ring::{delete_keyspace, TableRing};
 use crate::split::Splitter;
 use crate::{StorageError, TableId, TableLayout};
@@ -95,6 +96,9 @@ pub struct StorageOptions {
     /// Writes fail with [`StorageError::DiskFull`] while the data directory's file system has
     /// less free space than this (0: never). Default 0.
     pub min_free_disk_bytes: u64,
+    /// Compact physical partitions that stopped taking writes (see [`IdleCompaction`];
+    /// `None`: never). Default `None`.
+    pub idle_compaction: Option<IdleCompaction>,
 }
 
 impl Default for StorageOptions {
@@ -109,6 +113,7 @@ impl Default for StorageOptions {
             logical_partition_max_bytes: DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
             max_concurrent_splits: 1,
             min_free_disk_bytes: 0,
+            idle_compaction: None,
         }
     }
 }
@@ -137,6 +142,7 @@ impl fmt::Debug for StorageOptions {
             .field("max_concurrent_splits", &self.max_concurrent_splits)
             .field("min_free_disk_bytes", &self.min_free_disk_bytes)
             .field("worker_threads", &self.worker_threads)
+            .field("idle_compaction", &self.idle_compaction)
             .finish()
     }
 }
@@ -225,8 +231,12 @@ impl Drop for Inner {
             stops.clear();
         }
         if let Ok(handles) = self.background.get_mut() {
+            // A background thread may hold the last handle (the idle compactor between passes).
+            let me = std::thread::current().id();
             for handle in handles.drain(..) {
-                let _ = handle.join();
+                if handle.thread().id() != me {
+                    let _ = handle.join();
+                }
             }
         }
         if let Err(e) = self.db.persist(PersistMode::SyncAll) {
@@ -305,6 +315,12 @@ impl Storage {
             }),
         };
         storage.start_split_workers(options.max_concurrent_splits)?;
+        if let Some(idle) = options.idle_compaction {
+            let (tx, rx) = mpsc::channel::<()>();
+            let handle = crate::idle_compaction::spawn(Arc::downgrade(&storage.inner), idle, rx)?;
+            lock(&storage.inner.stop_background).push(tx);
+            lock(&storage.inner.background).push(handle);
+        }
         Ok(storage)
     }
 
@@ -585,4 +601,9 @@ impl Storage {
             SyncPolicy::Batch => self.inner.group_sync.commit_and_wait(&self.inner.db),
         }
     }
+}
+
+/// Locks `m`, ignoring poisoning (the guarded lists stay valid if a holder panicked).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -59,6 +59,7 @@ mod disk;
 mod engine;
 pub mod error;
 mod file_reaper;
+mod idle_compaction;
 mod journal_sync;
 pub mod key;
 mod read;
@@ -87,6 +88,7 @@ pub use engine::{
     DEFAULT_LOGICAL_PARTITION_MAX_BYTES, DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
 };
 pub use error::StorageError;
+pub use idle_compaction::IdleCompaction;
 pub use key::{ClusteringBound, Order};
 pub use read::{
     ColumnValue, Cursor, PartitionSlice, Row, ScanPage, ScannedPartition, Slice, TokenRange,
