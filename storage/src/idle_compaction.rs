@@ -12,7 +12,7 @@
 //! once (until it is written again). A tree held only in its memtable is left alone: a
 //! memtable answers point reads faster than a table does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Weak;
 use std::thread::JoinHandle;
@@ -48,6 +48,11 @@ fn poll_interval(after: Duration) -> Duration {
     (after / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
 }
 
+/// After a compaction that took `d`, the thread compacts nothing for `DUTY_CYCLE * d`: idle
+/// compaction takes at most 1/21 of a core however the writes come (a table written every
+/// two seconds would otherwise be rewritten whole every two seconds).
+const DUTY_CYCLE: u32 = 20;
+
 /// What the thread remembers of one physical partition.
 struct Watch {
     /// Highest sequence number seen.
@@ -68,6 +73,7 @@ pub(crate) fn spawn(
         .name("storage-idle".into())
         .spawn(move || {
             let mut watches = HashMap::new();
+            let mut resume_at = Instant::now();
             loop {
                 match stop.recv_timeout(poll_interval(options.after)) {
                     Err(RecvTimeoutError::Timeout) => {}
@@ -75,7 +81,9 @@ pub(crate) fn spawn(
                 }
                 let Some(inner) = weak.upgrade() else { return };
                 let storage = Storage { inner };
-                storage.compact_idle(&options, &mut watches, Instant::now());
+                let now = Instant::now();
+                let spent = storage.compact_idle(&options, &mut watches, now, now >= resume_at);
+                resume_at = Instant::now() + spent * DUTY_CYCLE;
             }
         })
 }
@@ -92,19 +100,21 @@ fn runs(keyspace: &Keyspace) -> usize {
 }
 
 impl Storage {
-    /// One pass over every physical partition: compacts those idle long enough.
+    /// One pass over every physical partition: notes which were written and, when `compact`,
+    /// compacts the first one idle long enough. Returns the time spent compacting.
     fn compact_idle(
         &self,
         options: &IdleCompaction,
         watches: &mut HashMap<(TableId, u64), Watch>,
         now: Instant,
-    ) {
-        let mut seen = Vec::new();
+        compact: bool,
+    ) -> Duration {
+        let mut seen = HashSet::new();
         for table in self.tables_snapshot() {
             let view = table.ring.current();
             for part in &view.parts {
                 let key = (table.id, part.id);
-                seen.push(key);
+                seen.insert(key);
                 let seqno = part.keyspace.tree.get_highest_seqno();
                 let watch = watches.entry(key).or_insert(Watch {
                     seqno,
@@ -119,10 +129,11 @@ impl Storage {
                     };
                     continue;
                 }
-                if watch.done || now.duration_since(watch.since) < options.after {
-                    continue;
-                }
-                if view.split.is_some() {
+                if !compact
+                    || watch.done
+                    || now.duration_since(watch.since) < options.after
+                    || view.split.is_some()
+                {
                     continue;
                 }
                 // Drop, truncate and splits hold this lock while they change the keyspaces.
@@ -130,12 +141,20 @@ impl Storage {
                     continue;
                 };
                 watch.done = true;
-                if let Err(e) = compact_if_worth_it(part, options.max_bytes) {
-                    tracing::warn!(table = %table.id, partition = part.id, "idle compaction failed: {e}");
+                let started = Instant::now();
+                match compact_if_worth_it(part, options.max_bytes) {
+                    // the rest waits for the duty cycle (and is looked at again next pass)
+                    Ok(true) => return started.elapsed(),
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(table = %table.id, partition = part.id, "idle compaction failed: {e}");
+                        return started.elapsed();
+                    }
                 }
             }
         }
         watches.retain(|k, _| seen.contains(k));
+        Duration::ZERO
     }
 
     /// Flushes and compacts every physical partition of `table` into one sorted run now,
@@ -182,11 +201,12 @@ impl Storage {
     }
 }
 
-/// Compacts `part` when it has tables, more than one run and at most `max_bytes` on disk.
-fn compact_if_worth_it(part: &Physical, max_bytes: u64) -> Result<(), StorageError> {
+/// Compacts `part` when it has tables, more than one run and at most `max_bytes` on disk;
+/// returns whether it did.
+fn compact_if_worth_it(part: &Physical, max_bytes: u64) -> Result<bool, StorageError> {
     let ks = &part.keyspace;
     if ks.table_count() == 0 || runs(ks) <= 1 || ks.disk_space() > max_bytes {
-        return Ok(());
+        return Ok(false);
     }
     let started = Instant::now();
     let before = runs(ks);
@@ -198,7 +218,7 @@ fn compact_if_worth_it(part: &Physical, max_bytes: u64) -> Result<(), StorageErr
         ms = started.elapsed().as_millis() as u64,
         "idle compaction"
     );
-    Ok(())
+    Ok(true)
 }
 
 /// Flushes the memtable and merges every table into one run.
@@ -210,7 +230,7 @@ fn compact(ks: &Keyspace) -> Result<(), StorageError> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashMap};
     use std::time::{Duration, Instant};
 
     use cql::types::{DataType, NativeType};
@@ -221,6 +241,13 @@ mod tests {
     const T: TableId = TableId(7);
 
     fn open(idle: Option<IdleCompaction>) -> (tempfile::TempDir, Storage) {
+        open_tables(idle, &[T])
+    }
+
+    fn open_tables(
+        idle: Option<IdleCompaction>,
+        tables: &[TableId],
+    ) -> (tempfile::TempDir, Storage) {
         let dir = tempfile::tempdir().unwrap();
         let db = Storage::open(
             dir.path(),
@@ -236,11 +263,17 @@ mod tests {
             columns: BTreeMap::from([(1, DataType::TEXT)]),
             ..TableLayout::default()
         };
-        db.create_table(T, layout).unwrap();
+        for &t in tables {
+            db.create_table(t, layout.clone()).unwrap();
+        }
         (dir, db)
     }
 
     fn write(db: &Storage, pk: i32, c: i32, v: &str, ts: i64) {
+        write_to(db, T, pk, c, v, ts);
+    }
+
+    fn write_to(db: &Storage, t: TableId, pk: i32, c: i32, v: &str, ts: i64) {
         let m = Mutation {
             partition_key: vec![pk.to_be_bytes().to_vec()],
             rows: vec![RowWrite {
@@ -261,26 +294,25 @@ mod tests {
             }],
             ..Mutation::default()
         };
-        db.apply(T, &m).unwrap();
+        db.apply(t, &m).unwrap();
     }
 
     /// Three generations of the same rows (the newest wins), each but the last flushed to
     /// its own table: a memtable and two tables, three runs.
     fn load(db: &Storage) {
+        load_into(db, T);
+    }
+
+    fn load_into(db: &Storage, t: TableId) {
         for generation in 0..3i64 {
             for pk in 0..20 {
                 for c in 0..50 {
-                    write(
-                        db,
-                        pk,
-                        c,
-                        &format!("g{generation}-{pk}-{c}"),
-                        generation + 1,
-                    );
+                    let v = format!("g{generation}-{pk}-{c}");
+                    write_to(db, t, pk, c, &v, generation + 1);
                 }
             }
             if generation < 2 {
-                let ks = db.table(T).unwrap().keyspace();
+                let ks = db.table(t).unwrap().keyspace();
                 ks.rotate_memtable_and_wait().unwrap();
             }
         }
@@ -294,7 +326,7 @@ mod tests {
             }],
             ..Mutation::default()
         };
-        db.apply(T, &m).unwrap();
+        db.apply(t, &m).unwrap();
     }
 
     fn rows(db: &Storage, pk: i32) -> Vec<(i32, String)> {
@@ -405,6 +437,53 @@ mod tests {
         load(&db);
         std::thread::sleep(Duration::from_millis(600));
         assert_eq!(db.sorted_runs(T).unwrap(), [3]);
+    }
+
+    #[test]
+    fn a_pass_compacts_one_idle_partition_and_none_during_the_cooldown() {
+        let other = TableId(8);
+        let (_dir, db) = open_tables(None, &[T, other]);
+        load_into(&db, T);
+        load_into(&db, other);
+        let options = IdleCompaction {
+            after: Duration::from_secs(5),
+            max_bytes: u64::MAX,
+        };
+        let mut watches = HashMap::new();
+        let t0 = Instant::now();
+        let runs = |db: &Storage| [db.sorted_runs(T).unwrap(), db.sorted_runs(other).unwrap()];
+        // first seen: not idle yet
+        assert_eq!(
+            db.compact_idle(&options, &mut watches, t0, true),
+            Duration::ZERO
+        );
+        let later = t0 + Duration::from_secs(6);
+        // idle, but in the cooldown
+        assert_eq!(
+            db.compact_idle(&options, &mut watches, later, false),
+            Duration::ZERO
+        );
+        assert_eq!(runs(&db), [[3], [3]]);
+        // one partition per pass
+        assert!(db.compact_idle(&options, &mut watches, later, true) > Duration::ZERO);
+        let after_one = runs(&db);
+        assert!(
+            after_one == [[1], [3]] || after_one == [[3], [1]],
+            "{after_one:?}"
+        );
+        assert!(db.compact_idle(&options, &mut watches, later, true) > Duration::ZERO);
+        assert_eq!(runs(&db), [[1], [1]]);
+        // compacted once: nothing more to do until written again
+        assert_eq!(
+            db.compact_idle(&options, &mut watches, later, true),
+            Duration::ZERO
+        );
+        write_to(&db, other, 1, 1, "again", 50);
+        assert_eq!(
+            db.compact_idle(&options, &mut watches, later, true),
+            Duration::ZERO
+        );
+        assert_eq!(runs(&db), [[1], [2]], "written: not idle");
     }
 
     #[test]
