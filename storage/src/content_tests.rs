@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use cql::types::{DataType, NativeType as N};
 
 use crate::content::{HEAD, ROW_DELETIONS, SEPARATE_CELLS};
-use crate::tests::{int, T};
+use crate::tests::{insert_row, int, T};
 use crate::*;
 
 fn point_layout() -> TableLayout {
@@ -28,28 +28,8 @@ fn open(dir: &std::path::Path) -> Storage {
 }
 
 fn insert(db: &Storage, pk: i32, ck: i32, ts: i64) {
-    let row = RowWrite {
-        clustering: vec![int(ck)],
-        liveness: Some(Liveness {
-            timestamp: ts,
-            ttl: None,
-        }),
-        columns: vec![ColumnWrite {
-            column: 1,
-            op: ColumnOp::Set {
-                value: b"v".to_vec(),
-                timestamp: ts,
-                ttl: None,
-            },
-        }],
-        ..Default::default()
-    };
-    let m = Mutation {
-        partition_key: vec![int(pk)],
-        rows: vec![row],
-        ..Default::default()
-    };
-    db.apply(T, &m).unwrap();
+    db.apply(T, &insert_row(int(pk), int(ck), 1, b"v", ts))
+        .unwrap();
 }
 
 /// Reads one row through the point-lookup path; true when it is live.

@@ -274,26 +274,13 @@ mod tests {
     }
 
     fn write_to(db: &Storage, t: TableId, pk: i32, c: i32, v: &str, ts: i64) {
-        let m = Mutation {
-            partition_key: vec![pk.to_be_bytes().to_vec()],
-            rows: vec![RowWrite {
-                clustering: vec![c.to_be_bytes().to_vec()],
-                liveness: Some(Liveness {
-                    timestamp: ts,
-                    ttl: None,
-                }),
-                columns: vec![ColumnWrite {
-                    column: 1,
-                    op: ColumnOp::Set {
-                        value: v.as_bytes().to_vec(),
-                        timestamp: ts,
-                        ttl: None,
-                    },
-                }],
-                ..RowWrite::default()
-            }],
-            ..Mutation::default()
-        };
+        let m = crate::tests::insert_row(
+            pk.to_be_bytes().to_vec(),
+            c.to_be_bytes().to_vec(),
+            1,
+            v.as_bytes(),
+            ts,
+        );
         db.apply(t, &m).unwrap();
     }
 

@@ -15,6 +15,30 @@ pub(crate) fn int(v: i32) -> Vec<u8> {
     v.to_be_bytes().to_vec()
 }
 
+/// An INSERT of one row of partition `pk`: its liveness marker and cell `column`, both at `ts`.
+pub(crate) fn insert_row(pk: Vec<u8>, ck: Vec<u8>, column: u32, value: &[u8], ts: i64) -> Mutation {
+    Mutation {
+        partition_key: vec![pk],
+        rows: vec![RowWrite {
+            clustering: vec![ck],
+            liveness: Some(Liveness {
+                timestamp: ts,
+                ttl: None,
+            }),
+            columns: vec![ColumnWrite {
+                column,
+                op: ColumnOp::Set {
+                    value: value.to_vec(),
+                    timestamp: ts,
+                    ttl: None,
+                },
+            }],
+            ..RowWrite::default()
+        }],
+        ..Mutation::default()
+    }
+}
+
 pub(crate) fn layout(order: Order) -> TableLayout {
     let mut columns = BTreeMap::new();
     columns.insert(1, DataType::TEXT);
