@@ -1,4 +1,5 @@
-//! Criterion micro-benchmarks of the storage engine: write, point read, 100-row slice, key encode.
+//! Criterion micro-benchmarks of the storage engine: write, point read, 100-row slice, key encode,
+//! and 10-row slices of a loaded table before and after its compaction into one sorted run.
 
 use cql::types::{DataType, NativeType};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -108,5 +109,51 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-criterion_group!(storage_benches, benches);
+/// 20 partitions of 10,000 rows written in three parts, the first two flushed: the shape a
+/// loaded table has before idle compaction (a memtable and two tables).
+fn loaded() -> (tempfile::TempDir, Storage) {
+    let (dir, storage) = open();
+    for part in 0..3i32 {
+        for pk in 0..20i64 {
+            for ck in (part * 3334)..((part + 1) * 3334).min(10_000) {
+                storage.apply(TABLE, &row(pk, ck, 1)).expect("load");
+            }
+        }
+        if part < 2 {
+            storage.flush_table(TABLE).expect("flush");
+        }
+    }
+    (dir, storage)
+}
+
+fn slice_benches(c: &mut Criterion) {
+    let (_dir, storage) = loaded();
+    let (_dir2, compacted) = loaded();
+    assert_eq!(storage.sorted_runs(TABLE).expect("runs"), [3]);
+    assert_eq!(compacted.compact_table(TABLE).expect("compact"), [1]);
+    for (name, store) in [
+        ("storage/slice_10_rows_3_runs", &storage),
+        ("storage/slice_10_rows_1_run", &compacted),
+    ] {
+        let mut i = 0u64;
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                i = i
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let pk = ((i >> 33) % 20) as i64;
+                let ck = ((i >> 12) % 9990) as i32;
+                let slice = Slice {
+                    start: ClusteringBound::Inclusive(vec![ck.to_be_bytes().to_vec()]),
+                    end: ClusteringBound::Exclusive(vec![(ck + 10).to_be_bytes().to_vec()]),
+                    ..Slice::default()
+                };
+                let key = vec![pk.to_be_bytes().to_vec()];
+                black_box(store.read_partition(TABLE, &key, &slice).expect("slice"))
+            })
+        });
+    }
+}
+
+criterion_group!(storage_benches, benches, slice_benches);
 criterion_main!(storage_benches);
