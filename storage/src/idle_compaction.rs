@@ -356,7 +356,7 @@ mod tests {
     #[test]
     fn an_idle_table_becomes_one_run_with_the_same_rows() {
         let (_dir, db) = open(Some(IdleCompaction {
-            after: Duration::from_millis(100),
+            after: Duration::from_millis(500),
             max_bytes: u64::MAX,
         }));
         load(&db);
@@ -401,11 +401,11 @@ mod tests {
 
         // kept busy by writes: not compacted while they go on
         let (_dir, db) = open(Some(IdleCompaction {
-            after: Duration::from_millis(400),
+            after: Duration::from_millis(1000),
             max_bytes: u64::MAX,
         }));
         load(&db);
-        let until = Instant::now() + Duration::from_millis(1200);
+        let until = Instant::now() + Duration::from_millis(1500);
         let mut ts = 100;
         while Instant::now() < until {
             ts += 1;
