@@ -6,6 +6,8 @@ Subcommands (standard library only):
   cpu-ticks PID                 utime+stime of PID in clock ticks (/proc/PID/stat)
   hwm-kb PID                    peak RSS (VmHWM) of PID in KiB (/proc/PID/status)
   reset-hwm PID                 reset PID's VmHWM to its current RSS (/proc/PID/clear_refs = 5)
+  settle PID                    wait until PID is idle (background flushes and compactions done),
+                                print the seconds waited
   record --runs FILE ...        turn one latte JSON report plus server samples into a JSON line
   summarize --runs FILE ...     print the per-workload tables and the BENCH lines
 """
@@ -16,6 +18,7 @@ import math
 import os
 import socket
 import sys
+import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PERCENTILES = {"p50": 50.0, "p99": 99.0, "p999": 99.9}
@@ -33,13 +36,17 @@ def freeport():
         print(s.getsockname()[1])
 
 
-def cpu_ticks(pid):
+def ticks(pid):
+    """utime + stime of `pid` in clock ticks."""
     with open(f"/proc/{pid}/stat") as f:
         stat = f.read()
     # the command name may contain spaces and parentheses: split after the last ')'
     fields = stat[stat.rindex(")") + 2 :].split()
-    utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
-    print(utime + stime)
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+
+
+def cpu_ticks(pid):
+    print(ticks(pid))
 
 
 def hwm_kb(pid):
@@ -49,6 +56,41 @@ def hwm_kb(pid):
                 print(int(line.split()[1]))
                 return
     print(0)
+
+
+# A server counts as settled once it used less than SETTLE_BUSY of a core over the last
+# SETTLE_QUIET_S seconds (longer than ringdb's idle-compaction delay, so a compaction about to
+# start is not missed); the bench waits at most SETTLE_MAX_S.
+SETTLE_QUIET_S = 2.5
+SETTLE_BUSY = 0.03
+SETTLE_MAX_S = 120.0
+SETTLE_POLL_S = 0.25
+
+
+def settle(pid):
+    start = time.monotonic()
+    try:
+        samples = [(start, ticks(pid))]
+    except OSError:
+        print("0.0")  # the server is gone: the measured run reports it
+        return
+    while True:
+        time.sleep(SETTLE_POLL_S)
+        now = time.monotonic()
+        try:
+            samples.append((now, ticks(pid)))
+        except OSError:
+            break  # the server is gone: the measured run reports it
+        while len(samples) > 1 and now - samples[1][0] >= SETTLE_QUIET_S:
+            samples.pop(0)
+        span = now - samples[0][0]
+        busy = (samples[-1][1] - samples[0][1]) / CLK_TCK
+        if span >= SETTLE_QUIET_S and busy < SETTLE_BUSY * span:
+            break
+        if now - start >= SETTLE_MAX_S:
+            print(f"bench: server {pid} still busy after {SETTLE_MAX_S:.0f} s; measuring anyway", file=sys.stderr)
+            break
+    print(f"{time.monotonic() - start:.1f}")
 
 
 def reset_hwm(pid):
@@ -83,6 +125,7 @@ def record(a):
         "status": a.status,
         "error": a.error,
         "load_s": a.load_seconds,
+        "settle_s": a.settle_seconds,
         "stop_s": a.stop_seconds,
         "rss_mb": a.hwm_kb / 1024.0 if a.hwm_kb else None,
         "disk_bytes": a.disk_bytes or None,
@@ -183,7 +226,7 @@ def aggregate(runs):
         return None
     agg = {"runs": len(ok), "unit": ok[0].get("unit", "ops")}
     for key in ("ops_per_s", "p50_ms", "p99_ms", "p999_ms", "mean_ms", "cpu_us_per_op", "disk_bytes_per_row",
-                "load_s", "stop_s", "client_cpu_util", "table_rows", "disk_bytes", "journal_bytes"):
+                "load_s", "settle_s", "stop_s", "client_cpu_util", "table_rows", "disk_bytes", "journal_bytes"):
         agg[key] = avg(r.get(key) for r in ok)
     agg["rss_mb"] = max((r["rss_mb"] for r in ok if r.get("rss_mb")), default=None)
     agg["per_round"] = [(r["round"], r.get("ops_per_s")) for r in ok]
@@ -253,6 +296,11 @@ def summarize(a):
             )
         elif g and g.get("disk_bytes"):
             out.append(f"   ringdb shutdown (flush) {fmt(g.get('stop_s'))} s")
+        if g and g.get("settle_s") is not None:
+            out.append(
+                f"   idle wait before the measured run (background flushes and compactions): "
+                f"ceiling {fmt(c.get('settle_s') if c else None)} s, ringdb {fmt(g.get('settle_s'))} s"
+            )
         if c and g:
             pr = []
             for (rnd, gv) in g["per_round"]:
@@ -327,7 +375,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("freeport")
-    for name in ("cpu-ticks", "hwm-kb", "reset-hwm"):
+    for name in ("cpu-ticks", "hwm-kb", "reset-hwm", "settle"):
         sp = sub.add_parser(name)
         sp.add_argument("pid", type=int)
     r = sub.add_parser("record")
@@ -344,6 +392,7 @@ def main():
     r.add_argument("--disk-bytes", type=int, default=0)
     r.add_argument("--journal-bytes", type=int, default=0)
     r.add_argument("--load-seconds", type=float, default=0.0)
+    r.add_argument("--settle-seconds", type=float, default=0.0)
     r.add_argument("--stop-seconds", type=float, default=0.0)
     r.add_argument("--rows-loaded", type=int, default=0)
     r.add_argument("--raw-row-bytes", type=int, default=0)
@@ -362,6 +411,8 @@ def main():
         hwm_kb(a.pid)
     elif a.cmd == "reset-hwm":
         reset_hwm(a.pid)
+    elif a.cmd == "settle":
+        settle(a.pid)
     elif a.cmd == "rate":
         rate(a.report, a.factor)
     elif a.cmd == "record":
