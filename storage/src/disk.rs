@@ -37,8 +37,8 @@ impl DiskGuard {
     /// Free bytes on the file system now (one `statvfs`; 0 when it cannot be measured) and
     /// the threshold below which writes are refused.
     pub(crate) fn free_bytes(&self) -> (u64, u64) {
-        let free = rustix::fs::statvfs(&self.dir)
-            .map_or(0, |st| st.f_bavail.saturating_mul(st.f_frsize));
+        let free =
+            rustix::fs::statvfs(&self.dir).map_or(0, |st| st.f_bavail.saturating_mul(st.f_frsize));
         (free, self.min_free)
     }
 

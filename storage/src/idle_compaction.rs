@@ -563,7 +563,11 @@ mod tests {
             min_free: 100,
         };
         assert_eq!(plan(2, 3, true, 1000, roomy), Plan::Compact);
-        assert_eq!(plan(2, 2, false, 500, roomy), Plan::Compact, "two tables, no memtable");
+        assert_eq!(
+            plan(2, 2, false, 500, roomy),
+            Plan::Compact,
+            "two tables, no memtable"
+        );
         // nothing to merge: no tables (memory only) or a single run
         assert_eq!(plan(0, 1, true, 0, roomy), Plan::Nothing);
         assert_eq!(plan(1, 1, false, 500, roomy), Plan::Nothing);
