@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{create_keyspace, int_column, run_all, TestServer};
+use common::{int_column, TestServer};
 use std::time::Duration;
 
 /// Free bytes on the file system holding `path` (from `df`, so the test does not share the
@@ -39,15 +39,9 @@ async fn full_disk_fails_writes_cleanly_and_recovers() {
         c.min_free_disk_mb = threshold_mb;
     })
     .await;
-    let session = server.session().await;
-    run_all(
-        &session,
-        &[
-            &create_keyspace("ks"),
-            "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
-        ],
-    )
-    .await;
+    let session = server
+        .session_with_keyspace("ks", &["CREATE TABLE ks.t (k int PRIMARY KEY, v text)"])
+        .await;
     let insert = session
         .prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         .await

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{create_keyspace, free_port, int_column, run_all, ServerProcess, TestServer};
+use common::{free_port, int_column, ServerProcess, TestServer};
 use scylla::cluster::metadata::{CollectionType, ColumnKind, ColumnType, NativeType, Strategy};
 
 const DDL: &[&str] = &[
@@ -214,15 +214,9 @@ async fn schema_survives_graceful_restart_and_sigkill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working() {
     let server = TestServer::start_with(|c| c.max_value_bytes = 1000).await;
-    let session = server.session().await;
-    run_all(
-        &session,
-        &[
-            &create_keyspace("mv"),
-            "CREATE TABLE mv.t (k int PRIMARY KEY, v blob)",
-        ],
-    )
-    .await;
+    let session = server
+        .session_with_keyspace("mv", &["CREATE TABLE mv.t (k int PRIMARY KEY, v blob)"])
+        .await;
     let insert = session
         .prepare("INSERT INTO mv.t (k, v) VALUES (?, ?)")
         .await

@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{create_keyspace, run_all, TestServer};
+use common::TestServer;
 use scylla::client::session::Session;
 use scylla::statement::unprepared::Statement;
 
@@ -94,15 +94,12 @@ async fn rows(session: &Session, q: Statement) -> Vec<(i64, i32, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_table_is_compacted_and_reads_the_same() {
     let server = TestServer::start_with(|c| c.idle_compaction_after_ms = 1500).await;
-    let session = server.session().await;
-    run_all(
-        &session,
-        &[
-            &create_keyspace("ks"),
-            "CREATE TABLE ks.wide (pk bigint, c int, v text, PRIMARY KEY (pk, c))",
-        ],
-    )
-    .await;
+    let session = server
+        .session_with_keyspace(
+            "ks",
+            &["CREATE TABLE ks.wide (pk bigint, c int, v text, PRIMARY KEY (pk, c))"],
+        )
+        .await;
     let table = {
         let catalog = server.node.catalog();
         ringdb::node::table_id(&catalog.keyspaces["ks"].tables["wide"])

@@ -96,6 +96,21 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// A driver session on a new keyspace `keyspace` (SimpleStrategy, RF 1) after running each
+    /// of `statements` (the tables of the test).
+    pub async fn session_with_keyspace(
+        &self,
+        keyspace: &str,
+        statements: &[&str],
+    ) -> scylla::client::session::Session {
+        let session = self.session().await;
+        run_all(&session, &[&create_keyspace(keyspace)]).await;
+        run_all(&session, statements).await;
+        session
+    }
+}
+
 /// Runs each statement in order through `session`, panicking with the statement on failure
 /// (test setup: keyspaces, tables).
 pub async fn run_all(session: &scylla::client::session::Session, statements: &[&str]) {
