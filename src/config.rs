@@ -120,6 +120,14 @@ pub struct Config {
     /// 1.50x the raw size on disk instead of 1.41x, RSS 862 instead of 549 MB, and point
     /// reads right after the load 23% slower.
     pub compaction_threads: usize,
+    /// Nice value (0-19) of storage's background threads: fjall's flush and compaction
+    /// workers, idle compaction and splits. 19 by default, the lowest priority, so that a
+    /// thread answering requests never waits for a core behind a compaction (Cassandra runs
+    /// its compaction threads at the lowest thread priority too); 0 runs them at the
+    /// server's own priority. On two cores shared with the load generator, writes at a fixed
+    /// 40 k/s had a p99 of 3.2 ms at 19 against 4.3 ms at 0 (mean of 5 alternating pairs),
+    /// with the same peak write rate.
+    pub background_nice: i32,
     /// Threads that answer cheap reads (prepared reads of named partitions) beside the
     /// connection threads, so reads use the cores the connection threads leave idle. Unset,
     /// the default, means the cores the process may run on minus `connection_threads` (one on
@@ -237,6 +245,7 @@ impl Default for Config {
             block_cache_mb: 256,
             max_journal_mb: 64,
             compaction_threads: 0,
+            background_nice: 19,
             read_threads: None,
             read_offload_after_us: 300,
             idle_compaction_after_ms: 1000,
@@ -317,6 +326,12 @@ impl Config {
             return Err(format!(
                 "compaction_threads is {}; at most {MAX_COMPACTION_THREADS} (0 = storage's default)",
                 self.compaction_threads
+            ));
+        }
+        if !(0..=19).contains(&self.background_nice) {
+            return Err(format!(
+                "background_nice is {}; it must be 0 (the server's priority) to 19 (the lowest)",
+                self.background_nice
             ));
         }
         if let Some(n) = self.read_threads.filter(|&n| n > MAX_READ_THREADS) {
@@ -408,6 +423,17 @@ mod tests {
         assert!(c.validate().is_ok());
         let c: Config = toml::from_str("compaction_threads = 65").expect("toml");
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn background_nice_is_a_nice_value() {
+        assert_eq!(Config::default().background_nice, 19);
+        let c: Config = toml::from_str("background_nice = 0").expect("toml");
+        assert!(c.validate().is_ok());
+        for bad in ["background_nice = 20", "background_nice = -1"] {
+            let c: Config = toml::from_str(bad).expect("toml");
+            assert!(c.validate().is_err(), "{bad}");
+        }
     }
 
     #[test]

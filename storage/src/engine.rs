@@ -99,6 +99,10 @@ pub struct StorageOptions {
     /// Compact physical partitions that stopped taking writes (see [`IdleCompaction`];
     /// `None`: never). Default `None`.
     pub idle_compaction: Option<IdleCompaction>,
+    /// Nice value of the background threads (fjall's flush and compaction workers, idle
+    /// compaction, splits), so they yield the cores to the threads answering requests;
+    /// 0..=19, 0 (the default) leaves them at the caller's priority.
+    pub background_nice: i32,
 }
 
 impl Default for StorageOptions {
@@ -114,6 +118,7 @@ impl Default for StorageOptions {
             max_concurrent_splits: 1,
             min_free_disk_bytes: 0,
             idle_compaction: None,
+            background_nice: 0,
         }
     }
 }
@@ -143,6 +148,7 @@ impl fmt::Debug for StorageOptions {
             .field("min_free_disk_bytes", &self.min_free_disk_bytes)
             .field("worker_threads", &self.worker_threads)
             .field("idle_compaction", &self.idle_compaction)
+            .field("background_nice", &self.background_nice)
             .finish()
     }
 }
@@ -281,7 +287,9 @@ impl Storage {
             // fjall refuses less than 64 MiB.
             builder = builder.max_journaling_size(bytes.max(64 << 20));
         }
-        let db = builder.open()?;
+        // fjall starts its flush and compaction workers while opening: opened from a thread
+        // at the background priority, they inherit it.
+        let db = crate::priority::run_lowered(options.background_nice, || builder.open())??;
         let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
         let (mut stops, mut background) = (Vec::new(), Vec::new());
         if let SyncPolicy::Periodic(every) = options.sync {
@@ -314,10 +322,15 @@ impl Storage {
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
             }),
         };
-        storage.start_split_workers(options.max_concurrent_splits)?;
+        storage.start_split_workers(options.max_concurrent_splits, options.background_nice)?;
         if let Some(idle) = options.idle_compaction {
             let (tx, rx) = mpsc::channel::<()>();
-            let handle = crate::idle_compaction::spawn(Arc::downgrade(&storage.inner), idle, rx)?;
+            let handle = crate::idle_compaction::spawn(
+                Arc::downgrade(&storage.inner),
+                idle,
+                options.background_nice,
+                rx,
+            )?;
             lock(&storage.inner.stop_background).push(tx);
             lock(&storage.inner.background).push(handle);
         }

@@ -19,6 +19,7 @@
 //! - `split`: the online split (choose, prepare, copy with dual writes, switch, drop),
 //!   its worker threads, [`Storage::split_now`] and [`Storage::wait_for_splits`].
 //! - `disk`: the free-space guard refusing writes before the disk fills.
+//! - `priority`: background threads (flushes, compactions, splits) at a lower CPU priority.
 //! - `compaction`: the fjall compaction filter purging expired cells and tombstones past
 //!   [`TableLayout::gc_grace_seconds`].
 //! - [`error`]: the crate's error type, [`StorageError`].
@@ -62,6 +63,7 @@ mod file_reaper;
 mod idle_compaction;
 mod journal_sync;
 pub mod key;
+mod priority;
 mod read;
 mod ring;
 mod split;

@@ -157,7 +157,7 @@ enum Copy {
 }
 
 impl Storage {
-    pub(crate) fn start_split_workers(&self, n: usize) -> Result<(), StorageError> {
+    pub(crate) fn start_split_workers(&self, n: usize, nice: i32) -> Result<(), StorageError> {
         let splitter = &self.inner.splitter;
         let mut workers = splitter.workers.lock().unwrap_or_else(|p| p.into_inner());
         for index in 0..n.max(1) {
@@ -166,7 +166,10 @@ impl Storage {
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("storage-split-{index}"))
-                    .spawn(move || worker(shared, weak, index))?,
+                    .spawn(move || {
+                        crate::priority::lower_current_thread(nice);
+                        worker(shared, weak, index)
+                    })?,
             );
         }
         Ok(())
