@@ -125,8 +125,8 @@ pub struct Config {
     /// thread answering requests never waits for a core behind a compaction (Cassandra runs
     /// its compaction threads at the lowest thread priority too); 0 runs them at the
     /// server's own priority. On two cores shared with the load generator, writes at a fixed
-    /// 40 k/s had a p99 of 3.2 ms at 19 against 4.3 ms at 0 (mean of 5 alternating pairs),
-    /// with the same peak write rate.
+    /// 40 k/s had a p99 of 4.0 ms at 19 against 5.0 ms at 0 (mean of 9 alternating pairs,
+    /// 7 of them lower at 19), with the same peak write rate.
     pub background_nice: i32,
     /// Threads that answer cheap reads (prepared reads of named partitions) beside the
     /// connection threads, so reads use the cores the connection threads leave idle. Unset,
