@@ -24,8 +24,12 @@ pub(crate) fn lower_current_thread(nice: i32) {
 }
 
 /// Runs `f` on a new thread whose priority was first lowered to `nice`, and returns its
-/// result: threads that `f` starts inherit that priority.
+/// result: threads that `f` starts inherit that priority. With nothing to lower (`nice` of 0
+/// or below) `f` runs on the calling thread.
 pub(crate) fn run_lowered<T: Send>(nice: i32, f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
+    if nice <= 0 {
+        return Ok(f());
+    }
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name("storage-open".into())
