@@ -13,6 +13,8 @@ use crate::StorageError;
 const KIND_LIVE: u8 = 0;
 const KIND_EXPIRING: u8 = 1;
 const KIND_TOMBSTONE: u8 = 2;
+/// The most bytes an encoded cell has before its value (kind, timestamp, TTL, expiry).
+const ENCODED_HEADER_MAX: usize = 1 + 8 + 8 + 8;
 
 /// One stored version of a cell, row marker or deletion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,7 +115,11 @@ impl StoredCell {
 
     /// The on-disk bytes.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(32);
+        let value_len = match self {
+            StoredCell::Live { value, .. } | StoredCell::Expiring { value, .. } => value.len(),
+            StoredCell::Tombstone { .. } => 0,
+        };
+        let mut out = Vec::with_capacity(ENCODED_HEADER_MAX + value_len);
         match self {
             StoredCell::Live { timestamp, value } => {
                 out.push(KIND_LIVE);

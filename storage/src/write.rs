@@ -146,6 +146,8 @@ struct Staged<'m> {
     addr: PartitionAddress,
     items: Vec<Item>,
     mutation: &'m Mutation,
+    /// The time (seconds) the mutation's TTLs and tombstones were stamped with.
+    now: i64,
 }
 
 /// One keyed change of a staged mutation.
@@ -336,10 +338,11 @@ impl Storage {
             k.extend_from_slice(&hi);
             items.push(item(k, tomb(&rd.deletion)));
         }
-        let mut static_prefix = addr.prefix.clone();
-        static_prefix.push(key::SECTION_STATIC);
-        for cw in &mutation.static_columns {
-            items.push(item_of(&table, &static_prefix, cw, now)?);
+        if !mutation.static_columns.is_empty() {
+            let static_prefix = key::extended(&addr.prefix, &[key::SECTION_STATIC], 0);
+            for cw in &mutation.static_columns {
+                items.push(item_of(&table, &static_prefix, cw, now)?);
+            }
         }
         for row in &mutation.rows {
             if row.clustering.len() != clustering.len() {
@@ -349,8 +352,9 @@ impl Storage {
                     clustering.len()
                 )));
             }
-            let mut row_prefix = addr.prefix.clone();
-            row_prefix.push(key::SECTION_ROWS);
+            // Room for the encoded clustering (each value and its terminator) and its end.
+            let reserve = row.clustering.iter().map(|v| v.len() + 2).sum::<usize>() + 1;
+            let mut row_prefix = key::extended(&addr.prefix, &[key::SECTION_ROWS], reserve);
             key::encode_clustering(clustering, &row.clustering, &mut row_prefix)?;
             row_prefix.push(key::CLUSTERING_END);
             if let Some(d) = &row.deletion {
@@ -414,6 +418,7 @@ impl Storage {
             addr,
             items,
             mutation,
+            now,
         })
     }
 
@@ -433,8 +438,9 @@ impl Storage {
             addr,
             items,
             mutation,
+            now,
         } = staged;
-        let now = self.now();
+        let now = *now;
         let ks = &route.primary.keyspace;
         // Every write stores the partition's size cell with its items and nothing removes it,
         // so its absence means the partition is new.
@@ -689,7 +695,7 @@ impl State<'_> {
                 return Ok(loses);
             }
         }
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
         for (col, value) in cells {
             bundle::push(&mut bytes, *col, value)?;
         }
@@ -725,7 +731,8 @@ impl State<'_> {
 }
 
 fn path_key(prefix: &[u8], path: &ItemPath) -> Vec<u8> {
-    let mut k = prefix.to_vec();
+    let mut k = Vec::with_capacity(prefix.len() + path.encoded_len());
+    k.extend_from_slice(prefix);
     path.encode(&mut k);
     k
 }

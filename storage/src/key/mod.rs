@@ -84,8 +84,15 @@ pub fn partition_prefix(token: i64, serialized_key: &[u8]) -> Vec<u8> {
 
 /// The key of a partition's size cell.
 pub(crate) fn size_cell_key(prefix: &[u8]) -> Vec<u8> {
-    let mut k = prefix.to_vec();
-    k.push(SECTION_SIZE);
+    extended(prefix, &[SECTION_SIZE], 0)
+}
+
+/// `prefix` followed by `tail`, with room for `reserve` more bytes (keys are built by
+/// appending; sizing them once spares a reallocation per appended part).
+pub(crate) fn extended(prefix: &[u8], tail: &[u8], reserve: usize) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + tail.len() + reserve);
+    k.extend_from_slice(prefix);
+    k.extend_from_slice(tail);
     k
 }
 
@@ -281,6 +288,15 @@ const ITEM_CELL: u8 = 0x02;
 const ITEM_COMPLEX: u8 = 0x03;
 
 impl ItemPath {
+    /// Bytes [`ItemPath::encode`] appends.
+    pub(crate) fn encoded_len(&self) -> usize {
+        match self {
+            ItemPath::Liveness | ItemPath::RowDeletion => 1,
+            ItemPath::Cell(_) => 5,
+            ItemPath::Complex(_, elem) => 5 + elem.as_ref().map_or(0, Vec::len),
+        }
+    }
+
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         match self {
             ItemPath::Liveness => out.push(ITEM_LIVENESS),
