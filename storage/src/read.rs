@@ -3,7 +3,9 @@
 //! Every read is a range scan over the key layout of [`crate::key`] on one fjall snapshot,
 //! reconciling cells with the partition, range and row deletions as it goes; nothing is sorted
 //! in memory. Range tombstones of a partition are loaded first (they live in their own key
-//! section), then rows stream in clustering order until the limit.
+//! section), then rows stream in clustering order until the limit. A read of one row is point
+//! lookups instead, and a row that is one item by its table's content flags is a single lookup
+//! without a snapshot.
 
 use std::collections::BTreeMap;
 
@@ -184,8 +186,34 @@ impl PartitionDeletions {
     }
 }
 
+/// Where a read's items come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// One consistent snapshot: for reads of several items or ranges.
+    Snapshot(&'a Snapshot),
+    /// The latest items, with no snapshot opened: only for a read that is a single lookup
+    /// (one item is seen whole or not at all, so it needs no snapshot to be consistent).
+    Latest,
+}
+
+impl Source<'_> {
+    fn get(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
+        Ok(match self {
+            Source::Snapshot(snap) => snap.get(ks, key)?,
+            Source::Latest => ks.get(key)?,
+        })
+    }
+
+    fn range<R: std::ops::RangeBounds<Vec<u8>>>(self, ks: &Keyspace, range: R) -> fjall::Iter {
+        match self {
+            Source::Snapshot(snap) => snap.range(ks, range),
+            Source::Latest => ks.range(range),
+        }
+    }
+}
+
 struct ReadCtx<'a> {
-    snap: &'a Snapshot,
+    snap: Source<'a>,
     table: &'a Table,
     /// The keyspace of the physical partition being read.
     ks: &'a Keyspace,
@@ -499,9 +527,41 @@ impl Storage {
         // Routing first, then the snapshot: the partition a view routes to keeps every write
         // until the view is released (see `crate::split`).
         let view = table.ring.current();
+        let limit = slice.limit.unwrap_or(usize::MAX);
+        let single = if slice.cursor.is_none() && limit > 0 {
+            single_row(&table, slice)
+        } else {
+            None
+        };
+        let content = &table.ring.content;
+        // A row of a table that never stored a partition head, row deletion or separate cell
+        // is its one liveness item: one lookup, with no snapshot to open. The flags are
+        // checked again after it: writers set them before they commit, so still clear they
+        // say no such item was visible to the lookup (otherwise the read starts over below).
+        const ONE_ITEM: u8 = content::HEAD | content::ROW_DELETIONS | content::SEPARATE_CELLS;
+        if let Some(columns) = single.filter(|_| !content.may_have(ONE_ITEM)) {
+            let mut ctx = ReadCtx {
+                snap: Source::Latest,
+                table: &table,
+                ks: &view.part(addr.token).keyspace,
+                now: self.now(),
+                items: 0,
+            };
+            let dels = PartitionDeletions::default();
+            let rows = ctx.point_row(&addr.prefix, &dels, &lo, columns, false, false)?;
+            if !content.may_have(ONE_ITEM) {
+                self.count_items(ctx.items);
+                return Ok(PartitionSlice {
+                    static_cells: BTreeMap::new(),
+                    rows,
+                    cursor: None,
+                    items_read: ctx.items,
+                });
+            }
+        }
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
-            snap: &snap,
+            snap: Source::Snapshot(&snap),
             table: &table,
             ks: &view.part(addr.token).keyspace,
             now: self.now(),
@@ -509,11 +569,10 @@ impl Storage {
         };
         // Checked after the snapshot was taken (see `crate::content`): a table that never
         // stored a partition deletion, static or range tombstone has no head to read.
-        let content = &table.ring.content;
         let (dels, static_cells) = if content.may_have(content::HEAD) {
             // The size cell (one bloom-filtered lookup) says whether the partition exists
             // and whether it has anything before its rows.
-            let flags = match snap.get(ctx.ks, key::size_cell_key(&addr.prefix))? {
+            let flags = match ctx.snap.get(ctx.ks, &key::size_cell_key(&addr.prefix))? {
                 Some(v) => key::decode_size_cell(&v)?.1,
                 None => {
                     return Ok(PartitionSlice {
@@ -534,12 +593,6 @@ impl Storage {
         };
         let row_deletions = content.may_have(content::ROW_DELETIONS);
         let separate_cells = content.may_have(content::SEPARATE_CELLS);
-        let limit = slice.limit.unwrap_or(usize::MAX);
-        let single = if slice.cursor.is_none() && limit > 0 {
-            single_row(&table, slice)
-        } else {
-            None
-        };
         let (rows, last) = match single {
             Some(columns) => (
                 ctx.point_row(
@@ -623,7 +676,7 @@ impl Storage {
         let view = table.ring.current();
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
-            snap: &snap,
+            snap: Source::Snapshot(&snap),
             table: &table,
             ks: &view.parts[0].keyspace,
             now: self.now(),
