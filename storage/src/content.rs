@@ -8,8 +8,9 @@
 //! not tracked from their creation (older data directories) have every flag set.
 //!
 //! Ordering: a writer sets the in-memory flag *before* committing its batch, and a reader
-//! checks it *after* taking its snapshot, so a snapshot that holds such an item always sees
-//! the flag (a flag set by a batch that then fails only costs a lookup).
+//! checks it *after* taking its snapshot (or, for a read without one, after its lookup), so
+//! a read that could see such an item always sees the flag (a flag set by a batch that then
+//! fails only costs a lookup).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -93,7 +94,7 @@ impl ContentFlags {
     }
 
     /// True when the table may hold items of kind `flag`. Call after taking the snapshot
-    /// the read uses.
+    /// the read uses (a read without a snapshot calls it again after its lookup).
     pub(crate) fn may_have(&self, flag: u8) -> bool {
         self.flags.load(Ordering::SeqCst) & flag != 0
     }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use fjall::{Keyspace, Readable, Snapshot};
+use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
 
 use crate::cell::{CellValue, StoredCell};
 use crate::engine::{Storage, Table};
@@ -186,34 +186,33 @@ impl PartitionDeletions {
     }
 }
 
-/// Where a read's items come from.
+/// Where a read's single-item lookups come from.
+trait Lookup: Copy {
+    fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError>;
+}
+
+/// One consistent snapshot: for reads of several items or ranges.
+impl Lookup for &Snapshot {
+    fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
+        Ok(Readable::get(self, ks, key)?)
+    }
+}
+
+/// Items as published at a sequence number (a write batch is published whole, so none is
+/// seen in part), read without registering a snapshot. Only for a single lookup that re-reads
+/// a miss through a snapshot: an unregistered read may miss a version that compaction dropped
+/// for a newer one meanwhile, but never sees a wrong one.
 #[derive(Clone, Copy)]
-enum Source<'a> {
-    /// One consistent snapshot: for reads of several items or ranges.
-    Snapshot(&'a Snapshot),
-    /// The latest items, with no snapshot opened: only for a read that is a single lookup
-    /// (one item is seen whole or not at all, so it needs no snapshot to be consistent).
-    Latest,
-}
+struct Published(fjall::SeqNo);
 
-impl Source<'_> {
-    fn get(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
-        Ok(match self {
-            Source::Snapshot(snap) => snap.get(ks, key)?,
-            Source::Latest => ks.get(key)?,
-        })
-    }
-
-    fn range<R: std::ops::RangeBounds<Vec<u8>>>(self, ks: &Keyspace, range: R) -> fjall::Iter {
-        match self {
-            Source::Snapshot(snap) => snap.range(ks, range),
-            Source::Latest => ks.range(range),
-        }
+impl Lookup for Published {
+    fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
+        Ok(AbstractTree::get(&ks.tree, key, self.0).map_err(fjall::Error::from)?)
     }
 }
 
-struct ReadCtx<'a> {
-    snap: Source<'a>,
+struct ReadCtx<'a, S = &'a Snapshot> {
+    snap: S,
     table: &'a Table,
     /// The keyspace of the physical partition being read.
     ks: &'a Keyspace,
@@ -221,7 +220,7 @@ struct ReadCtx<'a> {
     items: u64,
 }
 
-impl ReadCtx<'_> {
+impl<S: Lookup> ReadCtx<'_, S> {
     fn kv(&mut self, guard: fjall::Guard) -> Result<(fjall::Slice, StoredCell), StorageError> {
         let (k, v) = guard.into_inner()?;
         Ok((k, self.cell(&v)?))
@@ -232,7 +231,9 @@ impl ReadCtx<'_> {
         self.items += 1;
         StoredCell::decode(value)
     }
+}
 
+impl ReadCtx<'_> {
     /// Everything a partition holds before its rows, in one range read: the partition
     /// deletion, the static row's items and the range tombstones.
     fn head(
@@ -250,7 +251,9 @@ impl ReadCtx<'_> {
         }
         Ok((head.dels, head.statics))
     }
+}
 
+impl<S: Lookup> ReadCtx<'_, S> {
     /// Live columns of one row (or the static row) from its stored items.
     fn build(
         &self,
@@ -351,7 +354,9 @@ impl ReadCtx<'_> {
             ))),
         }
     }
+}
 
+impl ReadCtx<'_> {
     /// The partition's deletions and live static columns.
     fn head_and_statics(
         &mut self,
@@ -420,7 +425,9 @@ impl ReadCtx<'_> {
         }
         Ok((rows, None))
     }
+}
 
+impl<S: Lookup> ReadCtx<'_, S> {
     /// The one row with encoded clustering `clustering`, read with a point lookup per item
     /// (liveness, row deletion, each of `columns`): bloom filters skip the LSM tables that do
     /// not hold the row, where a range read would open every level.
@@ -450,7 +457,7 @@ impl ReadCtx<'_> {
         for path in paths {
             row_key.truncate(base);
             path.encode(&mut row_key);
-            if let Some(v) = self.snap.get(self.ks, &row_key)? {
+            if let Some(v) = self.snap.lookup(self.ks, &row_key)? {
                 self.items += 1;
                 items.push((path, StoredCell::decode(&v)?));
             }
@@ -535,13 +542,14 @@ impl Storage {
         };
         let content = &table.ring.content;
         // A row of a table that never stored a partition head, row deletion or separate cell
-        // is its one liveness item: one lookup, with no snapshot to open. The flags are
-        // checked again after it: writers set them before they commit, so still clear they
-        // say no such item was visible to the lookup (otherwise the read starts over below).
+        // is its one liveness item: one lookup at the published sequence number, with no
+        // snapshot to open. The flags are checked again after it: writers set them before
+        // they commit, so still clear they say no such item was visible to the lookup.
+        // Otherwise, and when the row was not found, the read starts over below.
         const ONE_ITEM: u8 = content::HEAD | content::ROW_DELETIONS | content::SEPARATE_CELLS;
         if let Some(columns) = single.filter(|_| !content.may_have(ONE_ITEM)) {
             let mut ctx = ReadCtx {
-                snap: Source::Latest,
+                snap: Published(self.inner.db.visible_seqno()),
                 table: &table,
                 ks: &view.part(addr.token).keyspace,
                 now: self.now(),
@@ -549,8 +557,8 @@ impl Storage {
             };
             let dels = PartitionDeletions::default();
             let rows = ctx.point_row(&addr.prefix, &dels, &lo, columns, false, false)?;
-            if !content.may_have(ONE_ITEM) {
-                self.count_items(ctx.items);
+            self.count_items(ctx.items);
+            if ctx.items > 0 && !content.may_have(ONE_ITEM) {
                 return Ok(PartitionSlice {
                     static_cells: BTreeMap::new(),
                     rows,
@@ -561,7 +569,7 @@ impl Storage {
         }
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
-            snap: Source::Snapshot(&snap),
+            snap: &snap,
             table: &table,
             ks: &view.part(addr.token).keyspace,
             now: self.now(),
@@ -572,7 +580,7 @@ impl Storage {
         let (dels, static_cells) = if content.may_have(content::HEAD) {
             // The size cell (one bloom-filtered lookup) says whether the partition exists
             // and whether it has anything before its rows.
-            let flags = match ctx.snap.get(ctx.ks, &key::size_cell_key(&addr.prefix))? {
+            let flags = match snap.get(ctx.ks, key::size_cell_key(&addr.prefix))? {
                 Some(v) => key::decode_size_cell(&v)?.1,
                 None => {
                     return Ok(PartitionSlice {
@@ -676,7 +684,7 @@ impl Storage {
         let view = table.ring.current();
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
-            snap: Source::Snapshot(&snap),
+            snap: &snap,
             table: &table,
             ks: &view.parts[0].keyspace,
             now: self.now(),
