@@ -231,29 +231,7 @@ impl<S: Lookup> ReadCtx<'_, S> {
         self.items += 1;
         StoredCell::decode(value)
     }
-}
 
-impl ReadCtx<'_> {
-    /// Everything a partition holds before its rows, in one range read: the partition
-    /// deletion, the static row's items and the range tombstones.
-    fn head(
-        &mut self,
-        prefix: &[u8],
-    ) -> Result<(PartitionDeletions, Vec<(ItemPath, StoredCell)>), StorageError> {
-        let mut start = prefix.to_vec();
-        start.push(key::SECTION_PARTITION_DELETION);
-        let mut end = prefix.to_vec();
-        end.push(key::SECTION_ROWS);
-        let mut head = PartitionHead::default();
-        for guard in self.snap.range(self.ks, start..end) {
-            let (k, cell) = self.kv(guard)?;
-            head.add(&k[prefix.len()..], cell)?;
-        }
-        Ok((head.dels, head.statics))
-    }
-}
-
-impl<S: Lookup> ReadCtx<'_, S> {
     /// Live columns of one row (or the static row) from its stored items.
     fn build(
         &self,
@@ -354,80 +332,7 @@ impl<S: Lookup> ReadCtx<'_, S> {
             ))),
         }
     }
-}
 
-impl ReadCtx<'_> {
-    /// The partition's deletions and live static columns.
-    fn head_and_statics(
-        &mut self,
-        prefix: &[u8],
-    ) -> Result<(PartitionDeletions, BTreeMap<u32, ColumnValue>), StorageError> {
-        let (dels, items) = self.head(prefix)?;
-        let statics = self.build(items, dels.partition, false)?.0;
-        Ok((dels, statics))
-    }
-
-    /// Rows with encoded clustering in `[lo, hi)`, up to `limit`; also returns the encoded
-    /// clustering of the last row when the limit stopped the read before the end.
-    fn rows(
-        &mut self,
-        prefix: &[u8],
-        dels: &PartitionDeletions,
-        lo: &[u8],
-        hi: &[u8],
-        reversed: bool,
-        limit: usize,
-    ) -> Result<(Vec<Row>, Option<Vec<u8>>), StorageError> {
-        let mut base = prefix.to_vec();
-        base.push(key::SECTION_ROWS);
-        let (mut start, mut end) = (base.clone(), base.clone());
-        start.extend_from_slice(lo);
-        end.extend_from_slice(hi);
-        let mut rows = Vec::new();
-        if limit == 0 || start >= end {
-            return Ok((rows, None));
-        }
-        // A forward read leaves the range open above and stops at `end` itself: fjall then
-        // skips the upper-bound seek into every table it merges, which cost a tenth of a
-        // 10-row slice's CPU.
-        let iter: Box<dyn Iterator<Item = fjall::Guard>> = if reversed {
-            Box::new(self.snap.range(self.ks, start..end.clone()).rev())
-        } else {
-            Box::new(self.snap.range(self.ks, start..))
-        };
-        let mut current: Option<PendingRow> = None;
-        for guard in iter {
-            let (k, v) = guard.into_inner()?;
-            if !reversed && *k >= *end {
-                break;
-            }
-            let cell = self.cell(&v)?;
-            let rest = &k[base.len()..];
-            let same_row = current.as_ref().is_some_and(|(c, _, _)| {
-                rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)
-            });
-            if !same_row {
-                if let Some((c, values, items)) = current.take() {
-                    self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
-                    if rows.len() >= limit {
-                        return Ok((rows, Some(c)));
-                    }
-                }
-                current = Some(self.start_row(rest)?);
-            }
-            if let Some((c, _, items)) = current.as_mut() {
-                let path = ItemPath::decode(&rest[c.len() + 1..])?;
-                items.push((path, cell));
-            }
-        }
-        if let Some((c, values, items)) = current.take() {
-            self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
-        }
-        Ok((rows, None))
-    }
-}
-
-impl<S: Lookup> ReadCtx<'_, S> {
     /// The one row with encoded clustering `clustering`, read with a point lookup per item
     /// (liveness, row deletion, each of `columns`): bloom filters skip the LSM tables that do
     /// not hold the row, where a range read would open every level.
@@ -496,6 +401,96 @@ impl<S: Lookup> ReadCtx<'_, S> {
             rows.push(Row { clustering, cells });
         }
         Ok(())
+    }
+}
+
+/// Range reads: only on a snapshot.
+impl ReadCtx<'_> {
+    /// Everything a partition holds before its rows, in one range read: the partition
+    /// deletion, the static row's items and the range tombstones.
+    fn head(
+        &mut self,
+        prefix: &[u8],
+    ) -> Result<(PartitionDeletions, Vec<(ItemPath, StoredCell)>), StorageError> {
+        let mut start = prefix.to_vec();
+        start.push(key::SECTION_PARTITION_DELETION);
+        let mut end = prefix.to_vec();
+        end.push(key::SECTION_ROWS);
+        let mut head = PartitionHead::default();
+        for guard in self.snap.range(self.ks, start..end) {
+            let (k, cell) = self.kv(guard)?;
+            head.add(&k[prefix.len()..], cell)?;
+        }
+        Ok((head.dels, head.statics))
+    }
+
+    /// The partition's deletions and live static columns.
+    fn head_and_statics(
+        &mut self,
+        prefix: &[u8],
+    ) -> Result<(PartitionDeletions, BTreeMap<u32, ColumnValue>), StorageError> {
+        let (dels, items) = self.head(prefix)?;
+        let statics = self.build(items, dels.partition, false)?.0;
+        Ok((dels, statics))
+    }
+
+    /// Rows with encoded clustering in `[lo, hi)`, up to `limit`; also returns the encoded
+    /// clustering of the last row when the limit stopped the read before the end.
+    fn rows(
+        &mut self,
+        prefix: &[u8],
+        dels: &PartitionDeletions,
+        lo: &[u8],
+        hi: &[u8],
+        reversed: bool,
+        limit: usize,
+    ) -> Result<(Vec<Row>, Option<Vec<u8>>), StorageError> {
+        let mut base = prefix.to_vec();
+        base.push(key::SECTION_ROWS);
+        let (mut start, mut end) = (base.clone(), base.clone());
+        start.extend_from_slice(lo);
+        end.extend_from_slice(hi);
+        let mut rows = Vec::new();
+        if limit == 0 || start >= end {
+            return Ok((rows, None));
+        }
+        // A forward read leaves the range open above and stops at `end` itself: fjall then
+        // skips the upper-bound seek into every table it merges, which cost a tenth of a
+        // 10-row slice's CPU.
+        let iter: Box<dyn Iterator<Item = fjall::Guard>> = if reversed {
+            Box::new(self.snap.range(self.ks, start..end.clone()).rev())
+        } else {
+            Box::new(self.snap.range(self.ks, start..))
+        };
+        let mut current: Option<PendingRow> = None;
+        for guard in iter {
+            let (k, v) = guard.into_inner()?;
+            if !reversed && *k >= *end {
+                break;
+            }
+            let cell = self.cell(&v)?;
+            let rest = &k[base.len()..];
+            let same_row = current.as_ref().is_some_and(|(c, _, _)| {
+                rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)
+            });
+            if !same_row {
+                if let Some((c, values, items)) = current.take() {
+                    self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
+                    if rows.len() >= limit {
+                        return Ok((rows, Some(c)));
+                    }
+                }
+                current = Some(self.start_row(rest)?);
+            }
+            if let Some((c, _, items)) = current.as_mut() {
+                let path = ItemPath::decode(&rest[c.len() + 1..])?;
+                items.push((path, cell));
+            }
+        }
+        if let Some((c, values, items)) = current.take() {
+            self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
+        }
+        Ok((rows, None))
     }
 }
 
