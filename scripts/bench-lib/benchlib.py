@@ -208,6 +208,12 @@ def fmt(x, digits=3):
     return f"{x:.{digits}f}"
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return (xs[n // 2] + xs[(n - 1) // 2]) / 2 if xs else None
+
+
 def ratio(b, a):
     if a is None or b is None or a == 0:
         return None
@@ -244,23 +250,29 @@ def summarize(a):
     bench_lines = []
     overview = []
     raw = settings.get("raw_row_bytes")
+    # The A side: the protocol ceiling, or another ringdb build (--baseline: an A/B of two builds,
+    # where the issue's targets, ratios to the ceiling, do not apply).
+    a_name = settings.get("a_side", "nullserver")
+    ab = a_name != "nullserver"
+    a_label = "baseline" if ab else "ceiling"
+    against = f"the baseline build {settings.get('baseline_bin', '?')}" if ab else "the protocol ceiling (nullserver)"
     out.append(
-        f"ringdb vs the protocol ceiling (nullserver), {settings.get('mode', '?')} mode, "
+        f"ringdb vs {against}, {settings.get('mode', '?')} mode, "
         f"latte {settings.get('latte', '?')}: {settings.get('threads')} thread, {settings.get('concurrency')} in flight "
         f"(scan {settings.get('scan_concurrency')}), {settings.get('connections')} connections, prepared statements, "
         f"runs of {settings.get('duration')}, {settings.get('nproc')} CPUs, git {settings.get('git')}"
     )
     for w in order:
-        ceil_runs = [r for r in runs if r["workload"] == w and r["server"] == "nullserver"]
+        ceil_runs = [r for r in runs if r["workload"] == w and r["server"] == a_name]
         ring_runs = [r for r in runs if r["workload"] == w and r["server"] == "ringdb"]
         c, g = aggregate(ceil_runs), aggregate(ring_runs)
         unit = (c or g or {"unit": "ops"})["unit"]
         out.append("")
         if ceil_runs and w.endswith("-half-rate"):
-            out.append(f"== {w}  (ringdb after its `{w.split('-')[0]}` run on the same server; then the ceiling, "
+            out.append(f"== {w}  (ringdb after its `{w.split('-')[0]}` run on the same server; then the {a_label}, "
                        f"loaded the same way, at the same rate)")
         elif ceil_runs:
-            out.append(f"== {w}  ({len(ceil_runs)} ceiling + {len(ring_runs)} ringdb runs, alternating)")
+            out.append(f"== {w}  ({len(ceil_runs)} {a_label} + {len(ring_runs)} ringdb runs, alternating)")
         else:
             out.append(f"== {w}  ({len(ring_runs)} ringdb run{'s' if len(ring_runs) > 1 else ''}, after ringdb's `{w.split('-')[0]}` run "
                        f"on the same server)")
@@ -275,7 +287,7 @@ def summarize(a):
             (f"server CPU us/{unit[:-1]}", "cpu_us_per_op", fmt),
             ("server peak RSS MB", "rss_mb", fmt),
         ]
-        out.append(f"   {'metric':<22}{'ceiling':>14}{'ringdb':>14}{'ringdb/ceiling':>16}")
+        out.append(f"   {'metric':<22}{a_label:>14}{'ringdb':>14}{'ringdb/' + a_label:>16}")
         for label, key, f in rows:
             cv = c.get(key) if c else None
             gv = g.get(key) if g else None
@@ -284,14 +296,15 @@ def summarize(a):
             x = g["disk_bytes_per_row"] / raw if raw else None
             mib = (g.get("disk_bytes") or 0) / 1048576
             jmib = (g.get("journal_bytes") or 0) / 1048576
-            out.append(f"   {'disk bytes/row':<22}{'-':>14}{fmt(g['disk_bytes_per_row']):>14}{fmt(x):>16}  (x raw {raw} B)")
+            cd = c.get("disk_bytes_per_row") if c else None
+            out.append(f"   {'disk bytes/row':<22}{fmt(cd):>14}{fmt(g['disk_bytes_per_row']):>14}{fmt(x):>16}  (x raw {raw} B)")
             out.append(
                 f"   on disk after SIGTERM: {fmt(mib)} MiB for {fmt(g.get('table_rows'))} rows "
                 f"(journal {fmt(jmib)} MiB, tables and the rest {fmt(mib - jmib)} MiB)"
             )
         if c and g and g.get("load_s"):
             out.append(
-                f"   load phase: ceiling {fmt(c.get('load_s') if c else None)} s, ringdb {fmt(g.get('load_s'))} s; "
+                f"   load phase: {a_label} {fmt(c.get('load_s') if c else None)} s, ringdb {fmt(g.get('load_s'))} s; "
                 f"ringdb shutdown (flush) {fmt(g.get('stop_s'))} s"
             )
         elif g and g.get("disk_bytes"):
@@ -299,21 +312,28 @@ def summarize(a):
         if g and g.get("settle_s") is not None:
             out.append(
                 f"   idle wait before the measured run (background flushes and compactions): "
-                f"ceiling {fmt(c.get('settle_s') if c else None)} s, ringdb {fmt(g.get('settle_s'))} s"
+                f"{a_label} {fmt(c.get('settle_s') if c else None)} s, ringdb {fmt(g.get('settle_s'))} s"
             )
         if c and g:
-            pr = []
+            pr, ratios = [], []
             for (rnd, gv) in g["per_round"]:
                 cv = next((v for (rr, v) in c["per_round"] if rr == rnd), None)
                 pr.append(f"round {rnd}: {fmt(cv)} vs {fmt(gv)} ({fmt(ratio(gv, cv))})")
-            out.append("   per round (ceiling vs ringdb " + unit + "/s): " + "; ".join(pr))
-        for name, agg, rs in (("nullserver", c, ceil_runs), ("ringdb", g, ring_runs)):
+                if ratio(gv, cv) is not None:
+                    ratios.append(ratio(gv, cv))
+            line = f"   per round ({a_label} vs ringdb {unit}/s): " + "; ".join(pr)
+            if len(ratios) >= 3:
+                # the median of the rounds' own ratios: one slow stretch of the machine moves
+                # it less than the ratio of the averages
+                line += f"; median of the round ratios {fmt(median(ratios))}"
+            out.append(line)
+        for name, agg, rs in ((a_name, c, ceil_runs), ("ringdb", g, ring_runs)):
             if not rs:
                 continue
             if agg is None:
                 bench_lines.append(f"BENCH workload={w} server={name} status=failed")
                 continue
-            rt = ratio(agg["ops_per_s"], c["ops_per_s"]) if (c and name == "ringdb") else (1.0 if name == "nullserver" else None)
+            rt = ratio(agg["ops_per_s"], c["ops_per_s"]) if (c and name == "ringdb") else (1.0 if name == a_name else None)
             line = (
                 f"BENCH workload={w} server={name} unit={agg['unit']} ops_per_s={kv(agg['ops_per_s'], 1)} "
                 f"p50_ms={kv(agg['p50_ms'])} p99_ms={kv(agg['p99_ms'])} p999_ms={kv(agg['p999_ms'])} "
@@ -327,9 +347,12 @@ def summarize(a):
 
     # Overview with the issue's targets (informational).
     out.append("")
-    out.append("== summary (ratios are ringdb/ceiling; targets are reported, never asserted)")
+    if ab:
+        out.append("== summary (ratios are ringdb/baseline; the issue's targets are ratios to the ceiling: not evaluated)")
+    else:
+        out.append("== summary (ratios are ringdb/ceiling; targets are reported, never asserted)")
     out.append(
-        f"   {'workload':<22}{'ceiling/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
+        f"   {'workload':<22}{a_label + '/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
         f"{'cpu x':>8}{'ringdb RSS MB':>15}{'disk B/row':>12}   target"
     )
     for w, unit, c, g in overview:
@@ -337,7 +360,9 @@ def summarize(a):
         gv = g["ops_per_s"] if g else None
         r = ratio(gv, cv)
         target = ""
-        if w in RATIO_TARGETS:
+        if ab:
+            pass
+        elif w in RATIO_TARGETS:
             t = RATIO_TARGETS[w]
             target = f">= {t}x: " + ("met" if r is not None and r >= t else "not met")
         elif w == "scan":
@@ -364,7 +389,7 @@ def summarize(a):
             f"   {w + ('' if unit == 'ops' else ' (rows/s)'):<22}{fmt(cv):>12}{fmt(gv):>12}{fmt(r):>8}"
             f"{fmt(ratio(g and g['p50_ms'], c and c['p50_ms'])):>8}{fmt(ratio(g and g['p99_ms'], c and c['p99_ms'])):>8}"
             f"{fmt(ratio(g and g['cpu_us_per_op'], c and c['cpu_us_per_op'])):>8}"
-            f"{fmt(g and g['rss_mb']):>15}{fmt(g and g.get('disk_bytes_per_row')):>12}   {target}"
+            f"{fmt(g and g['rss_mb']):>15}{fmt(g and g.get('disk_bytes_per_row')):>12}   {target}".rstrip()
         )
     out.append("")
     out.extend(bench_lines)
