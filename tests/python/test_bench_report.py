@@ -23,6 +23,11 @@ def run(server: str, rnd: int, ops: float, workload: str = "write") -> dict:
     }
 
 
+def alternating(a_side: str, rounds: list[tuple[float, float]]) -> list[dict]:
+    """Write runs as the bench records them: per round the A side's ops/s, then ringdb's."""
+    return [r for i, (a, b) in enumerate(rounds, 1) for r in (run(a_side, i, a), run("ringdb", i, b))]
+
+
 def summarize(tmp_path: Path, runs: list[dict], settings: dict) -> str:
     runs_file = tmp_path / "runs.jsonl"
     runs_file.write_text("".join(json.dumps(r) + "\n" for r in runs))
@@ -41,39 +46,37 @@ def line_with(out: str, prefix: str) -> str:
     return lines[0]
 
 
+def bench_ratio(out: str, server: str) -> str:
+    """The ratio field of a machine-readable BENCH line."""
+    return line_with(out, f"BENCH workload=write server={server} ").split(" ratio=")[1].split()[0]
+
+
 def test_ratios_against_the_ceiling_with_the_issue_targets(tmp_path):
-    out = summarize(tmp_path, [
-        run("nullserver", 1, 100_000), run("ringdb", 1, 50_000),
-        run("nullserver", 2, 200_000), run("ringdb", 2, 60_000),
-    ], {})
+    out = summarize(tmp_path, alternating("nullserver", [(100_000, 50_000), (200_000, 60_000)]), {})
     assert "ringdb vs the protocol ceiling (nullserver)" in out
     # averages 150 k and 55 k: 0.367, below the 0.6 target
-    summary = line_with(out, "write ")
-    assert "150,000" in summary and "55,000" in summary and "0.367" in summary
-    assert summary.endswith(">= 0.6x: not met")
-    per_round = line_with(out, "per round (ceiling vs ringdb ops/s)")
-    assert "round 1: 100,000 vs 50,000 (0.500)" in per_round
-    assert "round 2: 200,000 vs 60,000 (0.300)" in per_round
-    assert "median" not in per_round  # only from three rounds on
-    assert "BENCH workload=write server=nullserver " in out
-    assert line_with(out, "BENCH workload=write server=ringdb").split(" ratio=")[1].startswith("0.367")
+    assert line_with(out, "write ").split() == [
+        "write", "150,000", "55,000", "0.367", "1.000", "1.000", "1.000", "100.0", "-",
+        ">=", "0.6x:", "not", "met",
+    ]
+    assert line_with(out, "per round (ceiling vs ringdb ops/s)").endswith(
+        "round 1: 100,000 vs 50,000 (0.500); round 2: 200,000 vs 60,000 (0.300)"
+    )  # no median below three rounds
+    assert (bench_ratio(out, "nullserver"), bench_ratio(out, "ringdb")) == ("1", "0.367")
 
 
 def test_ab_of_two_builds_reports_ratios_to_the_baseline_and_their_median(tmp_path):
-    out = summarize(tmp_path, [
-        run("baseline", 1, 100_000), run("ringdb", 1, 110_000),
-        run("baseline", 2, 100_000), run("ringdb", 2, 90_000),
-        run("baseline", 3, 200_000), run("ringdb", 3, 320_000),
-    ], {"a_side": "baseline", "baseline_bin": "/tmp/ringdb-old"})
+    rounds = [(100_000, 110_000), (100_000, 90_000), (200_000, 320_000)]
+    settings = {"a_side": "baseline", "baseline_bin": "/tmp/ringdb-old"}
+    out = summarize(tmp_path, alternating("baseline", rounds), settings)
     assert "ringdb vs the baseline build /tmp/ringdb-old" in out
     assert "nullserver" not in out and "ceiling/s" not in out and "ceiling vs" not in out
     assert "3 baseline + 3 ringdb runs, alternating" in out
+    # round ratios 1.1, 0.9 and 1.6: their median 1.1; the averages' ratio 173.3 k / 133.3 k
+    # = 1.3, with no target verdict (the targets are ratios to the ceiling)
     per_round = line_with(out, "per round (baseline vs ringdb ops/s)")
-    assert "(1.100)" in per_round and "(0.900)" in per_round and "(1.600)" in per_round
+    assert [p.split("(")[-1].rstrip(")") for p in per_round.split("; ")[:3]] == ["1.100", "0.900", "1.600"]
     assert per_round.endswith("median of the round ratios 1.100")
-    # the ratio of the averages (173.3 k / 133.3 k), with no target verdict
-    summary = line_with(out, "write ")
-    assert "1.300" in summary
-    assert "met" not in summary
-    assert line_with(out, "BENCH workload=write server=baseline").split(" ratio=")[1].startswith("1 ")
-    assert line_with(out, "BENCH workload=write server=ringdb").split(" ratio=")[1].startswith("1.3 ")
+    assert line_with(out, "write ").split()[:4] == ["write", "133,333", "173,333", "1.300"]
+    assert "met" not in line_with(out, "write ")
+    assert (bench_ratio(out, "baseline"), bench_ratio(out, "ringdb")) == ("1", "1.3")
