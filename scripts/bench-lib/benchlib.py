@@ -263,20 +263,20 @@ def summarize(a):
         f"runs of {settings.get('duration')}, {settings.get('nproc')} CPUs, git {settings.get('git')}"
     )
     for w in order:
-        ceil_runs = [r for r in runs if r["workload"] == w and r["server"] == a_name]
+        a_runs = [r for r in runs if r["workload"] == w and r["server"] == a_name]
         ring_runs = [r for r in runs if r["workload"] == w and r["server"] == "ringdb"]
-        c, g = aggregate(ceil_runs), aggregate(ring_runs)
+        c, g = aggregate(a_runs), aggregate(ring_runs)
         unit = (c or g or {"unit": "ops"})["unit"]
         out.append("")
-        if ceil_runs and w.endswith("-half-rate"):
+        if a_runs and w.endswith("-half-rate"):
             out.append(f"== {w}  (ringdb after its `{w.split('-')[0]}` run on the same server; then the {a_label}, "
                        f"loaded the same way, at the same rate)")
-        elif ceil_runs:
-            out.append(f"== {w}  ({len(ceil_runs)} {a_label} + {len(ring_runs)} ringdb runs, alternating)")
+        elif a_runs:
+            out.append(f"== {w}  ({len(a_runs)} {a_label} + {len(ring_runs)} ringdb runs, alternating)")
         else:
             out.append(f"== {w}  ({len(ring_runs)} ringdb run{'s' if len(ring_runs) > 1 else ''}, after ringdb's `{w.split('-')[0]}` run "
                        f"on the same server)")
-        for r in ceil_runs + ring_runs:
+        for r in a_runs + ring_runs:
             if r["status"] != "ok":
                 out.append(f"   FAILED {r['server']} round {r['round']}: {r['error']}")
         rows = [
@@ -318,16 +318,17 @@ def summarize(a):
             pr, ratios = [], []
             for (rnd, gv) in g["per_round"]:
                 cv = next((v for (rr, v) in c["per_round"] if rr == rnd), None)
-                pr.append(f"round {rnd}: {fmt(cv)} vs {fmt(gv)} ({fmt(ratio(gv, cv))})")
-                if ratio(gv, cv) is not None:
-                    ratios.append(ratio(gv, cv))
+                x = ratio(gv, cv)
+                pr.append(f"round {rnd}: {fmt(cv)} vs {fmt(gv)} ({fmt(x)})")
+                if x is not None:
+                    ratios.append(x)
             line = f"   per round ({a_label} vs ringdb {unit}/s): " + "; ".join(pr)
             if len(ratios) >= 3:
                 # the median of the rounds' own ratios: one slow stretch of the machine moves
                 # it less than the ratio of the averages
                 line += f"; median of the round ratios {fmt(median(ratios))}"
             out.append(line)
-        for name, agg, rs in ((a_name, c, ceil_runs), ("ringdb", g, ring_runs)):
+        for name, agg, rs in ((a_name, c, a_runs), ("ringdb", g, ring_runs)):
             if not rs:
                 continue
             if agg is None:
