@@ -225,6 +225,8 @@ pub(crate) struct Inner {
     stop_background: Mutex<Vec<mpsc::Sender<()>>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) disk: DiskGuard,
+    /// Nice value of background threads started after open (partition filter builds).
+    background_nice: i32,
 }
 
 impl Drop for Inner {
@@ -320,6 +322,7 @@ impl Storage {
                 stop_background: Mutex::new(stops),
                 background: Mutex::new(background),
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
+                background_nice: options.background_nice,
             }),
         };
         storage.start_split_workers(options.max_concurrent_splits, options.background_nice)?;
@@ -348,7 +351,22 @@ impl Storage {
         let existing = self.table(id).ok();
         let ring = match existing {
             Some(t) => t.ring.clone(),
-            None => Arc::new(self.load_ring(id)?),
+            None => {
+                let ring = Arc::new(self.load_ring(id)?);
+                if !ring.filter.is_complete() {
+                    let (tx, rx) = mpsc::channel::<()>();
+                    let handle = crate::partition_filter::spawn(
+                        self.inner.db.clone(),
+                        id,
+                        ring.clone(),
+                        self.inner.background_nice,
+                        rx,
+                    )?;
+                    lock(&self.inner.stop_background).push(tx);
+                    lock(&self.inner.background).push(handle);
+                }
+                ring
+            }
         };
         self.inner.gc.register(id, &layout);
         let table = Arc::new(Table {
@@ -412,6 +430,8 @@ impl Storage {
             p.partitions.store(0, Ordering::Relaxed);
             p.set_oversized(false);
         }
+        // Every stripe is held over an empty table: an interrupted filter build is moot.
+        table.ring.filter.mark_complete();
         self.after_write()
     }
 

@@ -18,6 +18,8 @@
 //!   [`Storage::physical_partitions`] / [`Storage::size_estimates`].
 //! - `split`: the online split (choose, prepare, copy with dual writes, switch, drop),
 //!   its worker threads, [`Storage::split_now`] and [`Storage::wait_for_splits`].
+//! - `partition_filter`: the in-memory bloom filter of a table's stored partitions that lets
+//!   writes to new partitions skip the size-cell lookup.
 //! - `disk`: the free-space guard refusing writes before the disk fills.
 //! - `priority`: background threads (flushes, compactions, splits) at a lower CPU priority.
 //! - `compaction`: the fjall compaction filter purging expired cells and tombstones past
@@ -63,6 +65,7 @@ mod file_reaper;
 mod idle_compaction;
 mod journal_sync;
 pub mod key;
+mod partition_filter;
 mod priority;
 mod read;
 mod ring;
@@ -77,6 +80,8 @@ mod bundle_tests;
 mod content_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod partition_filter_tests;
 #[cfg(test)]
 mod point_read_tests;
 #[cfg(test)]

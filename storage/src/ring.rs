@@ -421,6 +421,8 @@ pub(crate) struct TableRing {
     pub(crate) content: ContentFlags,
     /// Whether recent writes found their partition stored (see `crate::write::WriteMix`).
     pub(crate) write_mix: crate::write::WriteMix,
+    /// The size-cell keys of the stored partitions (see `crate::partition_filter`).
+    pub(crate) filter: crate::partition_filter::PartitionFilter,
 }
 
 impl TableRing {
@@ -577,6 +579,7 @@ impl Storage {
             let stats: Vec<&Physical> = parts.iter().map(|p| &**p).collect();
             self.save_map(table, &map, &stats, &[], true)?;
         }
+        let stored: u64 = parts.iter().map(|p| p.partitions()).sum();
         let view = RingView {
             map,
             parts,
@@ -588,6 +591,9 @@ impl Storage {
             cancel: AtomicBool::new(false),
             content,
             write_mix: Default::default(),
+            // A new table stores nothing, so its empty filter is complete; an existing one's
+            // is filled by `partition_filter::spawn` (see `Storage::create_table`).
+            filter: crate::partition_filter::PartitionFilter::new(stored, new_table),
         })
     }
 

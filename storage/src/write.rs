@@ -455,14 +455,21 @@ impl Storage {
         // overwrite needs no size cell; elsewhere the size cell comes first, and a new
         // partition (no size cell) needs no other lookup.
         let items_first = table.ring.write_mix.mostly_overwrites();
-        let mut old_cell = if items_first { None } else { size_cell()? };
+        // A partition the table's filter surely lacks is new: no lookup at all.
+        let filter_hash = table.ring.filter.hash(&size_key);
+        let new_for_sure = table.ring.filter.surely_absent(filter_hash);
+        let mut old_cell = if items_first || new_for_sure {
+            None
+        } else {
+            size_cell()?
+        };
         // Read under the stripe lock: a concurrent writer of this partition that stored a
         // separate cell or a bundle set its flag before committing.
         let content = &table.ring.content;
         let mut state = State {
             ks,
             // A partition without a size cell holds nothing yet: no item to look up.
-            exists: items_first || old_cell.is_some(),
+            exists: !new_for_sure && (items_first || old_cell.is_some()),
             may_bundle: content.may_have(content::BUNDLES),
             slots: HashMap::new(),
             flags: 0,
@@ -538,7 +545,7 @@ impl Storage {
             table.ring.write_mix.record(true);
             return Ok(Some((0, 0, state.flags)));
         }
-        if items_first {
+        if items_first && !new_for_sure {
             old_cell = size_cell()?;
         }
         table.ring.write_mix.record(old_cell.is_some());
@@ -564,6 +571,8 @@ impl Storage {
         batch.insert(ks, size_key.as_slice(), size_value);
         let new_partition = i64::from(old_size.is_none());
         if new_partition > 0 {
+            // Before the commit, under the stripe lock (see `crate::partition_filter`).
+            table.ring.filter.add(filter_hash);
             delta += (size_key.len() + size_value.len()) as i64;
         }
         Ok(Some((delta, new_partition, state.flags)))

@@ -1,0 +1,243 @@
+//! An in-memory filter of a table's stored partitions: a write to a partition it surely lacks
+//! skips the size-cell lookup (a cold memtable search and a bloom probe per table).
+//!
+//! Every write stores its partition's size cell and only truncate and drop remove them, so
+//! the filter holds the size-cell key of every partition the table stores once it is
+//! *complete*:
+//! - a new table's filter is complete from the start (it holds nothing, nor does the table);
+//! - a table opened from disk starts incomplete and a builder thread adds every stored size
+//!   cell from one snapshot ([`build`]) while holding the table's
+//!   `split_lock` (no split moves keys between keyspaces meanwhile);
+//! - every write adds the key of a partition it creates, under the partition's stripe lock and
+//!   before its batch commits (a failed commit leaves a harmless extra key). Filters exist
+//!   before the table takes writes, so a cell committed after the builder's snapshot was added
+//!   by its writer and one committed before it is in the snapshot;
+//! - truncate, holding every stripe lock over an empty table, marks the filter complete (an
+//!   interrupted build leaves it incomplete until then).
+//!
+//! A bloom filter only errs towards "may be stored", which costs the lookup it would have
+//! saved. Capacity grows in stages of four times the previous one; a lookup probes one cache
+//! line per stage.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use fastbloom::AtomicBloomFilter;
+use fjall::{Database, Readable};
+
+use crate::error::StorageError;
+use crate::ring::TableRing;
+use crate::table::TableId;
+
+/// False-positive rate of each stage.
+const FALSE_POSITIVES: f64 = 0.01;
+/// Keys the first stage of a table holds (about 20 KiB).
+const MIN_CAPACITY: usize = 16 * 1024;
+/// The hash seed of every stage: one hash of a key serves all of them.
+const SEED: u128 = 0x7269_6e67_6462_5f70_6172_7469_7469_6f6e;
+/// Keys scanned between checks for a cancelled build or a stopping storage.
+const CHECK_EVERY: usize = 4096;
+
+/// One fixed-size bloom filter and how many keys were added to it.
+struct Stage {
+    bloom: AtomicBloomFilter,
+    capacity: usize,
+    added: AtomicUsize,
+}
+
+impl Stage {
+    fn new(capacity: usize) -> Stage {
+        Stage {
+            bloom: AtomicBloomFilter::with_false_pos(FALSE_POSITIVES)
+                .seed(&SEED)
+                .expected_items(capacity),
+            capacity,
+            added: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// The size-cell keys of a table's stored partitions (see the module docs).
+pub(crate) struct PartitionFilter {
+    stages: RwLock<Vec<Stage>>,
+    complete: AtomicBool,
+}
+
+impl PartitionFilter {
+    /// A filter sized for `expected` partitions; `complete` for a table known to be empty.
+    pub(crate) fn new(expected: u64, complete: bool) -> PartitionFilter {
+        let capacity = usize::try_from(expected.saturating_add(expected / 4))
+            .unwrap_or(usize::MAX)
+            .max(MIN_CAPACITY);
+        PartitionFilter {
+            stages: RwLock::new(vec![Stage::new(capacity)]),
+            complete: AtomicBool::new(complete),
+        }
+    }
+
+    /// The key's hash, for [`PartitionFilter::surely_absent`] and [`PartitionFilter::add`].
+    pub(crate) fn hash(&self, size_key: &[u8]) -> u64 {
+        let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
+        stages
+            .first()
+            .map_or(0, |first| first.bloom.source_hash(size_key))
+    }
+
+    /// True only when no stored partition has the size cell of `hash`: the filter is
+    /// complete and the key was never added.
+    pub(crate) fn surely_absent(&self, hash: u64) -> bool {
+        self.complete.load(Ordering::Acquire)
+            && !self
+                .stages
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|s| s.bloom.contains_hash(hash))
+    }
+
+    /// Adds the size-cell key (by its [`PartitionFilter::hash`]) of a partition being created.
+    pub(crate) fn add(&self, hash: u64) {
+        let full = {
+            let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
+            let Some(last) = stages.last() else { return };
+            last.bloom.insert_hash(hash);
+            let added = last.added.fetch_add(1, Ordering::Relaxed) + 1;
+            (added == last.capacity).then_some(stages.len())
+        };
+        if let Some(len) = full {
+            let mut stages = self.stages.write().unwrap_or_else(|p| p.into_inner());
+            if stages.len() == len {
+                let capacity = stages.last().map_or(MIN_CAPACITY, |s| s.capacity);
+                stages.push(Stage::new(capacity.saturating_mul(4)));
+            }
+        }
+    }
+
+    /// Marks the filter as holding every stored partition.
+    pub(crate) fn mark_complete(&self) {
+        self.complete.store(true, Ordering::Release);
+    }
+
+    /// Whether the filter holds every stored partition.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.complete.load(Ordering::Acquire)
+    }
+
+    /// Bytes of bloom bits held.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.stages
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|s| s.bloom.num_bits() / 8)
+            .sum()
+    }
+}
+
+/// How a build ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Build {
+    /// Every stored size cell was added and the filter marked complete.
+    Complete,
+    /// Drop or truncate asked the table's background work to stop, or the storage stopped.
+    Stopped,
+}
+
+/// Adds every size cell `ring` stores to its partition filter, from one snapshot, holding the
+/// table's `split_lock`; marks the filter complete unless `stop` says to give up (checked
+/// every few thousand keys, and the table's cancel flag with it: drop and truncate).
+pub(crate) fn build(
+    db: &Database,
+    ring: &TableRing,
+    stop: &dyn Fn() -> bool,
+) -> Result<Build, StorageError> {
+    let _split = ring.split_lock.lock().unwrap_or_else(|p| p.into_inner());
+    if ring.filter.is_complete() {
+        return Ok(Build::Complete);
+    }
+    let snapshot = db.snapshot();
+    let mut scanned = 0usize;
+    for part in &ring.current().parts {
+        for guard in snapshot.iter(&part.keyspace) {
+            let key = guard.key()?;
+            if crate::key::is_size_cell(&key) {
+                ring.filter.add(ring.filter.hash(&key));
+            }
+            scanned += 1;
+            if scanned % CHECK_EVERY == 0 && (stop() || ring.cancel.load(Ordering::SeqCst)) {
+                return Ok(Build::Stopped);
+            }
+        }
+    }
+    ring.filter.mark_complete();
+    Ok(Build::Complete)
+}
+
+/// Starts the thread that builds `ring`'s filter (at the background priority `nice`); it
+/// gives up when `stop`'s sender is dropped.
+pub(crate) fn spawn(
+    db: Database,
+    table: TableId,
+    ring: Arc<TableRing>,
+    nice: i32,
+    stop: mpsc::Receiver<()>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("storage-filter".into())
+        .spawn(move || {
+            crate::priority::lower_current_thread(nice);
+            let started = Instant::now();
+            let stopped = || matches!(stop.try_recv(), Err(mpsc::TryRecvError::Disconnected));
+            match build(&db, &ring, &stopped) {
+                Ok(Build::Complete) => tracing::info!(
+                    %table,
+                    seconds = started.elapsed().as_secs_f64(),
+                    filter_bytes = ring.filter.memory_bytes(),
+                    "partition filter built"
+                ),
+                Ok(Build::Stopped) => tracing::debug!(%table, "partition filter build stopped"),
+                Err(e) => tracing::warn!(
+                    %table,
+                    error = %e,
+                    "partition filter build failed; writes keep looking partitions up"
+                ),
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_incomplete_filter_is_never_sure() {
+        let f = PartitionFilter::new(0, false);
+        let k = f.hash(b"k");
+        assert!(!f.surely_absent(k));
+        f.mark_complete();
+        assert!(f.surely_absent(k));
+        f.add(k);
+        assert!(!f.surely_absent(k));
+    }
+
+    #[test]
+    fn grows_past_its_capacity_without_forgetting() {
+        let f = PartitionFilter::new(0, true);
+        let before = f.memory_bytes();
+        let n = MIN_CAPACITY * 6;
+        let hash = |i: usize| f.hash(&(i as u64).to_be_bytes());
+        for i in 0..n {
+            f.add(hash(i));
+        }
+        assert_eq!(f.stages.read().unwrap().len(), 3);
+        assert!(f.memory_bytes() > before * 15);
+        assert!((0..n).all(|i| !f.surely_absent(hash(i))));
+        // Keys never added are mostly reported absent (each stage errs ~1% of the time).
+        let absent = (n..n + 10_000)
+            .filter(|i| f.surely_absent(hash(*i)))
+            .count();
+        assert!(absent > 9_000, "{absent}");
+    }
+}
