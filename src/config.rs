@@ -136,13 +136,20 @@ pub struct Config {
     pub read_threads: Option<usize>,
     /// A connection thread hands a read to a read thread only when the requests already
     /// buffered on that connection would take it at least this many microseconds to answer
-    /// (their count times its moving average per request), 300 by default. Below that the
+    /// (their count times its moving average per request), 100 by default, and only when
+    /// that average is `read_offload_min_request_us` or more. Below that the
     /// thread hop and the CPU taken from the clients cost more than they save: on two cores
-    /// shared with the load generator, 10-row slices ran 1.3x faster and the 50/50 mix 1.15x
-    /// at 300; at 200 the bursts of point reads at half their peak rate were handed over too
-    /// (waking the read thread: p99 1.08 -> 1.43 ms), and at 50 point reads (bound by the
-    /// client) lost 25% of their throughput.
+    /// shared with the load generator, 10-row slices ran 1.1x faster at 100 than at 300 and
+    /// 0.9x at 30, the 50/50 mix 1.05-1.17x at 100; point reads handed over at 100 lost 7%
+    /// (at 50, on an earlier machine, 25%), and at 200 their bursts at half the peak rate
+    /// woke the read thread (p99 1.08 -> 1.43 ms).
     pub read_offload_after_us: u64,
+    /// Least time a connection's requests take each (its moving average, in microseconds),
+    /// 4 by default, for its reads to be handed to a read thread: the hop costs both threads
+    /// a wakeup and a queue, which a point read of ~3 us does not repay (handed over at
+    /// `read_offload_after_us` = 100, point reads lost 7% where 10-row slices of ~9 us gained
+    /// 10%).
+    pub read_offload_min_request_us: u64,
     /// A physical partition that has taken no write for this many milliseconds is flushed and
     /// compacted into one sorted run, once, when it has tables and is at most
     /// `idle_compaction_max_mb` on disk (0 turns this off; 1000 by default; larger trees only have
@@ -247,7 +254,8 @@ impl Default for Config {
             compaction_threads: 0,
             background_nice: 19,
             read_threads: None,
-            read_offload_after_us: 300,
+            read_offload_after_us: 100,
+            read_offload_min_request_us: 4,
             idle_compaction_after_ms: 1000,
             idle_compaction_max_mb: 2048,
             connection_threads: 0,

@@ -323,7 +323,8 @@ fn dispatch(
     let inline = node.runs_inline(&ctx, &request);
     // A read may go to a read thread when this connection has enough work buffered.
     let buffered_ns = (backlog as u64).saturating_mul(answered.inline_ns);
-    let offload = inline == Some(Inline::Read) && node.read_offload().wants(buffered_ns);
+    let offload =
+        inline == Some(Inline::Read) && node.read_offload().wants(answered.inline_ns, buffered_ns);
     let (ctx, request, permit, slot) = if offload {
         let job = Box::new(ReadJob {
             node: node.clone(),

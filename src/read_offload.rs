@@ -58,15 +58,23 @@ pub(crate) struct ReadOffload {
     limit: usize,
     /// Work a connection must have buffered before it hands a read over, in nanoseconds.
     after_ns: u64,
+    /// Least moving average per request of a connection that hands reads over, in
+    /// nanoseconds.
+    min_request_ns: u64,
 }
 
 impl ReadOffload {
     /// Starts `threads` read threads (none: every read runs inline), taking reads while
     /// fewer than `DEPTH` per thread wait, from connections with at least `after` of work
-    /// buffered.
-    pub(crate) fn start(threads: usize, after: Duration) -> std::io::Result<ReadOffload> {
+    /// buffered whose requests take `min_request` or more each.
+    pub(crate) fn start(
+        threads: usize,
+        after: Duration,
+        min_request: Duration,
+    ) -> std::io::Result<ReadOffload> {
         let queued = Arc::new(AtomicUsize::new(0));
         let after_ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        let min_request_ns = u64::try_from(min_request.as_nanos()).unwrap_or(u64::MAX);
         if threads == 0 {
             return Ok(ReadOffload {
                 tx: None,
@@ -74,6 +82,7 @@ impl ReadOffload {
                 handed: AtomicU64::new(0),
                 limit: 0,
                 after_ns,
+                min_request_ns,
             });
         }
         let (tx, rx) = flume::unbounded();
@@ -90,13 +99,17 @@ impl ReadOffload {
             handed: AtomicU64::new(0),
             limit: threads.saturating_mul(DEPTH),
             after_ns,
+            min_request_ns,
         })
     }
 
-    /// True when a connection with `buffered_ns` of work waiting should hand its next read
-    /// over: the read threads have room and the connection enough work to keep it busy.
-    pub(crate) fn wants(&self, buffered_ns: u64) -> bool {
+    /// True when a connection whose requests take `request_ns` each (a moving average) and
+    /// have `buffered_ns` of work waiting should hand its next read over: the read threads
+    /// have room, the connection enough work to keep it busy, and its requests cost enough to
+    /// repay the hop.
+    pub(crate) fn wants(&self, request_ns: u64, buffered_ns: u64) -> bool {
         self.tx.is_some()
+            && request_ns >= self.min_request_ns
             && buffered_ns >= self.after_ns
             && self.queued.load(Ordering::Relaxed) < self.limit
     }

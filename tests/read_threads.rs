@@ -93,6 +93,7 @@ async fn start(
     let server = TestServer::start_with(|c| {
         c.read_threads = Some(read_threads);
         c.read_offload_after_us = 0;
+        c.read_offload_min_request_us = 0;
     })
     .await;
     let session = server.session().await;
