@@ -210,3 +210,26 @@ fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hands_over_only_enough_work_of_costly_requests() {
+        let us = Duration::from_micros;
+        let offload = ReadOffload::start(1, us(100), us(4)).expect("read thread");
+        // A backlog of 100 us or more of requests costing 4 us or more each.
+        assert!(offload.wants(5_000, 100_000));
+        assert!(!offload.wants(5_000, 99_000), "too little buffered");
+        assert!(
+            !offload.wants(3_000, 1_000_000),
+            "requests too cheap to repay the hop"
+        );
+        let none = ReadOffload::start(0, us(0), us(0)).expect("no read thread");
+        assert!(
+            !none.wants(u64::MAX, u64::MAX),
+            "no read thread to hand over to"
+        );
+    }
+}
