@@ -26,6 +26,20 @@ fn write(db: &Storage, pk: i32, ck: i32, value: &[u8], ts: i64) -> Result<(), St
     db.apply(T, &insert_row(int(pk), int(ck), 1, value, ts))
 }
 
+/// A store holding partitions `0..n` (one row each), closed and opened again: its filter
+/// is being built.
+fn reopened_with(n: i32) -> (tempfile::TempDir, Storage) {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path());
+        for pk in 0..n {
+            write(&db, pk, 0, &[b'v'; 100], 1).unwrap();
+        }
+    }
+    let db = open(dir.path());
+    (dir, db)
+}
+
 fn wait_complete(db: &Storage) {
     let started = Instant::now();
     while !db.table(T).unwrap().ring.filter.is_complete() {
@@ -81,15 +95,8 @@ fn a_reopened_table_still_knows_its_partitions() {
 
 #[test]
 fn writes_before_the_build_completes_are_kept() {
-    let dir = tempfile::tempdir().unwrap();
+    let (_dir, db) = reopened_with(20_000);
     let value = [b'v'; 100];
-    {
-        let db = open(dir.path());
-        for pk in 0..20_000 {
-            write(&db, pk, 0, &value, 1).unwrap();
-        }
-    }
-    let db = open(dir.path());
     // Racing the builder: new partitions and overwrites of stored ones.
     for pk in 19_000..21_000 {
         write(&db, pk, 0, &value, 2).unwrap();
@@ -103,15 +110,8 @@ fn writes_before_the_build_completes_are_kept() {
 
 #[test]
 fn truncate_leaves_a_complete_filter() {
-    let dir = tempfile::tempdir().unwrap();
+    let (_dir, db) = reopened_with(20_000);
     let value = [b'v'; 100];
-    {
-        let db = open(dir.path());
-        for pk in 0..20_000 {
-            write(&db, pk, 0, &value, 1).unwrap();
-        }
-    }
-    let db = open(dir.path());
     db.truncate(T).unwrap();
     assert!(db.table(T).unwrap().ring.filter.is_complete());
     write(&db, 5, 0, &value, 2).unwrap();
