@@ -77,7 +77,7 @@ impl PartitionFilter {
         }
     }
 
-    /// The key's hash, for [`PartitionFilter::surely_absent`] and [`PartitionFilter::add`].
+    /// The key's hash, for [`PartitionFilter::add`].
     pub(crate) fn hash(&self, size_key: &[u8]) -> u64 {
         let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
         stages
@@ -85,16 +85,16 @@ impl PartitionFilter {
             .map_or(0, |first| first.bloom.source_hash(size_key))
     }
 
-    /// True only when no stored partition has the size cell of `hash`: the filter is
-    /// complete and the key was never added.
-    pub(crate) fn surely_absent(&self, hash: u64) -> bool {
-        self.complete.load(Ordering::Acquire)
-            && !self
-                .stages
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .any(|s| s.bloom.contains_hash(hash))
+    /// The hash of `size_key` (for [`PartitionFilter::add`]) and whether no stored partition
+    /// has that size cell for sure: the filter is complete and the key was never added.
+    pub(crate) fn probe(&self, size_key: &[u8]) -> (u64, bool) {
+        let complete = self.complete.load(Ordering::Acquire);
+        let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
+        let hash = stages
+            .first()
+            .map_or(0, |first| first.bloom.source_hash(size_key));
+        let absent = complete && !stages.iter().any(|s| s.bloom.contains_hash(hash));
+        (hash, absent)
     }
 
     /// Adds the size-cell key (by its [`PartitionFilter::hash`]) of a partition being created.
@@ -215,11 +215,11 @@ mod tests {
     fn an_incomplete_filter_is_never_sure() {
         let f = PartitionFilter::new(0, false);
         let k = f.hash(b"k");
-        assert!(!f.surely_absent(k));
+        assert_eq!(f.probe(b"k"), (k, false));
         f.mark_complete();
-        assert!(f.surely_absent(k));
+        assert_eq!(f.probe(b"k"), (k, true));
         f.add(k);
-        assert!(!f.surely_absent(k));
+        assert_eq!(f.probe(b"k"), (k, false));
     }
 
     #[test]
@@ -227,17 +227,15 @@ mod tests {
         let f = PartitionFilter::new(0, true);
         let before = f.memory_bytes();
         let n = MIN_CAPACITY * 6;
-        let hash = |i: usize| f.hash(&(i as u64).to_be_bytes());
+        let key = |i: usize| (i as u64).to_be_bytes();
         for i in 0..n {
-            f.add(hash(i));
+            f.add(f.hash(&key(i)));
         }
         assert_eq!(f.stages.read().unwrap().len(), 3);
         assert!(f.memory_bytes() > before * 15);
-        assert!((0..n).all(|i| !f.surely_absent(hash(i))));
+        assert!((0..n).all(|i| !f.probe(&key(i)).1));
         // Keys never added are mostly reported absent (each stage errs ~1% of the time).
-        let absent = (n..n + 10_000)
-            .filter(|i| f.surely_absent(hash(*i)))
-            .count();
+        let absent = (n..n + 10_000).filter(|i| f.probe(&key(*i)).1).count();
         assert!(absent > 9_000, "{absent}");
     }
 }

@@ -456,8 +456,7 @@ impl Storage {
         // partition (no size cell) needs no other lookup.
         let items_first = table.ring.write_mix.mostly_overwrites();
         // A partition the table's filter surely lacks is new: no lookup at all.
-        let filter_hash = table.ring.filter.hash(&size_key);
-        let new_for_sure = table.ring.filter.surely_absent(filter_hash);
+        let (filter_hash, new_for_sure) = table.ring.filter.probe(&size_key);
         let mut old_cell = if items_first || new_for_sure {
             None
         } else {
