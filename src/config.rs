@@ -150,6 +150,11 @@ pub struct Config {
     /// `read_offload_after_us` = 100, point reads lost 7% where 10-row slices of ~9 us gained
     /// 10%).
     pub read_offload_min_request_us: u64,
+    /// Work a connection must have buffered (microseconds, as `read_offload_after_us`) to hand
+    /// a read over while no read is queued, 300 by default (never below
+    /// `read_offload_after_us`): a read thread that ran dry sleeps, and waking it costs both
+    /// threads a futex round trip, which the tail of a small burst does not repay.
+    pub read_offload_wake_us: u64,
     /// A physical partition that has taken no write for this many milliseconds is flushed and
     /// compacted into one sorted run, once, when it has tables and is at most
     /// `idle_compaction_max_mb` on disk (0 turns this off; 1000 by default; larger trees only have
@@ -256,6 +261,7 @@ impl Default for Config {
             read_threads: None,
             read_offload_after_us: 100,
             read_offload_min_request_us: 4,
+            read_offload_wake_us: 300,
             idle_compaction_after_ms: 1000,
             idle_compaction_max_mb: 2048,
             connection_threads: 0,

@@ -207,8 +207,11 @@ impl Node {
         ));
         let reads = crate::read_offload::ReadOffload::start(
             config.read_threads(),
-            Duration::from_micros(config.read_offload_after_us),
-            Duration::from_micros(config.read_offload_min_request_us),
+            crate::read_offload::OffloadRule {
+                after: Duration::from_micros(config.read_offload_after_us),
+                min_request: Duration::from_micros(config.read_offload_min_request_us),
+                wake: Duration::from_micros(config.read_offload_wake_us),
+            },
         )
         .map_err(|e| NodeError::Startup(format!("cannot start the read threads: {e}")))?;
         Ok(Node {

@@ -27,6 +27,17 @@ const BATCH: usize = 16;
 /// were no faster than 8 for slices or the 50/50 mix).
 const DEPTH: usize = 8;
 
+/// When a connection hands its reads over (see [`ReadOffload::wants`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OffloadRule {
+    /// Work buffered on the connection while reads are queued.
+    pub after: Duration,
+    /// Least cost per request (the connection's moving average).
+    pub min_request: Duration,
+    /// Work buffered on the connection while no read is queued (a read thread must be woken).
+    pub wake: Duration,
+}
+
 /// One read handed to a read thread.
 pub(crate) struct ReadJob {
     /// The node that runs it.
@@ -61,20 +72,22 @@ pub(crate) struct ReadOffload {
     /// Least moving average per request of a connection that hands reads over, in
     /// nanoseconds.
     min_request_ns: u64,
+    /// Work a connection must have buffered to hand a read to idle read threads (none
+    /// queued), which must then be woken, in nanoseconds.
+    wake_ns: u64,
 }
 
 impl ReadOffload {
     /// Starts `threads` read threads (none: every read runs inline), taking reads while
-    /// fewer than `DEPTH` per thread wait, from connections with at least `after` of work
-    /// buffered whose requests take `min_request` or more each.
-    pub(crate) fn start(
-        threads: usize,
-        after: Duration,
-        min_request: Duration,
-    ) -> std::io::Result<ReadOffload> {
+    /// fewer than `DEPTH` per thread wait, from connections whose requests take
+    /// `rule.min_request` or more each and with at least `rule.after` of work buffered
+    /// (`rule.wake` while no read is queued).
+    pub(crate) fn start(threads: usize, rule: OffloadRule) -> std::io::Result<ReadOffload> {
         let queued = Arc::new(AtomicUsize::new(0));
-        let after_ns = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
-        let min_request_ns = u64::try_from(min_request.as_nanos()).unwrap_or(u64::MAX);
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let after_ns = ns(rule.after);
+        let min_request_ns = ns(rule.min_request);
+        let wake_ns = ns(rule.wake).max(after_ns);
         if threads == 0 {
             return Ok(ReadOffload {
                 tx: None,
@@ -83,6 +96,7 @@ impl ReadOffload {
                 limit: 0,
                 after_ns,
                 min_request_ns,
+                wake_ns,
             });
         }
         let (tx, rx) = flume::unbounded();
@@ -100,18 +114,20 @@ impl ReadOffload {
             limit: threads.saturating_mul(DEPTH),
             after_ns,
             min_request_ns,
+            wake_ns,
         })
     }
 
     /// True when a connection whose requests take `request_ns` each (a moving average) and
     /// have `buffered_ns` of work waiting should hand its next read over: the read threads
-    /// have room, the connection enough work to keep it busy, and its requests cost enough to
-    /// repay the hop.
+    /// have room, the connection enough work to keep it busy (more when the read threads have
+    /// run dry and a hand-over must wake one), and its requests cost enough to repay the hop.
     pub(crate) fn wants(&self, request_ns: u64, buffered_ns: u64) -> bool {
-        self.tx.is_some()
-            && request_ns >= self.min_request_ns
-            && buffered_ns >= self.after_ns
-            && self.queued.load(Ordering::Relaxed) < self.limit
+        if self.tx.is_none() || request_ns < self.min_request_ns || buffered_ns < self.after_ns {
+            return false;
+        }
+        let queued = self.queued.load(Ordering::Relaxed);
+        queued < self.limit && (queued > 0 || buffered_ns >= self.wake_ns)
     }
 
     /// Hands `job` to a read thread; gives it back when there is none (the caller then runs
@@ -218,15 +234,33 @@ mod tests {
     #[test]
     fn hands_over_only_enough_work_of_costly_requests() {
         let us = Duration::from_micros;
-        let offload = ReadOffload::start(1, us(100), us(4)).expect("read thread");
-        // A backlog of 100 us or more of requests costing 4 us or more each.
+        let rule = |after, min_request, wake| OffloadRule {
+            after: us(after),
+            min_request: us(min_request),
+            wake: us(wake),
+        };
+        let offload = ReadOffload::start(1, rule(100, 4, 300)).expect("read thread");
+        // With no read queued, a backlog of 300 us or more of requests costing 4 us or more
+        // each (the read thread must be woken).
+        assert!(offload.wants(5_000, 300_000));
+        assert!(
+            !offload.wants(5_000, 299_000),
+            "too little buffered to wake the read thread"
+        );
+        // While reads are queued, 100 us is enough.
+        offload.queued.fetch_add(1, Ordering::Relaxed);
         assert!(offload.wants(5_000, 100_000));
         assert!(!offload.wants(5_000, 99_000), "too little buffered");
         assert!(
             !offload.wants(3_000, 1_000_000),
             "requests too cheap to repay the hop"
         );
-        let none = ReadOffload::start(0, us(0), us(0)).expect("no read thread");
+        offload.queued.store(DEPTH, Ordering::Relaxed);
+        assert!(
+            !offload.wants(5_000, 1_000_000),
+            "the read thread has enough waiting"
+        );
+        let none = ReadOffload::start(0, rule(0, 0, 0)).expect("no read thread");
         assert!(
             !none.wants(u64::MAX, u64::MAX),
             "no read thread to hand over to"

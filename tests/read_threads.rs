@@ -94,6 +94,7 @@ async fn start(
         c.read_threads = Some(read_threads);
         c.read_offload_after_us = 0;
         c.read_offload_min_request_us = 0;
+        c.read_offload_wake_us = 0;
     })
     .await;
     let session = server.session().await;
