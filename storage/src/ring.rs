@@ -460,15 +460,15 @@ pub(crate) fn open_keyspace(
 /// bytes per stored item for the filters and ~1.3 for the index (one entry per 4 KiB data
 /// block), ~25 + 15 MB for 10 M rows; Cassandra keeps its bloom filters in memory likewise.
 fn partition_options() -> KeyspaceCreateOptions {
-    use fjall::config::PinningPolicy;
+    use fjall::config::{PartitioningPolicy, PinningPolicy};
     KeyspaceCreateOptions::default()
         .data_block_compression_policy(fjall::config::CompressionPolicy::all(
             fjall::CompressionType::Lz4,
         ))
         .filter_block_pinning_policy(PinningPolicy::all(true))
         .index_block_pinning_policy(PinningPolicy::all(true))
-        .filter_block_partitioning_policy(PinningPolicy::all(false))
-        .index_block_partitioning_policy(PinningPolicy::all(false))
+        .filter_block_partitioning_policy(PartitioningPolicy::all(false))
+        .index_block_partitioning_policy(PartitioningPolicy::all(false))
 }
 
 /// Deletes a physical partition's keyspace if it exists.
