@@ -14,6 +14,7 @@ pub mod connection;
 pub mod describe;
 pub mod error;
 pub mod executor;
+pub mod host_memory;
 pub mod node;
 pub mod prepared;
 mod read_offload;

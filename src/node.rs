@@ -155,7 +155,7 @@ impl Node {
                 sync,
                 physical_partition_max_bytes: config.physical_partition_max_bytes,
                 logical_partition_max_bytes: config.logical_partition_max_bytes,
-                cache_bytes: Some(config.block_cache_mb.max(1) << 20),
+                cache_bytes: Some(config.block_cache_bytes()),
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
                 worker_threads: config.storage_threads(),
                 background_nice: config.background_nice,
@@ -200,7 +200,13 @@ impl Node {
             .filter(|k| !schema::is_system_keyspace(&k.name))
             .map(|k| k.tables.len())
             .sum();
-        info!(%host_id, data_dir = %dir.display(), tables, "node opened");
+        info!(
+            %host_id,
+            data_dir = %dir.display(),
+            tables,
+            block_cache_mib = config.block_cache_bytes() >> 20,
+            "node opened"
+        );
         let (events, _) = broadcast::channel(1024);
         let request_slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_requests.max(1),
