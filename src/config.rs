@@ -114,13 +114,15 @@ pub struct Config {
     /// two (two worker threads and the client kept waking and preempting each other).
     pub connection_threads: usize,
     /// Storage threads that flush memtables and compact tables (Cassandra's
-    /// `concurrent_compactors`). 0, the default, is fjall's own choice: one per core, at most
-    /// four. Fewer trade bulk-load health for write latency: fjall's first thread keeps itself
-    /// free for flushes by re-queueing compaction work, a busy loop while another thread
-    /// compacts. On two cores, one thread cut the p99 of writes at half their peak rate from
-    /// 6.4 to 3.7 ms (write throughput +9%), but compaction then fell behind a 10 M-row load:
-    /// 1.50x the raw size on disk instead of 1.41x, RSS 862 instead of 549 MB, and point
-    /// reads right after the load 23% slower.
+    /// `concurrent_compactors`). 0, the default, is one per core, at most four (fjall's own
+    /// choice) but at least three ([`MIN_AUTO_COMPACTION_THREADS`]). fjall's first thread keeps
+    /// itself free for flushes by re-queueing every compaction message it receives, a busy
+    /// loop while the others are all busy; with two threads that was whenever one compacted
+    /// (13% of all CPU samples during saturated writes on two cores). A third thread takes
+    /// the re-queued message instead: on two cores, writes/s +1 and +8%, the 50/50 mix +11
+    /// and +16%, CPU per request -1 to -2 us, a 10 M-row bulk load unchanged. One thread has
+    /// no such loop, but compaction then fell behind a 10 M-row load: 1.50x the raw size on
+    /// disk instead of 1.41x, RSS 862 instead of 549 MB, point reads after it 23% slower.
     pub compaction_threads: usize,
     /// Nice value (0-19) of storage's background threads: fjall's flush and compaction
     /// workers, idle compaction and splits. 19 by default, the lowest priority, so that a
@@ -209,6 +211,10 @@ pub const MIN_AUTO_BLOCK_CACHE_BYTES: u64 = 256 << 20;
 /// Most threads `read_threads` may ask for.
 const MAX_READ_THREADS: usize = 64;
 
+/// The fewest storage threads `compaction_threads = 0` starts: fjall's first thread spins
+/// re-queueing compaction work while every other thread is busy, so two are not enough.
+pub const MIN_AUTO_COMPACTION_THREADS: usize = 3;
+
 /// Most storage threads `compaction_threads` may ask for.
 const MAX_COMPACTION_THREADS: usize = 64;
 
@@ -245,10 +251,14 @@ impl Config {
         }
     }
 
-    /// The number of storage flush and compaction threads (`compaction_threads` resolved;
-    /// `None`: storage's default).
-    pub fn storage_threads(&self) -> Option<usize> {
-        (self.compaction_threads > 0).then_some(self.compaction_threads)
+    /// The number of storage flush and compaction threads (`compaction_threads` resolved).
+    pub fn storage_threads(&self) -> usize {
+        match self.compaction_threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(MIN_AUTO_COMPACTION_THREADS, 4),
+            n => n,
+        }
     }
 }
 
@@ -461,9 +471,14 @@ mod tests {
 
     #[test]
     fn compaction_threads_are_bounded() {
-        assert_eq!(Config::default().storage_threads(), None);
-        let c: Config = toml::from_str("compaction_threads = 3").expect("toml");
-        assert_eq!(c.storage_threads(), Some(3));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            Config::default().storage_threads(),
+            cores.clamp(MIN_AUTO_COMPACTION_THREADS, 4)
+        );
+        assert!(Config::default().storage_threads() >= 3);
+        let c: Config = toml::from_str("compaction_threads = 2").expect("toml");
+        assert_eq!(c.storage_threads(), 2);
         assert!(c.validate().is_ok());
         let c: Config = toml::from_str("compaction_threads = 65").expect("toml");
         assert!(c.validate().is_err());

@@ -157,7 +157,7 @@ impl Node {
                 logical_partition_max_bytes: config.logical_partition_max_bytes,
                 cache_bytes: Some(config.block_cache_bytes()),
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
-                worker_threads: config.storage_threads(),
+                worker_threads: Some(config.storage_threads()),
                 background_nice: config.background_nice,
                 min_free_disk_bytes: config.min_free_disk_mb.saturating_mul(1 << 20),
                 idle_compaction: (config.idle_compaction_after_ms > 0).then(|| IdleCompaction {
