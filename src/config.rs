@@ -208,6 +208,13 @@ pub struct Config {
 /// The smallest block cache `block_cache_mb = 0` picks, whatever the machine's memory.
 pub const MIN_AUTO_BLOCK_CACHE_BYTES: u64 = 256 << 20;
 
+/// The block cache for `block_cache_mb = 0`, given the memory the process may use (if known).
+fn auto_block_cache_bytes(available: Option<u64>) -> u64 {
+    available.map_or(MIN_AUTO_BLOCK_CACHE_BYTES, |b| {
+        (b / 8).max(MIN_AUTO_BLOCK_CACHE_BYTES)
+    })
+}
+
 /// Most threads `read_threads` may ask for.
 const MAX_READ_THREADS: usize = 64;
 
@@ -244,9 +251,7 @@ impl Config {
     /// [`MIN_AUTO_BLOCK_CACHE_BYTES`]; like Cassandra's heap, which defaults to a quarter.
     pub fn block_cache_bytes(&self) -> u64 {
         match self.block_cache_mb {
-            0 => crate::host_memory::available_bytes().map_or(MIN_AUTO_BLOCK_CACHE_BYTES, |b| {
-                (b / 8).max(MIN_AUTO_BLOCK_CACHE_BYTES)
-            }),
+            0 => auto_block_cache_bytes(crate::host_memory::available_bytes()),
             mb => mb.saturating_mul(1 << 20),
         }
     }
@@ -432,13 +437,14 @@ mod tests {
 
     #[test]
     fn block_cache_defaults_to_an_eighth_of_memory_and_a_setting_wins() {
+        assert_eq!(auto_block_cache_bytes(Some(24 << 30)), 3 << 30);
+        assert_eq!(auto_block_cache_bytes(Some(1 << 30)), 256 << 20);
+        assert_eq!(auto_block_cache_bytes(None), 256 << 20);
         let c = Config::default();
-        let expected = crate::host_memory::available_bytes()
-            .map_or(MIN_AUTO_BLOCK_CACHE_BYTES, |b| {
-                (b / 8).max(MIN_AUTO_BLOCK_CACHE_BYTES)
-            });
-        assert_eq!(c.block_cache_bytes(), expected);
-        assert!(c.block_cache_bytes() >= MIN_AUTO_BLOCK_CACHE_BYTES);
+        assert_eq!(
+            c.block_cache_bytes(),
+            auto_block_cache_bytes(crate::host_memory::available_bytes())
+        );
         let c: Config = toml::from_str("block_cache_mb = 32").expect("toml");
         assert_eq!(c.block_cache_bytes(), 32 << 20);
     }
