@@ -150,6 +150,14 @@ async fn reads_on_read_threads_return_the_rows_inline_reads_do() {
         .prepare("SELECT c FROM ks.wide WHERE pk = ? LIMIT ?")
         .await
         .expect("prepare limited");
+    // A statement's first execution plans it on the blocking pool; only planned ones can
+    // run inline or on a read thread, so the concurrent ones below come after one alone.
+    let first = session
+        .execute_unpaged(&limited, (0i64, 0i32))
+        .await
+        .expect_err("LIMIT 0 is refused")
+        .to_string();
+    assert!(first.contains("LIMIT must be strictly positive"), "{first}");
     let before = server.node.reads_handed_over();
     let refused =
         (0..200).map(|i| session.execute_unpaged(&limited, (i64::from(i) % PARTITIONS, 0i32)));
