@@ -149,13 +149,15 @@ impl Node {
             CommitlogSync::Periodic => SyncPolicy::Periodic(Duration::from_secs(10)),
             CommitlogSync::Batch => SyncPolicy::Batch,
         };
+        // Read once: sizing it reads the machine's memory and cgroup limit.
+        let block_cache_bytes = config.block_cache_bytes();
         let storage = Storage::open(
             dir.join("storage"),
             StorageOptions {
                 sync,
                 physical_partition_max_bytes: config.physical_partition_max_bytes,
                 logical_partition_max_bytes: config.logical_partition_max_bytes,
-                cache_bytes: Some(config.block_cache_bytes()),
+                cache_bytes: Some(block_cache_bytes),
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
                 worker_threads: Some(config.storage_threads()),
                 background_nice: config.background_nice,
@@ -204,7 +206,7 @@ impl Node {
             %host_id,
             data_dir = %dir.display(),
             tables,
-            block_cache_mib = config.block_cache_bytes() >> 20,
+            block_cache_mib = block_cache_bytes >> 20,
             "node opened"
         );
         let (events, _) = broadcast::channel(1024);
