@@ -182,9 +182,10 @@ fn bundles_survive_reopen() {
     assert_eq!(row(&db, 2), (true, s("c"), None));
 }
 
-/// An overwrite as long as the row it replaces leaves the partition's size cell as it is; the
-/// sizes stay exact anyway: the table's bytes do not move, a longer overwrite adds exactly its
-/// growth, and after a reopen the logical-partition cap sees the true size.
+/// An overwrite as long as the row it replaces leaves the partition's size as it is; the sizes
+/// stay exact anyway: the table's bytes do not move, a longer overwrite adds exactly its
+/// growth (and the partition's size cell, which its first write did not store), and after a
+/// reopen the logical-partition cap sees the true size.
 #[test]
 fn same_size_overwrite_keeps_sizes_exact() {
     let dir = tempfile::tempdir().unwrap();
@@ -198,6 +199,10 @@ fn same_size_overwrite_keeps_sizes_exact() {
         db
     };
     let bytes = |db: &Storage| db.table_stats(T).unwrap().bytes;
+    // The table's bytes count the size cell itself; the logical size does not.
+    let serialized = crate::token::serialize_partition_key(&[int(1).as_slice()]);
+    let prefix = crate::key::partition_prefix(crate::token::token(&serialized), &serialized);
+    let size_cell = (crate::key::size_cell_key(&prefix).len() + 9) as u64;
     let size = {
         let db = open(1 << 20);
         insert(&db, 1, 10, None, &[(1, "aaaa"), (2, "bbbb")]);
@@ -206,13 +211,13 @@ fn same_size_overwrite_keeps_sizes_exact() {
         assert_eq!(bytes(&db), first, "same-size overwrite");
         assert_eq!(row(&db, 1), (true, s("cccc"), s("dddd")));
         insert(&db, 1, 12, None, &[(1, "eeeeeeee"), (2, "ffff")]);
-        assert_eq!(bytes(&db), first + 4, "overwrite 4 bytes longer");
+        assert_eq!(
+            bytes(&db),
+            first + 4 + size_cell,
+            "overwrite 4 bytes longer"
+        );
         bytes(&db)
     };
-    // The table's bytes count the size cell itself; the logical size does not.
-    let serialized = crate::token::serialize_partition_key(&[int(1).as_slice()]);
-    let prefix = crate::key::partition_prefix(crate::token::token(&serialized), &serialized);
-    let size_cell = (crate::key::size_cell_key(&prefix).len() + 9) as u64;
     // Reopened with a cap of exactly the partition's logical size: a same-size overwrite
     // still fits, one byte more does not.
     let db = open(size - size_cell);
@@ -242,12 +247,13 @@ fn same_size_overwrite_keeps_sizes_exact() {
     assert_eq!(row(&db, 1), (true, s("gggggggg"), s("hhhh")));
 }
 
-/// The two lookup orders of a write (size cell first, or the row's items first where writes
-/// mostly overwrite) store the same thing: the same sequence of INSERTs, UPDATEs, nulls and
-/// deletions on two tables, one pinned to each order, reads back the same rows with the same
-/// byte and partition counts.
+/// A write that knows its partition is new (the partition filter) and one that must look
+/// everything up (an incomplete filter: items, size cell, and a sum of the partition's items
+/// when it has no cell) store the same thing: the same sequence of INSERTs, UPDATEs, nulls
+/// and deletions on two tables reads back the same rows with the same byte and partition
+/// counts.
 #[test]
-fn write_lookup_orders_agree() {
+fn writes_with_and_without_the_partition_filter_agree() {
     const U: TableId = TableId(0xabd);
     let (_dir, db, _clock) = open_clocked(SyncPolicy::default());
     db.create_table(T, layout()).unwrap();
@@ -290,8 +296,8 @@ fn write_lookup_orders_agree() {
                 vec![set(1, &text(i / 10), i, None), set(2, "yy", i, None)],
             )),
         }
-        for (table, items_first) in [(T, false), (U, true)] {
-            db.table(table).unwrap().ring.write_mix.set(items_first);
+        for (table, complete) in [(T, true), (U, false)] {
+            db.table(table).unwrap().ring.filter.set_complete(complete);
             db.apply(table, &m).unwrap();
         }
     }

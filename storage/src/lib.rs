@@ -85,6 +85,8 @@ mod partition_filter_tests;
 #[cfg(test)]
 mod point_read_tests;
 #[cfg(test)]
+mod size_cell_tests;
+#[cfg(test)]
 mod split_tests;
 #[cfg(test)]
 mod tests;

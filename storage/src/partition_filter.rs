@@ -1,17 +1,18 @@
 //! An in-memory filter of a table's stored partitions: a write to a partition it surely lacks
-//! skips the size-cell lookup (a cold memtable search and a bloom probe per table).
+//! skips every lookup (its items and its size cell: cold memtable searches and a bloom probe
+//! per table).
 //!
-//! Every write stores its partition's size cell and only truncate and drop remove them, so
-//! the filter holds the size-cell key of every partition the table stores once it is
-//! *complete*:
+//! A filter only ever gains keys (a partition that compaction purged stays in it, which is
+//! harmless), so it holds the size-cell key (the partition's name, whether or not the cell is
+//! stored) of every partition the table stores once it is *complete*:
 //! - a new table's filter is complete from the start (it holds nothing, nor does the table);
-//! - a table opened from disk starts incomplete and a builder thread adds every stored size
-//!   cell from one snapshot ([`build`]) while holding the table's
+//! - a table opened from disk starts incomplete and a builder thread adds every stored
+//!   partition from one snapshot ([`build`]) while holding the table's
 //!   `split_lock` (no split moves keys between keyspaces meanwhile);
 //! - every write adds the key of a partition it creates, under the partition's stripe lock and
 //!   before its batch commits (a failed commit leaves a harmless extra key). Filters exist
-//!   before the table takes writes, so a cell committed after the builder's snapshot was added
-//!   by its writer and one committed before it is in the snapshot;
+//!   before the table takes writes, so a partition committed after the builder's snapshot was
+//!   added by its writer and one committed before it is in the snapshot;
 //! - truncate, holding every stripe lock over an empty table, marks the filter complete (an
 //!   interrupted build leaves it incomplete until then).
 //!
@@ -86,7 +87,7 @@ impl PartitionFilter {
     }
 
     /// The hash of `size_key` (for [`PartitionFilter::add`]) and whether no stored partition
-    /// has that size cell for sure: the filter is complete and the key was never added.
+    /// has that size-cell key for sure: the filter is complete and the key was never added.
     pub(crate) fn probe(&self, size_key: &[u8]) -> (u64, bool) {
         let complete = self.complete.load(Ordering::Acquire);
         let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
@@ -120,6 +121,12 @@ impl PartitionFilter {
         self.complete.store(true, Ordering::Release);
     }
 
+    /// Marks the filter complete or not (tests use it to force the lookup path).
+    #[cfg(test)]
+    pub(crate) fn set_complete(&self, complete: bool) {
+        self.complete.store(complete, Ordering::Release);
+    }
+
     /// Whether the filter holds every stored partition.
     pub(crate) fn is_complete(&self) -> bool {
         self.complete.load(Ordering::Acquire)
@@ -139,13 +146,13 @@ impl PartitionFilter {
 /// How a build ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Build {
-    /// Every stored size cell was added and the filter marked complete.
+    /// Every stored partition was added and the filter marked complete.
     Complete,
     /// Drop or truncate asked the table's background work to stop, or the storage stopped.
     Stopped,
 }
 
-/// Adds every size cell `ring` stores to its partition filter, from one snapshot, holding the
+/// Adds every partition `ring` stores to its partition filter, from one snapshot, holding the
 /// table's `split_lock`; marks the filter complete unless `stop` says to give up (checked
 /// every few thousand keys, and the table's cancel flag with it: drop and truncate).
 pub(crate) fn build(
@@ -160,10 +167,12 @@ pub(crate) fn build(
     let snapshot = db.snapshot();
     let mut scanned = 0usize;
     for part in &ring.current().parts {
+        let mut partitions = crate::ring::PartitionCounter::default();
         for guard in snapshot.iter(&part.keyspace) {
             let key = guard.key()?;
-            if crate::key::is_size_cell(&key) {
-                ring.filter.add(ring.filter.hash(&key));
+            if partitions.see(&key)? {
+                let size_key = crate::key::size_cell_key(partitions.prefix());
+                ring.filter.add(ring.filter.hash(&size_key));
             }
             scanned += 1;
             if scanned % CHECK_EVERY == 0 && (stop() || ring.cancel.load(Ordering::SeqCst)) {

@@ -573,18 +573,12 @@ impl Storage {
         // Checked after the snapshot was taken (see `crate::content`): a table that never
         // stored a partition deletion, static or range tombstone has no head to read.
         let (dels, static_cells) = if content.may_have(content::HEAD) {
-            // The size cell (one bloom-filtered lookup) says whether the partition exists
-            // and whether it has anything before its rows.
+            // The size cell (one bloom-filtered lookup) says whether the partition has
+            // anything before its rows; every write of head items keeps one, so a partition
+            // without a cell has no head.
             let flags = match snap.get(ctx.ks, key::size_cell_key(&addr.prefix))? {
                 Some(v) => key::decode_size_cell(&v)?.1,
-                None => {
-                    return Ok(PartitionSlice {
-                        static_cells: BTreeMap::new(),
-                        rows: Vec::new(),
-                        cursor: None,
-                        items_read: 0,
-                    })
-                }
+                None => 0,
             };
             if flags & key::SIZE_FLAG_HEAD != 0 {
                 ctx.head_and_statics(&addr.prefix)?

@@ -15,9 +15,9 @@
 //! # Size accounting
 //! Each [`Physical`] partition keeps `bytes` = Σ (key + value length) of everything stored in
 //! it, maintained *exactly* by the write path: a write already reads every key it touches,
-//! so it adds `new − old` for each key it writes (plus the partition's size cell). Unflushed
-//! memtable writes count at once. `partitions` counts logical partitions (a write that creates
-//! a partition's size cell adds one). Both are persisted in the meta keyspace every few
+//! so it adds `new − old` for each key it writes (plus the partition's size cell when it
+//! stores a first one). Unflushed memtable writes count at once. `partitions` counts logical
+//! partitions (a write that creates a partition adds one; scans count distinct prefixes). Both are persisted in the meta keyspace every few
 //! seconds by the maintenance thread, after every split and on close; after a crash they can
 //! lag by the writes of the last few seconds (a recovered split recounts exactly).
 //! These are logical bytes, not compressed bytes on disk, which keeps the split threshold
@@ -419,8 +419,6 @@ pub(crate) struct TableRing {
     pub(crate) cancel: AtomicBool,
     /// Which kinds of shadowing items the table has ever stored.
     pub(crate) content: ContentFlags,
-    /// Whether recent writes found their partition stored (see `crate::write::WriteMix`).
-    pub(crate) write_mix: crate::write::WriteMix,
     /// The size-cell keys of the stored partitions (see `crate::partition_filter`).
     pub(crate) filter: crate::partition_filter::PartitionFilter,
 }
@@ -597,7 +595,6 @@ impl Storage {
             split_lock: Mutex::new(()),
             cancel: AtomicBool::new(false),
             content,
-            write_mix: Default::default(),
             // A new table stores nothing, so its empty filter is complete; an existing one's
             // is filled by `partition_filter::spawn` (see `Storage::create_table`).
             filter: crate::partition_filter::PartitionFilter::new(stored, new_table),
@@ -724,15 +721,42 @@ pub(crate) fn trim(
 
 /// Exact statistics by a full scan (a partition written before statistics existed).
 fn recount(ks: &Keyspace) -> Result<(u64, u64), StorageError> {
-    let (mut bytes, mut partitions) = (0u64, 0u64);
+    let (mut bytes, mut partitions) = (0u64, PartitionCounter::default());
     for g in ks.iter() {
         let (k, v) = g.into_inner()?;
         bytes += (k.len() + v.len()) as u64;
-        if crate::key::is_size_cell(&k) {
-            partitions += 1;
-        }
+        partitions.see(&k)?;
     }
-    Ok((bytes, partitions))
+    Ok((bytes, partitions.count))
+}
+
+/// Counts the logical partitions of keys seen in key order (not every partition has a size
+/// cell, see `crate::key`).
+#[derive(Default)]
+pub(crate) struct PartitionCounter {
+    /// Partitions seen.
+    pub(crate) count: u64,
+    last: Vec<u8>,
+}
+
+impl PartitionCounter {
+    /// Counts `key`'s partition if it differs from the previous key's; returns whether it did.
+    pub(crate) fn see(&mut self, key: &[u8]) -> Result<bool, StorageError> {
+        let (_, _, rest) = crate::key::split_partition_prefix(key)?;
+        let prefix = &key[..key.len() - rest.len()];
+        if prefix == self.last.as_slice() {
+            return Ok(false);
+        }
+        self.last.clear();
+        self.last.extend_from_slice(prefix);
+        self.count += 1;
+        Ok(true)
+    }
+
+    /// The partition prefix of the last key seen.
+    pub(crate) fn prefix(&self) -> &[u8] {
+        &self.last
+    }
 }
 
 /// Writes the size statistics of every physical partition of `tables` in one batch.

@@ -5,7 +5,8 @@
 //! lower half of its range; the upper half moves to one new keyspace:
 //!
 //! 1. **Choose** the token `at` that best halves its bytes, walking the logical partitions'
-//!    size cells on a snapshot (two seeks per logical partition). Cuts fall between tokens
+//!    size cells on a snapshot (two seeks per logical partition; a partition without a cell
+//!    is summed by a scan of its items). Cuts fall between tokens
 //!    only, so a logical partition is never cut; a partition holding a single token is flagged
 //!    oversized instead.
 //! 2. **Prepare**: save a map version recording the pending split (source, new id, `at`),
@@ -41,7 +42,7 @@ use std::time::{Duration, Instant};
 use fjall::{Keyspace, Readable, Snapshot};
 
 use crate::engine::{Inner, Storage, Table};
-use crate::key::{self, decode_size, is_size_cell, size_cell_key, split_partition_prefix};
+use crate::key::{self, decode_size, size_cell_key, split_partition_prefix};
 use crate::ring::{
     open_keyspace, ActiveSplit, PendingSplit, Physical, RangeEntry, RingView, TableRing,
 };
@@ -424,7 +425,8 @@ impl Storage {
     ) -> Result<Copy, StorageError> {
         let (lo, hi) = crate::ring::token_key_bounds(at, end);
         // (bytes, logical partitions) of the snapshot.
-        let mut base = (0u64, 0u64);
+        let mut base = 0u64;
+        let mut partitions = crate::ring::PartitionCounter::default();
         let mut chunk: Option<(Vec<u8>, Vec<u8>)> = None;
         let mut mask = 0u64;
         let mut chunk_bytes = 0usize;
@@ -435,8 +437,8 @@ impl Storage {
         let mut iter = iter.peekable();
         while let Some(g) = iter.next() {
             let (k, v) = g.into_inner()?;
-            base.0 += (k.len() + v.len()) as u64;
-            base.1 += u64::from(is_size_cell(&k));
+            base += (k.len() + v.len()) as u64;
+            partitions.see(&k)?;
             mask |= 1 << Storage::stripe(table, key::token_of(&k));
             chunk_bytes += k.len() + v.len();
             match &mut chunk {
@@ -457,7 +459,7 @@ impl Storage {
                 }
             }
         }
-        upper.account(base.0 as i64, base.1 as i64);
+        upper.account(base as i64, partitions.count as i64);
         Ok(Copy::Done)
     }
 

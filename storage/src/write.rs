@@ -8,13 +8,13 @@
 //! cells at read time. The same lock makes counter read-modify-write safe under concurrent
 //! increments.
 //!
-//! Every batch also rewrites the partition's size cell (see [`crate::key`]), which is how the
-//! logical partition cap is enforced and how the physical partition's byte count is kept
-//! exact. During a split, each write to the splitting partition is also written, in the same
+//! A batch that changes a partition's size also rewrites the partition's size cell (see
+//! [`crate::key`]), which is how the logical partition cap is enforced; a new partition without
+//! head items gets none until a later write changes its size (the size is then summed from
+//! its items). The physical partition's byte count is kept exact from the items' lengths. During a split, each write to the splitting partition is also written, in the same
 //! batch, to the new partition that will own its token.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
@@ -422,10 +422,10 @@ impl Storage {
         })
     }
 
-    /// Reconciles a staged mutation with what is stored and adds the winning items and the
-    /// new size cell to `batch`. Returns (byte delta, whether the partition is new, content
-    /// flags of what was written), or None when nothing wins. Called with the partition's
-    /// stripe locked.
+    /// Reconciles a staged mutation with what is stored and adds the winning items and, where
+    /// the partition keeps one, its new size cell to `batch`. Returns (byte delta, whether the
+    /// partition is new, content flags of what was written), or None when nothing wins.
+    /// Called with the partition's stripe locked.
     fn write_staged(
         &self,
         staged: &Staged<'_>,
@@ -442,33 +442,15 @@ impl Storage {
         } = staged;
         let now = *now;
         let ks = &route.primary.keyspace;
-        // Every write stores the partition's size cell with its items and nothing removes it,
-        // so its absence means the partition is new.
         let size_key = key::size_cell_key(&addr.prefix);
-        let size_cell = || -> Result<_, StorageError> {
-            match ks.get(&size_key)? {
-                Some(v) => Ok(Some(key::decode_size_cell(&v)?)),
-                None => Ok(None),
-            }
-        };
-        // Where writes mostly overwrite, the row's items are looked up first and a same-size
-        // overwrite needs no size cell; elsewhere the size cell comes first, and a new
-        // partition (no size cell) needs no other lookup.
-        let items_first = table.ring.write_mix.mostly_overwrites();
-        // A partition the table's filter surely lacks is new: no lookup at all.
+        // A partition the table's filter surely lacks is new: nothing of it to look up.
         let (filter_hash, new_for_sure) = table.ring.filter.probe(&size_key);
-        let mut old_cell = if items_first || new_for_sure {
-            None
-        } else {
-            size_cell()?
-        };
         // Read under the stripe lock: a concurrent writer of this partition that stored a
         // separate cell or a bundle set its flag before committing.
         let content = &table.ring.content;
         let mut state = State {
             ks,
-            // A partition without a size cell holds nothing yet: no item to look up.
-            exists: !new_for_sure && (items_first || old_cell.is_some()),
+            exists: !new_for_sure,
             may_bundle: content.may_have(content::BUNDLES),
             slots: HashMap::new(),
             flags: 0,
@@ -534,26 +516,31 @@ impl Storage {
             return Ok(None);
         }
         let head_items = content::flags_of(mutation) & content::HEAD != 0;
-        // An overwrite of the same size in a partition known to exist (a stored item means a
-        // stored size cell: every write that stores items keeps one, nothing removes it)
-        // leaves the size cell as it is: no insert, and with the items looked up first no
-        // lookup either.
-        let exists = old_cell.is_some() || state.slots.values().any(|s| s.stored_len.is_some());
-        let had_head = old_cell.is_some_and(|(_, f)| f & key::SIZE_FLAG_HEAD != 0);
-        if exists && delta == 0 && (!head_items || had_head) {
-            table.ring.write_mix.record(true);
+        // An overwrite of the same size leaves the partition's size, and so its size cell (if
+        // it has one), as they are: no lookup and no insert.
+        let found = state.slots.values().any(|s| s.stored_len.is_some());
+        if found && delta == 0 && !head_items {
             return Ok(Some((0, 0, state.flags)));
         }
-        if items_first && !new_for_sure {
-            old_cell = size_cell()?;
-        }
-        table.ring.write_mix.record(old_cell.is_some());
-        let (old_size, old_flags) = match old_cell {
-            Some((size, flags)) => (Some(size), flags),
-            None => (None, 0),
+        // The partition's size and flags before this write: from its size cell, else by
+        // summing its stored items (a partition has no size cell only while it holds what
+        // the write that created it stored, see `crate::key`, so the sum is small).
+        let old_cell = if new_for_sure {
+            None
+        } else {
+            match ks.get(&size_key)? {
+                Some(v) => Some(key::decode_size_cell(&v)?),
+                None => None,
+            }
         };
+        let (old_size, old_flags) = match old_cell {
+            Some(cell) => cell,
+            None if new_for_sure => (0, 0),
+            None => (stored_bytes(ks, &addr.prefix)?, 0),
+        };
+        let new_partition = old_cell.is_none() && old_size == 0;
         let flags = old_flags | if head_items { key::SIZE_FLAG_HEAD } else { 0 };
-        let new_size = old_size.unwrap_or(0).saturating_add_signed(delta);
+        let new_size = old_size.saturating_add_signed(delta);
         let max = self.inner.limits.logical_partition_max_bytes;
         if delta > 0 && new_size > max {
             return Err(StorageError::PartitionTooLarge {
@@ -563,56 +550,38 @@ impl Storage {
                 max,
             });
         }
+        if new_partition {
+            // Before the commit, under the stripe lock (see `crate::partition_filter`).
+            table.ring.filter.add(filter_hash);
+            // A new partition without head items gets no size cell: half the items a
+            // one-row partition would otherwise cost.
+            if !head_items {
+                return Ok(Some((delta, 1, state.flags)));
+            }
+        }
+        if old_cell.is_some_and(|(size, f)| size == new_size && f == flags) {
+            return Ok(Some((delta, 0, state.flags)));
+        }
         let size_value = key::encode_size_cell(new_size, flags);
         if let Some(dual) = route.dual {
             batch.insert(&dual.keyspace, size_key.as_slice(), size_value);
         }
         batch.insert(ks, size_key.as_slice(), size_value);
-        let new_partition = i64::from(old_size.is_none());
-        if new_partition > 0 {
-            // Before the commit, under the stripe lock (see `crate::partition_filter`).
-            table.ring.filter.add(filter_hash);
+        if old_cell.is_none() {
             delta += (size_key.len() + size_value.len()) as i64;
         }
-        Ok(Some((delta, new_partition, state.flags)))
+        Ok(Some((delta, i64::from(new_partition), state.flags)))
     }
 }
 
-/// Whether a table's recent writes found their partition already stored, which decides the
-/// order of a write's lookups (a heuristic only: either order gives the same result).
-#[derive(Debug, Default)]
-pub(crate) struct WriteMix {
-    /// Saturating score in `0..=WriteMix::MAX`: up on an overwrite, down on a new partition.
-    score: AtomicU8,
-}
-
-impl WriteMix {
-    const MAX: u8 = 16;
-
-    /// True when most recent writes found their partition stored.
-    pub(crate) fn mostly_overwrites(&self) -> bool {
-        self.score.load(Ordering::Relaxed) > Self::MAX / 2
+/// The bytes (keys and values) of the items stored under a partition `prefix`.
+fn stored_bytes(ks: &fjall::Keyspace, prefix: &[u8]) -> Result<u64, StorageError> {
+    let mut sum = 0u64;
+    for guard in ks.prefix(prefix) {
+        let (k, v) = guard.into_inner()?;
+        sum += (k.len() + v.len()) as u64;
     }
-
-    /// Puts the score at either end (tests use it to choose the lookup order).
-    #[cfg(test)]
-    pub(crate) fn set(&self, overwrites: bool) {
-        let score = if overwrites { Self::MAX } else { 0 };
-        self.score.store(score, Ordering::Relaxed);
-    }
-
-    /// Records whether a write found its partition stored.
-    pub(crate) fn record(&self, existed: bool) {
-        let score = self.score.load(Ordering::Relaxed);
-        let next = if existed {
-            score.saturating_add(1).min(Self::MAX)
-        } else {
-            score.saturating_sub(1)
-        };
-        if next != score {
-            self.score.store(next, Ordering::Relaxed);
-        }
-    }
+    Ok(sum)
 }
 
 /// One key's state while a mutation is reconciled.

@@ -8,7 +8,9 @@
 //! pk         the serialized partition key, escaped (00 -> 00 FF) and terminated by 00 01, so
 //!            partitions with equal tokens sort by raw key bytes and no key is a prefix of another
 //! section    00 partition deletion | 01 static row | 02 range tombstone | 03 clustered row
-//!            | FE the partition's size cell (u64 BE: key + value bytes of its other items)
+//!            | FE the partition's size cell (u64 BE: key + value bytes of its other items, then
+//!              flags); a partition without head items has none until a write changes the
+//!              size its first write gave it, so a missing cell does not mean a missing partition
 //! then, for a row (section 03): the clustering components, each a memcomparable value
 //!            (see [`encode_value`]; header 01 empty / 02 value), every byte inverted for DESC;
 //!            then 00 ending the clustering (below every component header 01/02/FD/FE)
@@ -94,12 +96,6 @@ pub(crate) fn extended(prefix: &[u8], tail: &[u8], reserve: usize) -> Vec<u8> {
     k.extend_from_slice(prefix);
     k.extend_from_slice(tail);
     k
-}
-
-/// Is `key` a partition's size cell?
-pub(crate) fn is_size_cell(key: &[u8]) -> bool {
-    key.last() == Some(&SECTION_SIZE)
-        && split_partition_prefix(key).is_ok_and(|(_, _, rest)| rest == [SECTION_SIZE])
 }
 
 /// The token of a key (or key position); positions shorter than a token count as MIN.
