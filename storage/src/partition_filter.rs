@@ -32,8 +32,11 @@ use crate::error::StorageError;
 use crate::ring::TableRing;
 use crate::table::TableId;
 
-/// False-positive rate of each stage.
-const FALSE_POSITIVES: f64 = 0.01;
+/// False-positive rate of each stage (19.2 bits a key). A false positive costs a sum of the
+/// partition's items, a range read that loads a block of every table into the block cache:
+/// at 1% (9.6 bits, ~4% over the five full stages of a 10 M-partition table) a bulk load of
+/// 3 M rows grew the server's peak RSS from 239 to 782 MB; at 0.01%, 236 MB.
+const FALSE_POSITIVES: f64 = 0.0001;
 /// Keys the first stage of a table holds (about 20 KiB).
 const MIN_CAPACITY: usize = 16 * 1024;
 /// The hash seed of every stage: one hash of a key serves all of them.
@@ -243,8 +246,9 @@ mod tests {
         assert_eq!(f.stages.read().unwrap().len(), 3);
         assert!(f.memory_bytes() > before * 15);
         assert!((0..n).all(|i| !f.probe(&key(i)).1));
-        // Keys never added are mostly reported absent (each stage errs ~1% of the time).
+        // Keys never added are reported absent but for a few (each stage errs 0.01% of the
+        // time).
         let absent = (n..n + 10_000).filter(|i| f.probe(&key(*i)).1).count();
-        assert!(absent > 9_000, "{absent}");
+        assert!(absent >= 9_980, "{absent}");
     }
 }

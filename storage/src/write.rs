@@ -11,8 +11,9 @@
 //! A batch that changes a partition's size also rewrites the partition's size cell (see
 //! [`crate::key`]), which is how the logical partition cap is enforced; a new partition without
 //! head items gets none until a later write changes its size (the size is then summed from
-//! its items). The physical partition's byte count is kept exact from the items' lengths. During a split, each write to the splitting partition is also written, in the same
-//! batch, to the new partition that will own its token.
+//! its items). The physical partition's byte count is kept exact from the items' lengths.
+//! During a split, each write to the splitting partition is also written, in the same batch,
+//! to the new partition that will own its token.
 
 use std::collections::HashMap;
 use std::sync::Arc;
