@@ -7,9 +7,11 @@ use crate::tests::{insert_row, int, layout, T};
 use crate::*;
 
 /// Bytes a partition may hold in these tests: a few rows of 100 bytes.
-const CAP: u64 = 1_000;
+pub(crate) const CAP: u64 = 1_000;
 
-fn open(dir: &std::path::Path) -> Storage {
+/// A store at `dir` with table `T` (the layout of `crate::tests`) and a partition cap of
+/// [`CAP`].
+pub(crate) fn open(dir: &std::path::Path) -> Storage {
     let db = Storage::open(
         dir,
         StorageOptions {
@@ -22,7 +24,14 @@ fn open(dir: &std::path::Path) -> Storage {
     db
 }
 
-fn write(db: &Storage, pk: i32, ck: i32, value: &[u8], ts: i64) -> Result<(), StorageError> {
+/// Inserts row `ck` of partition `pk` with `value` in column 1 at `ts`.
+pub(crate) fn write(
+    db: &Storage,
+    pk: i32,
+    ck: i32,
+    value: &[u8],
+    ts: i64,
+) -> Result<(), StorageError> {
     db.apply(T, &insert_row(int(pk), int(ck), 1, value, ts))
 }
 

@@ -3,29 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::key::{self, Order};
-use crate::tests::{insert_row, int, layout, T};
+use crate::key;
+use crate::partition_filter_tests::{open, write, CAP};
+use crate::tests::{int, T};
 use crate::*;
-
-/// Bytes a partition may hold in these tests: a few rows of 100 bytes.
-const CAP: u64 = 1_000;
-
-fn open(dir: &std::path::Path) -> Storage {
-    let db = Storage::open(
-        dir,
-        StorageOptions {
-            logical_partition_max_bytes: CAP,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    db.create_table(T, layout(Order::Asc)).unwrap();
-    db
-}
-
-fn write(db: &Storage, pk: i32, ck: i32, value: &[u8], ts: i64) -> Result<(), StorageError> {
-    db.apply(T, &insert_row(int(pk), int(ck), 1, value, ts))
-}
 
 /// The value of column 1 in each row of partition `pk`, in clustering order.
 fn values(db: &Storage, pk: i32) -> Vec<Vec<u8>> {
@@ -38,6 +19,15 @@ fn values(db: &Storage, pk: i32) -> Vec<Vec<u8>> {
             other => panic!("column 1: {other:?}"),
         })
         .collect()
+}
+
+fn delete_partition(db: &Storage, pk: i32, timestamp: i64) {
+    let deletion = Mutation {
+        partition_key: vec![int(pk)],
+        partition_deletion: Some(Deletion { timestamp }),
+        ..Default::default()
+    };
+    db.apply(T, &deletion).unwrap();
 }
 
 fn prefix(pk: i32) -> Vec<u8> {
@@ -153,15 +143,7 @@ fn a_partition_without_a_size_cell_reads_in_a_table_with_heads() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     // Partition 1 gets a head (a partition deletion), so reads of the table look for heads.
-    db.apply(
-        T,
-        &Mutation {
-            partition_key: vec![int(1)],
-            partition_deletion: Some(Deletion { timestamp: 5 }),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    delete_partition(&db, 1, 5);
     write(&db, 1, 0, b"after the deletion", 6).unwrap();
     write(&db, 1, 1, b"shadowed", 4).unwrap();
     assert!(
@@ -173,15 +155,7 @@ fn a_partition_without_a_size_cell_reads_in_a_table_with_heads() {
     assert_eq!(values(&db, 2), vec![b"no head".to_vec()]);
     // A head written later to a partition without a cell gives it one, sized exactly.
     let (_, before) = size_cell_and_bytes(&db, 2);
-    db.apply(
-        T,
-        &Mutation {
-            partition_key: vec![int(2)],
-            partition_deletion: Some(Deletion { timestamp: 2 }),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    delete_partition(&db, 2, 2);
     let (cell, after) = size_cell_and_bytes(&db, 2);
     assert!(after > before);
     assert_eq!(cell, Some((after, key::SIZE_FLAG_HEAD)));
