@@ -17,9 +17,10 @@
 //! it, maintained *exactly* by the write path: a write already reads every key it touches,
 //! so it adds `new − old` for each key it writes (plus the partition's size cell when it
 //! stores a first one). Unflushed memtable writes count at once. `partitions` counts logical
-//! partitions (a write that creates a partition adds one; scans count distinct prefixes). Both are persisted in the meta keyspace every few
-//! seconds by the maintenance thread, after every split and on close; after a crash they can
-//! lag by the writes of the last few seconds (a recovered split recounts exactly).
+//! partitions (a write that creates a partition adds one; scans count distinct prefixes).
+//! Both are persisted in the meta keyspace every few seconds by the maintenance thread, after
+//! every split and on close; after a crash they can lag by the writes of the last few seconds
+//! (a recovered split recounts exactly).
 //! These are logical bytes, not compressed bytes on disk, which keeps the split threshold
 //! independent of compression and compaction timing.
 
