@@ -540,14 +540,7 @@ fn partition_sizes(
         let size_key = size_cell_key(&prefix);
         let size = match snap.get(ks, &size_key)? {
             Some(v) => decode_size(&v)? + (size_key.len() + v.len()) as u64,
-            None => {
-                let mut sum = 0;
-                for g in snap.prefix(ks, &prefix) {
-                    let (k, v) = g.into_inner()?;
-                    sum += (k.len() + v.len()) as u64;
-                }
-                sum
-            }
+            None => crate::write::item_bytes(snap.prefix(ks, &prefix))?,
         };
         match out.last_mut() {
             Some((t, s)) if *t == token => *s += size,

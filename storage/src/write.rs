@@ -537,7 +537,7 @@ impl Storage {
         let (old_size, old_flags) = match old_cell {
             Some(cell) => cell,
             None if new_for_sure => (0, 0),
-            None => (stored_bytes(ks, &addr.prefix)?, 0),
+            None => (item_bytes(ks.prefix(&addr.prefix))?, 0),
         };
         let new_partition = old_cell.is_none() && old_size == 0;
         let flags = old_flags | if head_items { key::SIZE_FLAG_HEAD } else { 0 };
@@ -575,10 +575,12 @@ impl Storage {
     }
 }
 
-/// The bytes (keys and values) of the items stored under a partition `prefix`.
-fn stored_bytes(ks: &fjall::Keyspace, prefix: &[u8]) -> Result<u64, StorageError> {
+/// The bytes (keys and values) of `items`, e.g. those stored under a partition prefix.
+pub(crate) fn item_bytes(
+    items: impl IntoIterator<Item = fjall::Guard>,
+) -> Result<u64, StorageError> {
     let mut sum = 0u64;
-    for guard in ks.prefix(prefix) {
+    for guard in items {
         let (k, v) = guard.into_inner()?;
         sum += (k.len() + v.len()) as u64;
     }
