@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
+use lsm_tree::{Guard as _, IterGuardImpl};
 
 use crate::cell::{CellValue, StoredCell};
 use crate::engine::{Storage, Table};
@@ -221,8 +222,8 @@ struct ReadCtx<'a, S = &'a Snapshot> {
 }
 
 impl<S: Lookup> ReadCtx<'_, S> {
-    fn kv(&mut self, guard: fjall::Guard) -> Result<(fjall::Slice, StoredCell), StorageError> {
-        let (k, v) = guard.into_inner()?;
+    fn kv(&mut self, guard: IterGuardImpl) -> Result<(fjall::Slice, StoredCell), StorageError> {
+        let (k, v) = into_inner(guard)?;
         Ok((k, self.cell(&v)?))
     }
 
@@ -233,12 +234,20 @@ impl<S: Lookup> ReadCtx<'_, S> {
     }
 
     /// Live columns of one row (or the static row) from its stored items.
+    /// Consumes `items` (the vector is left empty, its capacity kept for the next row).
     fn build(
         &self,
-        items: Vec<(ItemPath, StoredCell)>,
+        items: &mut Vec<(ItemPath, StoredCell)>,
         deleted: Option<i64>,
         reversed: bool,
     ) -> Result<(BTreeMap<u32, ColumnValue>, bool), StorageError> {
+        if let [(ItemPath::Liveness, marker)] = items.as_slice() {
+            if deleted.is_none() {
+                let built = self.build_bundle(marker);
+                items.clear();
+                return built;
+            }
+        }
         let row_del = items
             .iter()
             .filter(|(p, _)| *p == ItemPath::RowDeletion)
@@ -247,7 +256,7 @@ impl<S: Lookup> ReadCtx<'_, S> {
             .max();
         let shadowed = |c: &StoredCell, del: Option<i64>| del.is_some_and(|d| c.timestamp() <= d);
         let mut col_del: BTreeMap<u32, i64> = BTreeMap::new();
-        for (p, c) in &items {
+        for (p, c) in items.iter() {
             if let ItemPath::Complex(col, None) = p {
                 col_del.insert(*col, c.timestamp());
             }
@@ -276,7 +285,7 @@ impl<S: Lookup> ReadCtx<'_, S> {
                 }
             }
         };
-        for (path, cell) in items {
+        for (path, cell) in items.drain(..) {
             match path {
                 ItemPath::Liveness => {
                     live_marker |= cell.live_value(now).is_some() && !shadowed(&cell, row_del);
@@ -319,6 +328,31 @@ impl<S: Lookup> ReadCtx<'_, S> {
         }
         let live = live_marker || !cells.is_empty();
         Ok((cells, live))
+    }
+
+    /// [`Self::build`] of a row that is its liveness item alone, with no deletion over it
+    /// (the only shape rows take in tables that never stored a row deletion or a separate
+    /// cell): the bundled cells are the row's columns as they are, one per column in column
+    /// order, and share the marker's liveness (a dead marker has no live cell).
+    fn build_bundle(
+        &self,
+        marker: &StoredCell,
+    ) -> Result<(BTreeMap<u32, ColumnValue>, bool), StorageError> {
+        let mut cells = BTreeMap::new();
+        let Some(bytes) = marker.live_value(self.now) else {
+            return Ok((cells, false));
+        };
+        let (timestamp, ttl) = (marker.timestamp(), marker.ttl_remaining(self.now));
+        for bundled in bundle::cells(bytes) {
+            let (col, v) = bundled?;
+            let value = CellValue {
+                value: v.to_vec(),
+                timestamp,
+                ttl,
+            };
+            cells.insert(col, ColumnValue::Simple(value));
+        }
+        Ok((cells, true))
     }
 
     fn element_type(&self, col: u32) -> Result<cql::types::DataType, StorageError> {
@@ -370,7 +404,7 @@ impl<S: Lookup> ReadCtx<'_, S> {
         let mut rows = Vec::new();
         if !items.is_empty() {
             let values = self.start_row(&row_key[prefix.len() + 1..])?.1;
-            self.finish_row(&mut rows, clustering, values, items, dels, false)?;
+            self.finish_row(&mut rows, clustering, values, &mut items, dels, false)?;
         }
         Ok(rows)
     }
@@ -378,13 +412,20 @@ impl<S: Lookup> ReadCtx<'_, S> {
     /// A row starting at `rest` (its key after the rows section byte): its encoded and
     /// decoded clustering, no items yet.
     fn start_row(&self, rest: &[u8]) -> Result<PendingRow, StorageError> {
+        let (values, c_len) = self.clustering_of(rest)?;
+        Ok((rest[..c_len].to_vec(), values, Vec::new()))
+    }
+
+    /// The decoded clustering of a row key `rest` (its key after the rows section byte) and
+    /// the length of its encoding, which the clustering end byte follows.
+    fn clustering_of(&self, rest: &[u8]) -> Result<(Vec<Vec<u8>>, usize), StorageError> {
         let mut reader = KeyReader::new(rest, false);
         let values = key::decode_clustering_from(&self.table.layout.clustering, &mut reader)?;
         let c_len = rest.len() - reader.remaining().len();
         if reader.byte()? != key::CLUSTERING_END {
             return Err(StorageError::corrupt("row key without clustering end"));
         }
-        Ok((rest[..c_len].to_vec(), values, Vec::new()))
+        Ok((values, c_len))
     }
 
     fn finish_row(
@@ -392,7 +433,7 @@ impl<S: Lookup> ReadCtx<'_, S> {
         rows: &mut Vec<Row>,
         encoded: &[u8],
         clustering: Vec<Vec<u8>>,
-        items: Vec<(ItemPath, StoredCell)>,
+        items: &mut Vec<(ItemPath, StoredCell)>,
         dels: &PartitionDeletions,
         reversed: bool,
     ) -> Result<(), StorageError> {
@@ -406,6 +447,18 @@ impl<S: Lookup> ReadCtx<'_, S> {
 
 /// Range reads: only on a snapshot.
 impl ReadCtx<'_> {
+    /// The items of `range` as the read's snapshot sees them, straight from the keyspace's
+    /// tree at the snapshot's sequence number. fjall's `Snapshot::range` would register a
+    /// second snapshot for the iterator (a shared-map entry, removed again when it is
+    /// dropped: ~4% of a 10-row slice's CPU); the snapshot this read holds until it returns
+    /// already keeps every version the iterator reads.
+    fn range<R: std::ops::RangeBounds<Vec<u8>>>(
+        &self,
+        range: R,
+    ) -> Box<dyn DoubleEndedIterator<Item = IterGuardImpl> + Send + 'static> {
+        range_at(self.ks, self.snap, range)
+    }
+
     /// Everything a partition holds before its rows, in one range read: the partition
     /// deletion, the static row's items and the range tombstones.
     fn head(
@@ -417,7 +470,7 @@ impl ReadCtx<'_> {
         let mut end = prefix.to_vec();
         end.push(key::SECTION_ROWS);
         let mut head = PartitionHead::default();
-        for guard in self.snap.range(self.ks, start..end) {
+        for guard in self.range(start..end) {
             let (k, cell) = self.kv(guard)?;
             head.add(&k[prefix.len()..], cell)?;
         }
@@ -429,8 +482,8 @@ impl ReadCtx<'_> {
         &mut self,
         prefix: &[u8],
     ) -> Result<(PartitionDeletions, BTreeMap<u32, ColumnValue>), StorageError> {
-        let (dels, items) = self.head(prefix)?;
-        let statics = self.build(items, dels.partition, false)?.0;
+        let (dels, mut items) = self.head(prefix)?;
+        let statics = self.build(&mut items, dels.partition, false)?.0;
         Ok((dels, statics))
     }
 
@@ -457,38 +510,46 @@ impl ReadCtx<'_> {
         // A forward read leaves the range open above and stops at `end` itself: fjall then
         // skips the upper-bound seek into every table it merges, which cost a tenth of a
         // 10-row slice's CPU.
-        let iter: Box<dyn Iterator<Item = fjall::Guard>> = if reversed {
-            Box::new(self.snap.range(self.ks, start..end.clone()).rev())
+        let iter: Box<dyn Iterator<Item = IterGuardImpl>> = if reversed {
+            Box::new(self.range(start..end.clone()).rev())
         } else {
-            Box::new(self.snap.range(self.ks, start..))
+            self.range(start..)
         };
-        let mut current: Option<PendingRow> = None;
+        // The row being assembled: the key of its first item, the length of its encoded
+        // clustering there, its decoded clustering. Its items gather in `items`, whose
+        // capacity serves every row.
+        let mut current: Option<(fjall::Slice, usize, Vec<Vec<u8>>)> = None;
+        let mut items = Vec::new();
         for guard in iter {
-            let (k, v) = guard.into_inner()?;
+            let (k, v) = into_inner(guard)?;
             if !reversed && *k >= *end {
                 break;
             }
             let cell = self.cell(&v)?;
             let rest = &k[base.len()..];
-            let same_row = current.as_ref().is_some_and(|(c, _, _)| {
+            let same_row = current.as_ref().is_some_and(|(first, c_len, _)| {
+                let c = &first[base.len()..base.len() + c_len];
                 rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)
             });
             if !same_row {
-                if let Some((c, values, items)) = current.take() {
-                    self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
+                if let Some((first, c_len, values)) = current.take() {
+                    let c = &first[base.len()..base.len() + c_len];
+                    self.finish_row(&mut rows, c, values, &mut items, dels, reversed)?;
                     if rows.len() >= limit {
-                        return Ok((rows, Some(c)));
+                        return Ok((rows, Some(c.to_vec())));
                     }
                 }
-                current = Some(self.start_row(rest)?);
+                let (values, c_len) = self.clustering_of(rest)?;
+                current = Some((k.clone(), c_len, values));
             }
-            if let Some((c, _, items)) = current.as_mut() {
-                let path = ItemPath::decode(&rest[c.len() + 1..])?;
+            if let Some((_, c_len, _)) = &current {
+                let path = ItemPath::decode(&rest[c_len + 1..])?;
                 items.push((path, cell));
             }
         }
-        if let Some((c, values, items)) = current.take() {
-            self.finish_row(&mut rows, &c, values, items, dels, reversed)?;
+        if let Some((first, c_len, values)) = current.take() {
+            let c = &first[base.len()..base.len() + c_len];
+            self.finish_row(&mut rows, c, values, &mut items, dels, reversed)?;
         }
         Ok((rows, None))
     }
@@ -725,14 +786,14 @@ impl Storage {
             // One pass over the physical partition's items: partitions are assembled as
             // their items stream by (head items sort before rows).
             let iter = match bound {
-                Some(u) => snap.range(ctx.ks, position.clone()..u),
-                None => snap.range(ctx.ks, position.clone()..),
+                Some(u) => range_at(ctx.ks, &snap, position.clone()..u),
+                None => range_at(ctx.ks, &snap, position.clone()..),
             };
             let mut current: Option<StreamedPartition> = None;
             let mut stopped = false;
             for guard in iter {
                 ctx.items += 1;
-                let (k, v) = guard.into_inner()?;
+                let (k, v) = into_inner(guard)?;
                 if !current.as_ref().is_some_and(|c| k.starts_with(&c.prefix)) {
                     if let Some(done) = current.take() {
                         last_prefix = Some(done.finish(&ctx, &mut page, pk_len, &mut remaining)?);
@@ -772,8 +833,15 @@ impl Storage {
                     row_key.starts_with(c) && row_key.get(c.len()) == Some(&key::CLUSTERING_END)
                 });
                 if !same_row {
-                    if let Some((c, values, items)) = part.row.take() {
-                        ctx.finish_row(&mut part.rows, &c, values, items, &part.head.dels, false)?;
+                    if let Some((c, values, mut items)) = part.row.take() {
+                        ctx.finish_row(
+                            &mut part.rows,
+                            &c,
+                            values,
+                            &mut items,
+                            &part.head.dels,
+                            false,
+                        )?;
                         if part.rows.len() >= remaining {
                             // The page is full inside this partition.
                             let prefix = part.prefix.clone();
@@ -829,6 +897,21 @@ pub(crate) fn single_row<'t>(table: &'t Table, slice: &Slice) -> Option<&'t [u32
     one_row.then_some(columns)
 }
 
+/// `range` of `ks` at `snap`'s sequence number, without registering another snapshot (see
+/// `ReadCtx::range`): only while `snap` is held.
+fn range_at<R: std::ops::RangeBounds<Vec<u8>>>(
+    ks: &Keyspace,
+    snap: &Snapshot,
+    range: R,
+) -> Box<dyn DoubleEndedIterator<Item = IterGuardImpl> + Send + 'static> {
+    AbstractTree::range(&ks.tree, range, snap.seqno(), None)
+}
+
+/// A range item's key and value.
+fn into_inner(guard: IterGuardImpl) -> Result<(fjall::Slice, fjall::Slice), StorageError> {
+    Ok(guard.into_inner().map_err(fjall::Error::from)?)
+}
+
 /// A partition being assembled by a scan's single pass.
 struct StreamedPartition {
     token: i64,
@@ -850,11 +933,18 @@ impl StreamedPartition {
         pk_len: usize,
         remaining: &mut usize,
     ) -> Result<Vec<u8>, StorageError> {
-        if let Some((c, values, items)) = self.row.take() {
-            ctx.finish_row(&mut self.rows, &c, values, items, &self.head.dels, false)?;
+        if let Some((c, values, mut items)) = self.row.take() {
+            ctx.finish_row(
+                &mut self.rows,
+                &c,
+                values,
+                &mut items,
+                &self.head.dels,
+                false,
+            )?;
         }
         let static_cells = ctx
-            .build(self.head.statics, self.head.dels.partition, false)?
+            .build(&mut self.head.statics, self.head.dels.partition, false)?
             .0;
         let used = if self.rows.is_empty() {
             usize::from(!static_cells.is_empty())

@@ -280,6 +280,51 @@ fn ttl_expires_at_read_time() {
 }
 
 #[test]
+fn bundled_rows_read_in_a_slice_keep_their_time_and_ttl() {
+    // An INSERT with a TTL: marker and cells share timestamp and TTL, so each row is one
+    // bundled item, read by the slice's one-item path.
+    let e = env();
+    let rows = (1..=3)
+        .map(|ck| {
+            let mut r = insert(ck, 20 + i64::from(ck));
+            r.liveness = Some(Liveness {
+                timestamp: 20 + i64::from(ck),
+                ttl: Some(100),
+            });
+            r.columns = vec![ColumnWrite {
+                column: 1,
+                op: ColumnOp::Set {
+                    value: format!("v{ck}").into_bytes(),
+                    timestamp: 20 + i64::from(ck),
+                    ttl: Some(100),
+                },
+            }];
+            r
+        })
+        .collect();
+    put(&e.db, 1, rows);
+    e.clock.fetch_add(30, AtomicOrdering::SeqCst);
+    let slice = Slice {
+        start: ClusteringBound::Inclusive(vec![int(2)]),
+        ..Slice::default()
+    };
+    let p = read(&e.db, 1, &slice);
+    assert_eq!(cks(&p), vec![2, 3]);
+    for (row, ck) in p.rows.iter().zip(2..) {
+        assert_eq!(text(row, 1), Some(format!("v{ck}")));
+        match &row.cells[&1] {
+            ColumnValue::Simple(c) => {
+                assert_eq!((c.timestamp, c.ttl), (20 + i64::from(ck), Some(70)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    e.clock.fetch_add(80, AtomicOrdering::SeqCst);
+    assert!(read(&e.db, 1, &slice).rows.is_empty());
+    assert!(read(&e.db, 1, &Slice::default()).rows.is_empty());
+}
+
+#[test]
 fn collections_are_one_cell_per_element() {
     let e = env();
     let elem = |col, key: Vec<u8>, value: &[u8], ts| ColumnWrite {
