@@ -300,9 +300,6 @@ impl Storage {
             background.push(crate::journal_sync::spawn(db.clone(), db_dir, every, rx)?);
             stops.push(tx);
         }
-        let (tx, rx) = mpsc::channel::<()>();
-        background.push(crate::file_reaper::spawn(dir.as_ref().to_path_buf(), rx)?);
-        stops.push(tx);
         let storage = Storage {
             inner: Arc::new(Inner {
                 db,
@@ -326,6 +323,14 @@ impl Storage {
             }),
         };
         storage.start_split_workers(options.max_concurrent_splits, options.background_nice)?;
+        let (tx, rx) = mpsc::channel::<()>();
+        let handle = crate::file_reaper::spawn(
+            dir.as_ref().to_path_buf(),
+            Arc::downgrade(&storage.inner),
+            rx,
+        )?;
+        lock(&storage.inner.stop_background).push(tx);
+        lock(&storage.inner.background).push(handle);
         if let Some(idle) = options.idle_compaction {
             let (tx, rx) = mpsc::channel::<()>();
             let handle = crate::idle_compaction::spawn(
@@ -587,6 +592,15 @@ impl Storage {
             .get(&id)
             .cloned()
             .ok_or(StorageError::UnknownTable(id))
+    }
+
+    /// The active memtable of every physical partition of every table.
+    pub(crate) fn active_memtables(&self) -> Vec<Arc<lsm_tree::Memtable>> {
+        self.tables_snapshot()
+            .iter()
+            .flat_map(|table| table.ring.current().parts.clone())
+            .map(|part| fjall::AbstractTree::active_memtable(&part.keyspace.tree))
+            .collect()
     }
 
     /// Every open table.

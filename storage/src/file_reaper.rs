@@ -1,29 +1,39 @@
-//! The file reaper: holds a descriptor of each young LSM table file so that the page cache of
-//! a table deleted by compaction is released here, not under fjall's locks.
+//! The file reaper: holds descriptors of fjall's young table files, its version files and its
+//! journals, so that what a deletion costs the kernel is paid here, not under fjall's locks.
 //!
-//! Closing the last descriptor of a deleted file makes the kernel drop its cached pages: for a
-//! freshly written 64 MiB table that took 100-250 ms of kernel time, and fjall closes its
-//! descriptors while dropping old versions during a memtable rotation, with the journal lock
-//! held, so every write waited that long. While this thread holds another descriptor, fjall's
-//! close is cheap; the reaper sees the file's link count drop to zero and closes it itself,
-//! with no lock held.
+//! Closing the last descriptor of a deleted file makes the kernel drop its cached pages and
+//! free its blocks: for a freshly written 64 MiB table that took 100-250 ms of kernel time, and
+//! on a filesystem mounted with `discard` (here ext4 without a journal, which discards while it
+//! frees) even the unlink of a one-block version file waited 50-70 ms for the device. fjall
+//! does both while it rotates a memtable, holding the journal lock and the tree's version
+//! lock, so every write waited that long. While this thread holds another descriptor, fjall's
+//! unlink and close are cheap; the reaper sees the file's link count drop to zero and closes
+//! it itself, with no lock held.
 //!
 //! It only ever reads directory listings and holds read-only descriptors, so a change of
 //! fjall's file layout makes it hold nothing (costing latency, never data), and the number
-//! held is capped (the newest tables) so it cannot exhaust the process's descriptors.
+//! held is capped (the newest files of each kind) so it cannot exhaust the process's
+//! descriptors. The same thread runs the [`crate::memtable_keeper`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::engine::{Inner, Storage};
+use crate::memtable_keeper::MemtableKeeper;
+
 /// Most table files held at once (newly written tables are the ones compaction deletes soon).
 const MAX_HELD: usize = 256;
-/// How often the table directories are walked.
-const TICK: Duration = Duration::from_millis(200);
+/// Most version and journal files held at once (a tree keeps a handful of versions and the
+/// store a few journals; more only while old snapshots pin old versions).
+const MAX_HELD_META: usize = 128;
+/// How often the store's directories are walked: a version file lives from one flush or
+/// compaction to the memtable rotation after the next, far longer than this.
+const TICK: Duration = Duration::from_millis(100);
 
 /// Descriptors held by the reaper, by path.
 #[derive(Debug, Default)]
@@ -33,35 +43,28 @@ pub(crate) struct Reaper {
 
 impl Reaper {
     /// One pass over `db_dir`: closes held files that were deleted, then holds the newest
-    /// table files (fjall numbers tables in creation order), at most the cap: an old table
-    /// that a newer one displaces is released (it is still live, so that close is cheap).
-    /// Returns how many deleted files it closed.
+    /// table files and the newest version and journal files (fjall numbers each kind in
+    /// creation order), at most the caps: an old file that a newer one displaces is released
+    /// (it is still live, so that close is cheap). Returns how many deleted files it closed.
     pub(crate) fn pass(&mut self, db_dir: &Path) -> usize {
         let before = self.held.len();
         self.held
             .retain(|_, file| file.metadata().map(|m| m.nlink() > 0).unwrap_or(false));
         let reaped = before - self.held.len();
-        let mut tables: Vec<(u64, PathBuf)> = table_dirs(db_dir)
+        let keyspaces = keyspace_dirs(db_dir);
+        let tables = keyspaces
             .iter()
-            .filter_map(|dir| std::fs::read_dir(dir).ok())
-            .flat_map(|entries| entries.flatten())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| {
-                let id = e
-                    .file_name()
-                    .to_str()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
-                (id, e.path())
-            })
-            .collect();
-        tables.sort_unstable_by_key(|t| std::cmp::Reverse(t.0));
-        tables.truncate(MAX_HELD);
-        let newest: HashMap<PathBuf, ()> = tables.into_iter().map(|(_, p)| (p, ())).collect();
-        self.held.retain(|path, _| newest.contains_key(path));
-        for path in newest.into_keys() {
+            .flat_map(|dir| numbered_files(&dir.join("tables"), Naming::Table));
+        let mut wanted = newest(tables.collect(), MAX_HELD);
+        let meta = keyspaces
+            .iter()
+            .flat_map(|dir| numbered_files(dir, Naming::Version))
+            .chain(numbered_files(db_dir, Naming::Journal));
+        wanted.extend(newest(meta.collect(), MAX_HELD_META));
+        self.held.retain(|path, _| wanted.contains(path));
+        for path in wanted {
             if let std::collections::hash_map::Entry::Vacant(slot) = self.held.entry(path) {
-                // A table deleted between listing and opening is simply not held.
+                // A file deleted between listing and opening is simply not held.
                 if let Ok(file) = File::open(slot.key()) {
                     slot.insert(file);
                 }
@@ -77,29 +80,82 @@ impl Reaper {
     }
 }
 
-/// The `tables` directory of every keyspace (`<db>/keyspaces/<id>/tables`).
-fn table_dirs(db_dir: &Path) -> Vec<PathBuf> {
+/// The directory of every keyspace (`<db>/keyspaces/<id>`).
+fn keyspace_dirs(db_dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(db_dir.join("keyspaces")) else {
         return Vec::new();
     };
     entries
         .flatten()
-        .map(|e| e.path().join("tables"))
+        .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect()
 }
 
-/// Starts the reaper thread over the store in `db_dir`; it stops when `stop` receives or is
-/// dropped (its descriptors are closed then).
-pub(crate) fn spawn(db_dir: PathBuf, stop: mpsc::Receiver<()>) -> std::io::Result<JoinHandle<()>> {
+/// How fjall names a kind of numbered file.
+#[derive(Debug, Clone, Copy)]
+enum Naming {
+    /// `<keyspace>/tables/<n>`.
+    Table,
+    /// `<keyspace>/v<n>`: a tree version (its list of tables).
+    Version,
+    /// `<db>/<n>.jnl`.
+    Journal,
+}
+
+impl Naming {
+    /// The number in a file name of this kind.
+    fn number(self, name: &str) -> Option<u64> {
+        let digits = match self {
+            Naming::Table => Some(name),
+            Naming::Version => name.strip_prefix('v'),
+            Naming::Journal => name.strip_suffix(".jnl"),
+        };
+        digits?.parse().ok()
+    }
+}
+
+/// The files in `dir` named as `naming` says, with their numbers.
+fn numbered_files(dir: &Path, naming: Naming) -> Vec<(u64, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| Some((naming.number(e.file_name().to_str()?)?, e.path())))
+        .collect()
+}
+
+/// The paths of the `cap` highest-numbered `files`.
+fn newest(mut files: Vec<(u64, PathBuf)>, cap: usize) -> HashSet<PathBuf> {
+    files.sort_unstable_by_key(|f| std::cmp::Reverse(f.0));
+    files.truncate(cap);
+    files.into_iter().map(|(_, path)| path).collect()
+}
+
+/// Starts the reaper thread over the store in `db_dir`, which also frees the flushed
+/// memtables of the storage behind `storage` (see [`crate::memtable_keeper`]); it stops when
+/// `stop` receives or is dropped, or the storage goes (its descriptors are closed then).
+pub(crate) fn spawn(
+    db_dir: PathBuf,
+    storage: Weak<Inner>,
+    stop: mpsc::Receiver<()>,
+) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("storage-reaper".into())
         .spawn(move || {
             let mut reaper = Reaper::default();
+            let mut memtables = MemtableKeeper::default();
             while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
+                let Some(inner) = storage.upgrade() else {
+                    return;
+                };
+                let active = Storage { inner }.active_memtables();
+                let freed = memtables.pass(active);
                 let reaped = reaper.pass(&db_dir);
-                if reaped > 0 {
-                    tracing::debug!(reaped, "closed deleted table files");
+                if reaped > 0 || freed > 0 {
+                    tracing::debug!(reaped, freed, "closed deleted files, freed memtables");
                 }
             }
         })
@@ -110,20 +166,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn holds_table_files_and_closes_deleted_ones() {
+    fn holds_table_version_and_journal_files_and_closes_deleted_ones() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let tables = dir.path().join("keyspaces").join("7").join("tables");
+        let keyspace = dir.path().join("keyspaces").join("7");
+        let tables = keyspace.join("tables");
         std::fs::create_dir_all(&tables).expect("mkdir");
         std::fs::write(tables.join("1"), b"table one").expect("write");
         std::fs::write(tables.join("2"), b"table two").expect("write");
+        std::fs::write(keyspace.join("v3"), b"version").expect("write");
         std::fs::write(dir.path().join("3.jnl"), b"journal").expect("write");
+        // Files fjall rewrites or keeps open itself are not held.
+        std::fs::write(keyspace.join("current"), b"3").expect("write");
+        std::fs::write(dir.path().join("lock"), b"").expect("write");
+        std::fs::write(dir.path().join("notes.txt"), b"x").expect("write");
         let mut reaper = Reaper::default();
         assert_eq!(reaper.pass(dir.path()), 0);
-        assert_eq!(reaper.held(), 2, "only the tables are held");
+        assert_eq!(reaper.held(), 4, "two tables, a version and a journal");
         std::fs::remove_file(tables.join("1")).expect("rm");
-        assert_eq!(reaper.pass(dir.path()), 1, "the deleted table is closed");
-        assert_eq!(reaper.held(), 1);
+        std::fs::remove_file(keyspace.join("v3")).expect("rm");
+        assert_eq!(reaper.pass(dir.path()), 2, "the deleted files are closed");
+        assert_eq!(reaper.held(), 2);
         assert_eq!(reaper.pass(dir.path()), 0);
+    }
+
+    #[test]
+    fn names_of_numbered_files() {
+        assert_eq!(Naming::Table.number("12"), Some(12));
+        assert_eq!(Naming::Table.number("v12"), None);
+        assert_eq!(Naming::Version.number("v12"), Some(12));
+        assert_eq!(Naming::Version.number("12"), None);
+        assert_eq!(Naming::Journal.number("12.jnl"), Some(12));
+        assert_eq!(Naming::Journal.number("12.jnl.tmp"), None);
     }
 
     #[test]
@@ -148,8 +221,24 @@ mod tests {
         assert!(!reaper.held.contains_key(&tables.join("5")));
     }
 
+    /// The held paths that `keep` selects.
+    fn held_paths(reaper: &Reaper, keep: impl Fn(&Path) -> bool) -> HashSet<PathBuf> {
+        reaper.held.keys().filter(|p| keep(p)).cloned().collect()
+    }
+
+    fn is_table(path: &Path) -> bool {
+        path.parent().is_some_and(|d| d.ends_with("tables"))
+    }
+
+    fn is_version(path: &Path) -> bool {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| Naming::Version.number(n))
+            .is_some()
+    }
+
     #[test]
-    fn follows_the_tables_fjall_writes_and_compacts_away() {
+    fn follows_the_files_fjall_writes_and_deletes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = fjall::Database::builder(dir.path()).open().expect("open");
         let ks = db
@@ -158,7 +247,11 @@ mod tests {
         let mut reaper = Reaper::default();
         reaper.pass(dir.path());
         // fjall's own meta keyspace may hold tables already.
-        let before = reaper.held();
+        let before = held_paths(&reaper, is_table);
+        assert!(
+            !held_paths(&reaper, |p| p.extension().is_some_and(|e| e == "jnl")).is_empty(),
+            "the journal is held"
+        );
         for round in 0..2u8 {
             for i in 0..100u8 {
                 ks.insert([round, i], [i; 64]).expect("insert");
@@ -166,23 +259,35 @@ mod tests {
             ks.rotate_memtable_and_wait().expect("flush");
         }
         reaper.pass(dir.path());
-        assert_eq!(reaper.held(), before + 2, "each flush wrote one table file");
+        let flushed: HashSet<PathBuf> = held_paths(&reaper, is_table)
+            .difference(&before)
+            .cloned()
+            .collect();
+        assert_eq!(flushed.len(), 2, "each flush wrote one table file");
+        let versions = held_paths(&reaper, is_version);
+        assert!(!versions.is_empty(), "the tree's versions are held");
         ks.major_compact().expect("compact");
-        // The compacted-away tables are unlinked once no version uses them: fjall drops old
-        // versions when it next rotates a memtable (that is where its close used to stall).
+        // The compacted-away tables and the old versions are unlinked once no snapshot needs
+        // them: fjall drops old versions when it next rotates a memtable (where its unlinks
+        // and closes used to stall writes).
         ks.insert([9u8], [9u8]).expect("insert");
         ks.rotate_memtable_and_wait().expect("flush");
         let mut reaped = 0;
         for _ in 0..50 {
             reaped += reaper.pass(dir.path());
-            if reaped >= 2 {
+            let tables = held_paths(&reaper, is_table);
+            let old_versions = held_paths(&reaper, |p| versions.contains(p));
+            if flushed.is_disjoint(&tables) && old_versions.len() < versions.len() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert_eq!(
-            reaped, 2,
-            "both flushed tables were deleted by the compaction"
+        assert!(
+            flushed.is_disjoint(&held_paths(&reaper, is_table)),
+            "both flushed tables were deleted by the compaction and closed"
         );
+        let left = held_paths(&reaper, |p| versions.contains(p));
+        assert!(left.len() < versions.len(), "old versions were closed");
+        assert!(reaped >= 3, "{reaped} files closed");
     }
 }

@@ -65,6 +65,7 @@ mod file_reaper;
 mod idle_compaction;
 mod journal_sync;
 pub mod key;
+mod memtable_keeper;
 mod partition_filter;
 mod priority;
 mod read;
