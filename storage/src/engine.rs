@@ -327,6 +327,7 @@ impl Storage {
         let handle = crate::file_reaper::spawn(
             dir.as_ref().to_path_buf(),
             Arc::downgrade(&storage.inner),
+            options.background_nice,
             rx,
         )?;
         lock(&storage.inner.stop_background).push(tx);
