@@ -243,11 +243,7 @@ mod tests {
 
     #[test]
     fn follows_the_files_fjall_writes_and_deletes() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = fjall::Database::builder(dir.path()).open().expect("open");
-        let ks = db
-            .keyspace("k", fjall::KeyspaceCreateOptions::default)
-            .expect("keyspace");
+        let (dir, _db, ks) = crate::tests::scratch_fjall();
         let mut reaper = Reaper::default();
         reaper.pass(dir.path());
         // fjall's own meta keyspace may hold tables already.

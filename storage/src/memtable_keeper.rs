@@ -53,11 +53,7 @@ mod tests {
 
     #[test]
     fn keeps_each_memtable_until_fjall_is_done_with_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = fjall::Database::builder(dir.path()).open().expect("open");
-        let ks = db
-            .keyspace("k", fjall::KeyspaceCreateOptions::default)
-            .expect("keyspace");
+        let (_dir, _db, ks) = crate::tests::scratch_fjall();
         let mut keeper = MemtableKeeper::default();
         ks.insert([1u8], [1u8; 64]).expect("insert");
         assert_eq!(keeper.pass([ks.tree.active_memtable()]), 0);

@@ -11,6 +11,17 @@ use crate::*;
 
 pub(crate) const T: TableId = TableId(0xabc);
 
+/// A bare fjall database in a temporary directory with one keyspace `k`, for tests of the
+/// helpers that watch fjall's files and memtables.
+pub(crate) fn scratch_fjall() -> (tempfile::TempDir, fjall::Database, fjall::Keyspace) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = fjall::Database::builder(dir.path()).open().expect("open");
+    let ks = db
+        .keyspace("k", fjall::KeyspaceCreateOptions::default)
+        .expect("keyspace");
+    (dir, db, ks)
+}
+
 pub(crate) fn int(v: i32) -> Vec<u8> {
     v.to_be_bytes().to_vec()
 }
