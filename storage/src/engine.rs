@@ -323,27 +323,30 @@ impl Storage {
             }),
         };
         storage.start_split_workers(options.max_concurrent_splits, options.background_nice)?;
-        let (tx, rx) = mpsc::channel::<()>();
-        let handle = crate::file_reaper::spawn(
-            dir.as_ref().to_path_buf(),
-            Arc::downgrade(&storage.inner),
-            options.background_nice,
-            rx,
-        )?;
-        lock(&storage.inner.stop_background).push(tx);
-        lock(&storage.inner.background).push(handle);
+        let nice = options.background_nice;
+        storage.start_background(|stop| {
+            let db_dir = dir.as_ref().to_path_buf();
+            crate::file_reaper::spawn(db_dir, Arc::downgrade(&storage.inner), nice, stop)
+        })?;
         if let Some(idle) = options.idle_compaction {
-            let (tx, rx) = mpsc::channel::<()>();
-            let handle = crate::idle_compaction::spawn(
-                Arc::downgrade(&storage.inner),
-                idle,
-                options.background_nice,
-                rx,
-            )?;
-            lock(&storage.inner.stop_background).push(tx);
-            lock(&storage.inner.background).push(handle);
+            storage.start_background(|stop| {
+                crate::idle_compaction::spawn(Arc::downgrade(&storage.inner), idle, nice, stop)
+            })?;
         }
         Ok(storage)
+    }
+
+    /// Starts a background thread with `spawn`, which gets the receiver that tells it to
+    /// stop; the storage stops it (drops the sender) and joins it when it closes.
+    fn start_background(
+        &self,
+        spawn: impl FnOnce(mpsc::Receiver<()>) -> std::io::Result<JoinHandle<()>>,
+    ) -> std::io::Result<()> {
+        let (tx, rx) = mpsc::channel::<()>();
+        let handle = spawn(rx)?;
+        lock(&self.inner.stop_background).push(tx);
+        lock(&self.inner.background).push(handle);
+        Ok(())
     }
 
     /// Creates a table, or opens it (after a restart, or to update its layout). Idempotent.
@@ -360,16 +363,10 @@ impl Storage {
             None => {
                 let ring = Arc::new(self.load_ring(id)?);
                 if !ring.filter.is_complete() {
-                    let (tx, rx) = mpsc::channel::<()>();
-                    let handle = crate::partition_filter::spawn(
-                        self.inner.db.clone(),
-                        id,
-                        ring.clone(),
-                        self.inner.background_nice,
-                        rx,
-                    )?;
-                    lock(&self.inner.stop_background).push(tx);
-                    lock(&self.inner.background).push(handle);
+                    self.start_background(|stop| {
+                        let (db, nice) = (self.inner.db.clone(), self.inner.background_nice);
+                        crate::partition_filter::spawn(db, id, ring.clone(), nice, stop)
+                    })?;
                 }
                 ring
             }
