@@ -151,6 +151,7 @@ impl Node {
         };
         // Read once: sizing it reads the machine's memory and cgroup limit.
         let block_cache_bytes = config.block_cache_bytes();
+        let item_cache_bytes = config.item_cache_bytes();
         let storage = Storage::open(
             dir.join("storage"),
             StorageOptions {
@@ -158,6 +159,7 @@ impl Node {
                 physical_partition_max_bytes: config.physical_partition_max_bytes,
                 logical_partition_max_bytes: config.logical_partition_max_bytes,
                 cache_bytes: Some(block_cache_bytes),
+                item_cache_bytes,
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
                 worker_threads: Some(config.storage_threads()),
                 background_nice: config.background_nice,
@@ -207,6 +209,7 @@ impl Node {
             data_dir = %dir.display(),
             tables,
             block_cache_mib = block_cache_bytes >> 20,
+            item_cache_mib = item_cache_bytes >> 20,
             "node opened"
         );
         let (events, _) = broadcast::channel(1024);

@@ -16,6 +16,7 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
 use crate::idle_compaction::IdleCompaction;
+use crate::item_cache::{self, ItemCache};
 use crate::ring::{delete_keyspace, TableRing};
 use crate::split::Splitter;
 use crate::{StorageError, TableId, TableLayout};
@@ -69,6 +70,8 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 pub const DEFAULT_PHYSICAL_PARTITION_MAX_BYTES: u64 = 30 << 30;
 /// Default [`StorageOptions::logical_partition_max_bytes`]: 20 GiB.
 pub const DEFAULT_LOGICAL_PARTITION_MAX_BYTES: u64 = 20 << 30;
+/// Default [`StorageOptions::item_cache_bytes`]: 64 MiB.
+pub const DEFAULT_ITEM_CACHE_BYTES: u64 = 64 << 20;
 
 /// Options for [`Storage::open`].
 #[derive(Clone)]
@@ -103,6 +106,9 @@ pub struct StorageOptions {
     /// compaction, splits), so they yield the cores to the threads answering requests;
     /// 0..=19, 0 (the default) leaves them at the caller's priority.
     pub background_nice: i32,
+    /// Bytes of the item cache (`crate::item_cache`: single items by key, for point reads and
+    /// writes' lookups; 0: off). Default 64 MiB.
+    pub item_cache_bytes: u64,
 }
 
 impl Default for StorageOptions {
@@ -119,6 +125,7 @@ impl Default for StorageOptions {
             min_free_disk_bytes: 0,
             idle_compaction: None,
             background_nice: 0,
+            item_cache_bytes: DEFAULT_ITEM_CACHE_BYTES,
         }
     }
 }
@@ -135,6 +142,7 @@ impl fmt::Debug for StorageOptions {
         f.debug_struct("StorageOptions")
             .field("sync", &self.sync)
             .field("cache_bytes", &self.cache_bytes)
+            .field("item_cache_bytes", &self.item_cache_bytes)
             .field("clock", &self.clock.as_ref().map(|_| "custom"))
             .field(
                 "physical_partition_max_bytes",
@@ -221,6 +229,8 @@ pub(crate) struct Inner {
     group_sync: GroupSync,
     clock: Option<Clock>,
     pub(crate) items_read: AtomicU64,
+    /// Recently read and written items (see `crate::item_cache`).
+    pub(crate) item_cache: ItemCache,
     /// Stops the background threads (journal syncer, file reaper) when dropped.
     stop_background: Mutex<Vec<mpsc::Sender<()>>>,
     background: Mutex<Vec<JoinHandle<()>>>,
@@ -316,6 +326,7 @@ impl Storage {
                 group_sync: GroupSync::default(),
                 clock: options.clock,
                 items_read: AtomicU64::new(0),
+                item_cache: ItemCache::new(options.item_cache_bytes),
                 stop_background: Mutex::new(stops),
                 background: Mutex::new(background),
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
@@ -429,6 +440,7 @@ impl Storage {
         let _all = self.lock_stripes(u64::MAX);
         for p in &table.ring.current().parts {
             p.keyspace.clear()?;
+            p.cache_id.store(item_cache::fresh_id(), Ordering::Relaxed);
             p.bytes.store(0, Ordering::Relaxed);
             p.partitions.store(0, Ordering::Relaxed);
             p.set_oversized(false);

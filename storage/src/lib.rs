@@ -20,6 +20,8 @@
 //!   its worker threads, [`Storage::split_now`] and [`Storage::wait_for_splits`].
 //! - `partition_filter`: the in-memory bloom filter of a table's stored partitions that lets
 //!   writes to new partitions skip the size-cell lookup.
+//! - `item_cache`: single items by key, so point reads and writes' lookups skip fjall's
+//!   memtables and tables.
 //! - `disk`: the free-space guard refusing writes before the disk fills.
 //! - `priority`: background threads (flushes, compactions, splits) at a lower CPU priority.
 //! - `compaction`: the fjall compaction filter purging expired cells and tombstones past
@@ -63,6 +65,7 @@ mod engine;
 pub mod error;
 mod file_reaper;
 mod idle_compaction;
+mod item_cache;
 mod journal_sync;
 pub mod key;
 mod memtable_keeper;
@@ -80,6 +83,8 @@ mod bundle_tests;
 #[cfg(test)]
 mod content_tests;
 #[cfg(test)]
+mod item_cache_tests;
+#[cfg(test)]
 mod model_tests;
 #[cfg(test)]
 mod partition_filter_tests;
@@ -94,7 +99,7 @@ mod tests;
 
 pub use cell::CellValue;
 pub use engine::{
-    Clock, MetaEntry, Storage, StorageOptions, SyncPolicy, TableStats,
+    Clock, MetaEntry, Storage, StorageOptions, SyncPolicy, TableStats, DEFAULT_ITEM_CACHE_BYTES,
     DEFAULT_LOGICAL_PARTITION_MAX_BYTES, DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
 };
 pub use error::StorageError;

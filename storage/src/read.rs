@@ -8,6 +8,7 @@
 //! without a snapshot.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
 use lsm_tree::{Guard as _, IterGuardImpl};
@@ -209,6 +210,34 @@ struct Published(fjall::SeqNo);
 impl Lookup for Published {
     fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
         Ok(AbstractTree::get(&ks.tree, key, self.0).map_err(fjall::Error::from)?)
+    }
+}
+
+/// The item cache in front of the newest published items: a miss takes the partition's
+/// write-lock stripe, reads the item at the newest published sequence number and caches it
+/// (see `crate::item_cache`). Only for a single lookup, as [`Published`].
+#[derive(Clone, Copy)]
+struct Cached<'a> {
+    storage: &'a Storage,
+    /// The partition's id in the item cache.
+    part: u64,
+    /// The partition's write-lock stripe.
+    stripe: usize,
+}
+
+impl Lookup for Cached<'_> {
+    fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
+        let inner = &self.storage.inner;
+        if let Some(v) = inner.item_cache.get(self.part, key) {
+            return Ok(Some(v));
+        }
+        let _stripe = self.storage.lock_stripes(1 << self.stripe);
+        let v = Published(inner.db.visible_seqno()).lookup(ks, key)?;
+        if let Some(v) = &v {
+            inner.item_cache.before_fill();
+            inner.item_cache.put(self.part, key, v);
+        }
+        Ok(v)
     }
 }
 
@@ -604,10 +633,15 @@ impl Storage {
         // Otherwise, and when the row was not found, the read starts over below.
         const ONE_ITEM: u8 = content::HEAD | content::ROW_DELETIONS | content::SEPARATE_CELLS;
         if let Some(columns) = single.filter(|_| !content.may_have(ONE_ITEM)) {
+            let part = view.part(addr.token);
             let mut ctx = ReadCtx {
-                snap: Published(self.inner.db.visible_seqno()),
+                snap: Cached {
+                    storage: self,
+                    part: part.cache_id.load(Ordering::Relaxed),
+                    stripe: Self::stripe(table_id, addr.token),
+                },
                 table: &table,
-                ks: &view.part(addr.token).keyspace,
+                ks: &part.keyspace,
                 now: self.now(),
                 items: 0,
             };

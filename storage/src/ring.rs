@@ -309,6 +309,8 @@ pub(crate) fn parse_keyspace_name(name: &str) -> Option<(TableId, u64)> {
 pub(crate) struct Physical {
     pub(crate) id: u64,
     pub(crate) keyspace: Keyspace,
+    /// Its entries' id in the item cache (`crate::item_cache`); a truncate gives it a new one.
+    pub(crate) cache_id: AtomicU64,
     /// Stored key + value bytes (wrapping arithmetic: transiently "negative" during a split).
     pub(crate) bytes: AtomicU64,
     /// Logical partitions stored.
@@ -324,6 +326,7 @@ impl Physical {
         Physical {
             id,
             keyspace,
+            cache_id: AtomicU64::new(crate::item_cache::fresh_id()),
             bytes: AtomicU64::new(bytes),
             partitions: AtomicU64::new(partitions),
             split_queued: AtomicBool::new(false),

@@ -16,12 +16,14 @@
 //! to the new partition that will own its token.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
 
 use crate::cell::StoredCell;
 use crate::engine::{Storage, Table};
+use crate::item_cache::ItemCache;
 use crate::key::{self, ClusteringBound, ItemPath};
 use crate::ring::Route;
 use crate::{bundle, content, token, StorageError, TableId};
@@ -258,9 +260,12 @@ impl Storage {
         let mut batch = self.write_batch();
         let mut accounted = Vec::new();
         let mut written_flags = Vec::with_capacity(staged.len());
+        let mut cached = Vec::new();
         for (s, view) in staged.iter().zip(&views) {
             let route = view.route(s.addr.token);
-            if let Some((delta, new_partition, flags)) = self.write_staged(s, &route, &mut batch)? {
+            if let Some((delta, new_partition, flags)) =
+                self.write_staged(s, &route, &mut batch, &mut cached)?
+            {
                 accounted.push((s.table_id, route, delta, new_partition));
                 written_flags.push(flags);
             } else {
@@ -282,7 +287,17 @@ impl Storage {
                     .mark(flags, &self.inner.meta, &mut batch)
             })
             .collect();
-        batch.commit()?;
+        let committed = batch.commit();
+        // Still under the stripes: the item cache holds the newest committed items (see
+        // `crate::item_cache`); after a failed commit it forgets them rather than guess.
+        let cache = &self.inner.item_cache;
+        for (part, key, value) in cached {
+            match value.filter(|_| committed.is_ok()) {
+                Some(v) => cache.put_slice(part, key, v),
+                None => cache.forget(part, &key),
+            }
+        }
+        committed?;
         for (s, flags) in staged.iter().zip(marked) {
             s.table.ring.content.committed(flags);
         }
@@ -425,13 +440,16 @@ impl Storage {
 
     /// Reconciles a staged mutation with what is stored and adds the winning items and, where
     /// the partition keeps one, its new size cell to `batch`. Returns (byte delta, whether the
-    /// partition is new, content flags of what was written), or None when nothing wins.
+    /// partition is new, content flags of what was written), or None when nothing wins; adds
+    /// to `cached` what the item cache must hold for each written key once the batch commits
+    /// (the new item, or nothing for a partition that was new for sure).
     /// Called with the partition's stripe locked.
     fn write_staged(
         &self,
         staged: &Staged<'_>,
         route: &Route<'_>,
         batch: &mut fjall::OwnedWriteBatch,
+        cached: &mut Vec<CacheUpdate>,
     ) -> Result<Option<(i64, i64, u8)>, StorageError> {
         let Staged {
             table_id,
@@ -449,8 +467,12 @@ impl Storage {
         // Read under the stripe lock: a concurrent writer of this partition that stored a
         // separate cell or a bundle set its flag before committing.
         let content = &table.ring.content;
+        let cache = &self.inner.item_cache;
+        let part = route.primary.cache_id.load(Ordering::Relaxed);
         let mut state = State {
             ks,
+            cache,
+            part,
             exists: !new_for_sure,
             may_bundle: content.may_have(content::BUNDLES),
             slots: HashMap::new(),
@@ -509,6 +531,13 @@ impl Storage {
             delta += (k.len() + encoded.len()) as i64 - old_total as i64;
             if let Some(dual) = route.dual {
                 batch.insert(&dual.keyspace, k.as_slice(), encoded.clone());
+            }
+            if cache.enabled() {
+                // Items of a partition that was new for sure are cached only while the
+                // cache has room for them (`ItemCache::admits_new`).
+                let value = (state.exists || cache.admits_new())
+                    .then(|| fjall::Slice::from(encoded.as_slice()));
+                cached.push((part, k.clone(), value));
             }
             batch.insert(ks, k.as_slice(), encoded);
             wrote = true;
@@ -587,6 +616,10 @@ pub(crate) fn item_bytes(
     Ok(sum)
 }
 
+/// What the item cache holds for a written key once its batch commits: (partition cache id,
+/// key, the new item or `None` to forget the key).
+type CacheUpdate = (u64, Vec<u8>, Option<fjall::Slice>);
+
 /// One key's state while a mutation is reconciled.
 struct Slot {
     /// The current winner (stored or written by this mutation).
@@ -600,6 +633,9 @@ struct Slot {
 /// The keys one mutation touches in one partition, loaded on first use.
 struct State<'a> {
     ks: &'a fjall::Keyspace,
+    /// The item cache and the partition's id in it: consulted before `ks`, filled from it.
+    cache: &'a ItemCache,
+    part: u64,
     exists: bool,
     /// The table may hold bundles: a separate write must check the row's liveness item.
     may_bundle: bool,
@@ -612,9 +648,24 @@ impl State<'_> {
     /// The current cell at `key`: written earlier in this mutation, else stored.
     fn load(&mut self, key: &[u8]) -> Result<Option<&StoredCell>, StorageError> {
         if !self.slots.contains_key(key) {
-            let (cell, stored_len) = match self.exists.then(|| self.ks.get(key)).transpose()? {
-                Some(Some(v)) => (Some(StoredCell::decode(&v)?), Some(v.len())),
-                _ => (None, None),
+            let stored = if self.exists {
+                // Under the stripe: what the cache or fjall holds is the newest item.
+                match self.cache.get(self.part, key) {
+                    Some(v) => Some(v),
+                    None => {
+                        let v = self.ks.get(key)?;
+                        if let Some(v) = &v {
+                            self.cache.put(self.part, key, v);
+                        }
+                        v
+                    }
+                }
+            } else {
+                None
+            };
+            let (cell, stored_len) = match stored {
+                Some(v) => (Some(StoredCell::decode(&v)?), Some(v.len())),
+                None => (None, None),
             };
             let slot = Slot {
                 cell,

@@ -1,0 +1,248 @@
+//! The item cache: single items by key, as a lookup in one physical partition returns them.
+//!
+//! A point read of a one-item row and a write's lookup of the keys it reconciles each cost a
+//! search of fjall's memtable skiplists and tables (several microseconds in a large
+//! memtable). This cache answers them from a hash table instead, like Cassandra's row cache.
+//!
+//! It never answers with a value older than the newest committed one, because every change
+//! to it happens under the write-lock stripe of the item's partition (see
+//! [`crate::engine::Storage::lock_stripes`]):
+//! - a writer, holding the stripe, replaces the entry of every key it commits before it
+//!   releases the stripe (and so before the write is acknowledged);
+//! - a reader that misses takes the stripe, reads the item at the newest published sequence
+//!   number and only then stores it, so no commit can fall between its read and its store.
+//!
+//! Entries are keyed by a physical partition's cache id ([`fresh_id`]), not its keyspace: a
+//! truncate gives each partition a new id, which retires every entry it had. Only present
+//! items are kept (an absent key is always looked up). A compaction that purges an expired
+//! cell or a tombstone leaves its entry: both read as dead, so a read answers the same.
+//! Values are copied out of fjall's blocks, so an entry never holds a whole block alive.
+
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use quick_cache::sync::Cache;
+use quick_cache::{Equivalent, Weighter};
+
+/// Bytes of bookkeeping counted for each entry besides its key and value.
+const ENTRY_OVERHEAD: u64 = 64;
+
+/// Ids of physical partitions' cache entries; never reused while the process runs.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A new cache id for a physical partition (at open, creation or truncate).
+pub(crate) fn fresh_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The owned key of an entry.
+#[derive(Clone, PartialEq, Eq)]
+struct ItemKey {
+    part: u64,
+    key: Box<[u8]>,
+}
+
+/// A borrowed key, to look an entry up without allocating.
+struct ItemRef<'a> {
+    part: u64,
+    key: &'a [u8],
+}
+
+impl Hash for ItemKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        ItemRef {
+            part: self.part,
+            key: &self.key,
+        }
+        .hash(state);
+    }
+}
+
+impl Hash for ItemRef<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.part);
+        state.write(self.key);
+    }
+}
+
+impl Equivalent<ItemKey> for ItemRef<'_> {
+    fn equivalent(&self, other: &ItemKey) -> bool {
+        self.part == other.part && *self.key == *other.key
+    }
+}
+
+/// Weighs an entry by its bytes.
+#[derive(Clone)]
+struct ByBytes;
+
+impl Weighter<ItemKey, fjall::Slice> for ByBytes {
+    fn weight(&self, key: &ItemKey, value: &fjall::Slice) -> u64 {
+        (key.key.len() + value.len()) as u64 + ENTRY_OVERHEAD
+    }
+}
+
+/// How many [`ItemCache::admits_new`] calls reuse one reading of the cache's weight.
+const ADMISSION_RECHECK: u64 = 4096;
+
+/// Items of physical partitions, by partition cache id and key, up to a byte budget.
+pub(crate) struct ItemCache {
+    /// `None` when the budget is 0: every call is then a no-op or a miss.
+    cache: Option<Cache<ItemKey, fjall::Slice, ByBytes, foldhash::fast::RandomState>>,
+    /// The weight below which items of new partitions are admitted (a quarter of the budget).
+    new_items_below: u64,
+    /// Whether items of new partitions are admitted, as of the last recheck.
+    admit_new: AtomicBool,
+    /// Calls of [`ItemCache::admits_new`], to recheck every [`ADMISSION_RECHECK`].
+    admissions: AtomicU64,
+    /// Tests widen the window between a reader's miss and its fill by this many microseconds.
+    #[cfg(test)]
+    pub(crate) fill_delay_us: AtomicU64,
+}
+
+impl ItemCache {
+    /// A cache holding up to `capacity_bytes` of keys, values and bookkeeping (0: off).
+    pub(crate) fn new(capacity_bytes: u64) -> ItemCache {
+        let cache = (capacity_bytes > 0).then(|| {
+            // A guess at the entry count, for the tables' initial size (they grow as needed).
+            let items = usize::try_from(capacity_bytes / 256).map_or(1 << 20, |n| n.min(1 << 20));
+            Cache::with(
+                items.max(16),
+                capacity_bytes,
+                ByBytes,
+                foldhash::fast::RandomState::default(),
+                Default::default(),
+            )
+        });
+        ItemCache {
+            cache,
+            new_items_below: capacity_bytes / 4,
+            admit_new: AtomicBool::new(capacity_bytes > 0),
+            admissions: AtomicU64::new(0),
+            #[cfg(test)]
+            fill_delay_us: AtomicU64::new(0),
+        }
+    }
+
+    /// Called by a reader between its lookup in fjall and its fill: a test seam.
+    pub(crate) fn before_fill(&self) {
+        #[cfg(test)]
+        match self.fill_delay_us.load(Ordering::Relaxed) {
+            0 => {}
+            us => std::thread::sleep(std::time::Duration::from_micros(us)),
+        }
+    }
+
+    /// Whether a write creating a partition should cache its items: while the cache is less
+    /// than a quarter full. A bulk load then takes at most that quarter (bounding the
+    /// server's memory while it loads) and a freshly loaded table starts with its first
+    /// rows cached; reads and overwrites fill the rest.
+    pub(crate) fn admits_new(&self) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        if self.admissions.fetch_add(1, Ordering::Relaxed) % ADMISSION_RECHECK == 0 {
+            // Sums the shards' weights under their locks: too slow for every write.
+            let admit = cache.weight() < self.new_items_below;
+            self.admit_new.store(admit, Ordering::Relaxed);
+        }
+        self.admit_new.load(Ordering::Relaxed)
+    }
+
+    /// Whether the cache keeps anything.
+    pub(crate) fn enabled(&self) -> bool {
+        self.cache.is_some()
+    }
+
+    /// The cached item at `key` of partition `part`.
+    pub(crate) fn get(&self, part: u64, key: &[u8]) -> Option<fjall::Slice> {
+        self.cache.as_ref()?.get(&ItemRef { part, key })
+    }
+
+    /// Stores a copy of `value` as the item at `key`. The caller holds the key's stripe and
+    /// `value` is the newest committed item there.
+    pub(crate) fn put(&self, part: u64, key: &[u8], value: &[u8]) {
+        if let Some(cache) = &self.cache {
+            let key = ItemKey {
+                part,
+                key: key.into(),
+            };
+            cache.insert(key, fjall::Slice::from(value));
+        }
+    }
+
+    /// Stores `value` (already a copy, not a slice of a block) as the item at `key`, on the
+    /// same terms as [`ItemCache::put`].
+    pub(crate) fn put_slice(&self, part: u64, key: Vec<u8>, value: fjall::Slice) {
+        if let Some(cache) = &self.cache {
+            let key = ItemKey {
+                part,
+                key: key.into_boxed_slice(),
+            };
+            cache.insert(key, value);
+        }
+    }
+
+    /// Drops the entry of `key`, if any. The caller holds the key's stripe.
+    pub(crate) fn forget(&self, part: u64, key: &[u8]) {
+        if let Some(cache) = &self.cache {
+            cache.remove(&ItemRef { part, key });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_items_by_partition_and_key_and_forgets_them() {
+        let cache = ItemCache::new(1 << 20);
+        let (a, b) = (fresh_id(), fresh_id());
+        assert_ne!(a, b);
+        cache.put(a, b"k", b"v1");
+        assert_eq!(cache.get(a, b"k").as_deref(), Some(&b"v1"[..]));
+        assert_eq!(cache.get(b, b"k"), None, "another partition's key");
+        assert_eq!(cache.get(a, b"k2"), None);
+        cache.put(a, b"k", b"v2");
+        assert_eq!(cache.get(a, b"k").as_deref(), Some(&b"v2"[..]));
+        cache.forget(a, b"k");
+        assert_eq!(cache.get(a, b"k"), None);
+    }
+
+    #[test]
+    fn stays_within_its_byte_budget() {
+        let cache = ItemCache::new(64 << 10);
+        let part = fresh_id();
+        for i in 0u32..10_000 {
+            cache.put(part, &i.to_be_bytes(), &[7u8; 100]);
+        }
+        let kept = (0u32..10_000)
+            .filter(|i| cache.get(part, &i.to_be_bytes()).is_some())
+            .count();
+        // 64 KiB at 168 bytes an entry: at most ~390 of the 10,000 entries.
+        assert!(kept > 0 && kept <= 400, "kept {kept}");
+    }
+
+    #[test]
+    fn admits_items_of_new_partitions_while_under_a_quarter_full() {
+        let cache = ItemCache::new(64 << 10);
+        let part = fresh_id();
+        assert!(cache.admits_new());
+        // 16 KiB (a quarter) is ~97 entries of 168 bytes.
+        for i in 0u32..200 {
+            cache.put(part, &i.to_be_bytes(), &[7u8; 100]);
+        }
+        // The weight is read again on the next recheck.
+        let rechecked = (0..=ADMISSION_RECHECK).map(|_| cache.admits_new()).last();
+        assert_eq!(rechecked, Some(false));
+        assert!(!ItemCache::new(0).admits_new());
+    }
+
+    #[test]
+    fn a_zero_budget_keeps_nothing() {
+        let cache = ItemCache::new(0);
+        assert!(!cache.enabled());
+        cache.put(1, b"k", b"v");
+        assert_eq!(cache.get(1, b"k"), None);
+    }
+}
