@@ -14,7 +14,10 @@
 //!
 //! Entries are keyed by a physical partition's cache id ([`fresh_id`]), not its keyspace: a
 //! truncate gives each partition a new id, which retires every entry it had. Only present
-//! items are kept (an absent key is always looked up). A compaction that purges an expired
+//! items are kept (an absent key is always looked up). A write to a partition the table's
+//! partition filter surely lacks has no entry to replace: the cache holds only items of
+//! partitions that are stored (in the filter once it is complete) or were written since
+//! (their writes added them to it). A compaction that purges an expired
 //! cell or a tombstone leaves its entry: both read as dead, so a read answers the same.
 //! Values are copied out of fjall's blocks, so an entry never holds a whole block alive.
 
@@ -88,7 +91,7 @@ const ADMISSION_RECHECK: u64 = 4096;
 pub(crate) struct ItemCache {
     /// `None` when the budget is 0: every call is then a no-op or a miss.
     cache: Option<Cache<ItemKey, fjall::Slice, ByBytes, foldhash::fast::RandomState>>,
-    /// The weight below which items of new partitions are admitted (a quarter of the budget).
+    /// The weight below which items of new partitions are admitted (an eighth of the budget).
     new_items_below: u64,
     /// Whether items of new partitions are admitted, as of the last recheck.
     admit_new: AtomicBool,
@@ -115,7 +118,7 @@ impl ItemCache {
         });
         ItemCache {
             cache,
-            new_items_below: capacity_bytes / 4,
+            new_items_below: capacity_bytes / 8,
             admit_new: AtomicBool::new(capacity_bytes > 0),
             admissions: AtomicU64::new(0),
             #[cfg(test)]
@@ -133,9 +136,9 @@ impl ItemCache {
     }
 
     /// Whether a write creating a partition should cache its items: while the cache is less
-    /// than a quarter full. A bulk load then takes at most that quarter (bounding the
-    /// server's memory while it loads) and a freshly loaded table starts with its first
-    /// rows cached; reads and overwrites fill the rest.
+    /// than an eighth full. A bulk load then takes at most that eighth (bounding the server's
+    /// memory while it loads, and what caching costs each write) and a freshly loaded table
+    /// starts with its first rows cached; reads and overwrites fill the rest.
     pub(crate) fn admits_new(&self) -> bool {
         let Some(cache) = &self.cache else {
             return false;
@@ -224,11 +227,11 @@ mod tests {
     }
 
     #[test]
-    fn admits_items_of_new_partitions_while_under_a_quarter_full() {
+    fn admits_items_of_new_partitions_while_under_an_eighth_full() {
         let cache = ItemCache::new(64 << 10);
         let part = fresh_id();
         assert!(cache.admits_new());
-        // 16 KiB (a quarter) is ~97 entries of 168 bytes.
+        // 8 KiB (an eighth) is ~48 entries of 168 bytes.
         for i in 0u32..200 {
             cache.put(part, &i.to_be_bytes(), &[7u8; 100]);
         }

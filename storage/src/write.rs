@@ -292,9 +292,10 @@ impl Storage {
         // `crate::item_cache`); after a failed commit it forgets them rather than guess.
         let cache = &self.inner.item_cache;
         for (part, key, value) in cached {
-            match value.filter(|_| committed.is_ok()) {
-                Some(v) => cache.put_slice(part, key, v),
-                None => cache.forget(part, &key),
+            if committed.is_ok() {
+                cache.put_slice(part, key, value);
+            } else {
+                cache.forget(part, &key);
             }
         }
         committed?;
@@ -441,8 +442,7 @@ impl Storage {
     /// Reconciles a staged mutation with what is stored and adds the winning items and, where
     /// the partition keeps one, its new size cell to `batch`. Returns (byte delta, whether the
     /// partition is new, content flags of what was written), or None when nothing wins; adds
-    /// to `cached` what the item cache must hold for each written key once the batch commits
-    /// (the new item, or nothing for a partition that was new for sure).
+    /// to `cached` the items the item cache is to hold once the batch commits.
     /// Called with the partition's stripe locked.
     fn write_staged(
         &self,
@@ -520,6 +520,11 @@ impl Storage {
                 }
             }
         }
+        // A partition the filter surely lacks has no entry to replace (the cache holds items
+        // of stored partitions, all in the filter once it is complete, or of partitions
+        // written since, which their writes added): its items are cached only while the
+        // cache admits new partitions' items (`ItemCache::admits_new`).
+        let cache_items = cache.enabled() && (state.exists || cache.admits_new());
         let mut delta: i64 = 0;
         let mut wrote = false;
         for (k, slot) in &state.slots {
@@ -532,12 +537,8 @@ impl Storage {
             if let Some(dual) = route.dual {
                 batch.insert(&dual.keyspace, k.as_slice(), encoded.clone());
             }
-            if cache.enabled() {
-                // Items of a partition that was new for sure are cached only while the
-                // cache has room for them (`ItemCache::admits_new`).
-                let value = (state.exists || cache.admits_new())
-                    .then(|| fjall::Slice::from(encoded.as_slice()));
-                cached.push((part, k.clone(), value));
+            if cache_items {
+                cached.push((part, k.clone(), fjall::Slice::from(encoded.as_slice())));
             }
             batch.insert(ks, k.as_slice(), encoded);
             wrote = true;
@@ -616,9 +617,8 @@ pub(crate) fn item_bytes(
     Ok(sum)
 }
 
-/// What the item cache holds for a written key once its batch commits: (partition cache id,
-/// key, the new item or `None` to forget the key).
-type CacheUpdate = (u64, Vec<u8>, Option<fjall::Slice>);
+/// An item for the item cache once its batch commits: (partition cache id, key, item).
+type CacheUpdate = (u64, Vec<u8>, fjall::Slice);
 
 /// One key's state while a mutation is reconciled.
 struct Slot {
