@@ -293,7 +293,7 @@ impl Storage {
         let cache = &self.inner.item_cache;
         for (part, key, value) in cached {
             if committed.is_ok() {
-                cache.put_slice(part, key, value);
+                cache.put_shared(part, key, value);
             } else {
                 cache.forget(part, &key);
             }
@@ -531,16 +531,18 @@ impl Storage {
             let Some(cell) = slot.cell.as_ref().filter(|_| slot.dirty) else {
                 continue;
             };
-            let encoded = cell.encode();
+            // As fjall's own slices: the batch, a dual write and the item cache share them.
+            let encoded = fjall::Slice::from(cell.encode());
+            let key = fjall::Slice::from(k.as_slice());
             let old_total = slot.stored_len.map_or(0, |len| k.len() + len);
             delta += (k.len() + encoded.len()) as i64 - old_total as i64;
             if let Some(dual) = route.dual {
-                batch.insert(&dual.keyspace, k.as_slice(), encoded.clone());
+                batch.insert(&dual.keyspace, key.clone(), encoded.clone());
             }
             if cache_items {
-                cached.push((part, k.clone(), fjall::Slice::from(encoded.as_slice())));
+                cached.push((part, key.clone(), encoded.clone()));
             }
-            batch.insert(ks, k.as_slice(), encoded);
+            batch.insert(ks, key, encoded);
             wrote = true;
         }
         if !wrote {
@@ -618,7 +620,7 @@ pub(crate) fn item_bytes(
 }
 
 /// An item for the item cache once its batch commits: (partition cache id, key, item).
-type CacheUpdate = (u64, Vec<u8>, fjall::Slice);
+type CacheUpdate = (u64, fjall::Slice, fjall::Slice);
 
 /// One key's state while a mutation is reconciled.
 struct Slot {
