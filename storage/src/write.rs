@@ -475,7 +475,7 @@ impl Storage {
             part,
             exists: !new_for_sure,
             may_bundle: content.may_have(content::BUNDLES),
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             flags: 0,
         };
         // Rows stay bundles only in tables without separate row cells (see `crate::bundle`).
@@ -641,7 +641,7 @@ struct State<'a> {
     exists: bool,
     /// The table may hold bundles: a separate write must check the row's liveness item.
     may_bundle: bool,
-    slots: HashMap<Vec<u8>, Slot>,
+    slots: HashMap<Vec<u8>, Slot, foldhash::fast::RandomState>,
     /// Content flags of what this mutation stores.
     flags: u8,
 }
