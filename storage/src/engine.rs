@@ -410,6 +410,12 @@ impl Storage {
         self.write_tables().remove(&id);
         self.inner.gc.unregister(id);
         let view = table.ring.current();
+        let cached: Vec<u64> = view
+            .parts
+            .iter()
+            .map(|p| p.cache_id.load(Ordering::Relaxed))
+            .collect();
+        self.inner.item_cache.forget_partitions(&cached);
         for p in &view.parts {
             self.inner.db.delete_keyspace(p.keyspace.clone())?;
         }
@@ -437,16 +443,20 @@ impl Storage {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         table.ring.cancel.store(false, Ordering::SeqCst);
-        let _all = self.lock_stripes(u64::MAX);
+        let all = self.lock_stripes(u64::MAX);
+        let mut retired = Vec::new();
         for p in &table.ring.current().parts {
             p.keyspace.clear()?;
-            p.cache_id.store(item_cache::fresh_id(), Ordering::Relaxed);
+            retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
             p.bytes.store(0, Ordering::Relaxed);
             p.partitions.store(0, Ordering::Relaxed);
             p.set_oversized(false);
         }
         // Every stripe is held over an empty table: an interrupted filter build is moot.
         table.ring.filter.mark_complete();
+        drop(all);
+        // No lookup reaches the retired ids' entries any more; the scan runs without stripes.
+        self.inner.item_cache.forget_partitions(&retired);
         self.after_write()
     }
 

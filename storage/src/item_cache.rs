@@ -189,6 +189,18 @@ impl ItemCache {
         }
     }
 
+    /// Drops every entry of the partitions with the given cache ids (after a drop or a
+    /// truncate, whose entries no lookup reaches any more): their memory returns, and their
+    /// weight no longer holds back the admission of new partitions' items. Scans the whole
+    /// cache, a shard at a time.
+    pub(crate) fn forget_partitions(&self, parts: &[u64]) {
+        if let Some(cache) = &self.cache {
+            if !parts.is_empty() {
+                cache.retain(|key, _| !parts.contains(&key.part));
+            }
+        }
+    }
+
     /// Drops the entry of `key`, if any. The caller holds the key's stripe.
     pub(crate) fn forget(&self, part: u64, key: &[u8]) {
         if let Some(cache) = &self.cache {
@@ -214,6 +226,19 @@ mod tests {
         assert_eq!(cache.get(a, b"k").as_deref(), Some(&b"v2"[..]));
         cache.forget(a, b"k");
         assert_eq!(cache.get(a, b"k"), None);
+    }
+
+    #[test]
+    fn forgets_whole_partitions() {
+        let cache = ItemCache::new(1 << 20);
+        let (a, b) = (fresh_id(), fresh_id());
+        for i in 0u32..100 {
+            cache.put(a, &i.to_be_bytes(), b"a");
+            cache.put(b, &i.to_be_bytes(), b"b");
+        }
+        cache.forget_partitions(&[a]);
+        assert!((0u32..100).all(|i| cache.get(a, &i.to_be_bytes()).is_none()));
+        assert!((0u32..100).all(|i| cache.get(b, &i.to_be_bytes()).is_some()));
     }
 
     #[test]

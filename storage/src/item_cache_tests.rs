@@ -66,6 +66,12 @@ fn get(db: &Storage, pk: i32) -> Option<String> {
 
 /// Whether the item cache holds row (pk, 0)'s liveness item.
 fn cached(db: &Storage, pk: i32) -> bool {
+    let (part, k) = cache_key(db, pk);
+    db.inner.item_cache.get(part, &k).is_some()
+}
+
+/// Row (pk, 0)'s liveness item in the item cache: its partition's cache id and its key.
+fn cache_key(db: &Storage, pk: i32) -> (u64, Vec<u8>) {
     let table = db.table(T).expect("table");
     let addr = crate::write::address(&table, &[int(pk)]).expect("address");
     let view = table.ring.current();
@@ -75,7 +81,7 @@ fn cached(db: &Storage, pk: i32) -> bool {
     key::encode_clustering(&table.layout.clustering, &[int(0)], &mut k).expect("clustering");
     k.push(key::CLUSTERING_END);
     ItemPath::Liveness.encode(&mut k);
-    db.inner.item_cache.get(part, &k).is_some()
+    (part, k)
 }
 
 #[test]
@@ -93,14 +99,27 @@ fn reads_and_writes_go_through_the_cache_and_see_the_newest_write() {
     put(&db, 1, "old", 15);
     assert_eq!(get(&db, 1).as_deref(), Some("b"));
 
+    let (old_part, k) = cache_key(&db, 1);
     db.truncate(T).expect("truncate");
     assert!(
         !cached(&db, 1),
         "a truncate retires the partition's entries"
     );
+    assert!(
+        db.inner.item_cache.get(old_part, &k).is_none(),
+        "and frees them"
+    );
     assert_eq!(get(&db, 1), None);
     put(&db, 1, "c", 5);
     assert_eq!(get(&db, 1).as_deref(), Some("c"));
+
+    let (part, k) = cache_key(&db, 1);
+    assert!(db.inner.item_cache.get(part, &k).is_some());
+    db.drop_table(T).expect("drop");
+    assert!(
+        db.inner.item_cache.get(part, &k).is_none(),
+        "a dropped table's entries are freed"
+    );
 }
 
 #[test]
