@@ -445,18 +445,26 @@ impl Storage {
         table.ring.cancel.store(false, Ordering::SeqCst);
         let all = self.lock_stripes(u64::MAX);
         let mut retired = Vec::new();
+        let mut cleared = Ok(());
         for p in &table.ring.current().parts {
-            p.keyspace.clear()?;
+            // Before the clear: a clear that fails part-way leaves no entry in use.
             retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
+            if let Err(e) = p.keyspace.clear() {
+                cleared = Err(e);
+                break;
+            }
             p.bytes.store(0, Ordering::Relaxed);
             p.partitions.store(0, Ordering::Relaxed);
             p.set_oversized(false);
         }
-        // Every stripe is held over an empty table: an interrupted filter build is moot.
-        table.ring.filter.mark_complete();
+        if cleared.is_ok() {
+            // Every stripe is held over an empty table: an interrupted filter build is moot.
+            table.ring.filter.mark_complete();
+        }
         drop(all);
         // No lookup reaches the retired ids' entries any more; the scan runs without stripes.
         self.inner.item_cache.forget_partitions(&retired);
+        cleared?;
         self.after_write()
     }
 

@@ -473,6 +473,8 @@ impl Storage {
             ks,
             cache,
             part,
+            now,
+            gc_grace: i64::from(table.layout.gc_grace_seconds),
             exists: !new_for_sure,
             may_bundle: content.may_have(content::BUNDLES),
             slots: HashMap::default(),
@@ -638,6 +640,9 @@ struct State<'a> {
     /// The item cache and the partition's id in it: consulted before `ks`, filled from it.
     cache: &'a ItemCache,
     part: u64,
+    /// The write's time and the table's gc-grace, in seconds (see `State::maybe_purged`).
+    now: i64,
+    gc_grace: i64,
     exists: bool,
     /// The table may hold bundles: a separate write must check the row's liveness item.
     may_bundle: bool,
@@ -651,8 +656,11 @@ impl State<'_> {
     fn load(&mut self, key: &[u8]) -> Result<Option<&StoredCell>, StorageError> {
         if !self.slots.contains_key(key) {
             let stored = if self.exists {
-                // Under the stripe: what the cache or fjall holds is the newest item.
-                match self.cache.get(self.part, key) {
+                // Under the stripe: what the cache or fjall holds is the newest item, except
+                // that compaction may have purged a cached dead cell past gc-grace (a write
+                // older than it is then accepted, as without the cache): fjall decides.
+                let cached = self.cache.get(self.part, key);
+                match cached.filter(|v| !self.maybe_purged(v)) {
                     Some(v) => Some(v),
                     None => {
                         let v = self.ks.get(key)?;
@@ -677,6 +685,21 @@ impl State<'_> {
             self.slots.insert(key.to_vec(), slot);
         }
         Ok(self.slots.get(key).and_then(|s| s.cell.as_ref()))
+    }
+
+    /// Whether compaction may have purged the stored item `value` (a tombstone or an expired
+    /// cell past gc-grace, see `crate::compaction`).
+    fn maybe_purged(&self, value: &[u8]) -> bool {
+        if StoredCell::is_live_encoding(value) {
+            return false;
+        }
+        let gone_since = match StoredCell::decode(value) {
+            Ok(StoredCell::Live { .. }) => return false,
+            Ok(StoredCell::Expiring { expires_at, .. }) => expires_at,
+            Ok(StoredCell::Tombstone { deleted_at, .. }) => deleted_at,
+            Err(_) => return true,
+        };
+        gone_since.saturating_add(self.gc_grace) < self.now
     }
 
     fn set(&mut self, key: &[u8], cell: StoredCell) {
