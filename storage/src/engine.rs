@@ -326,7 +326,7 @@ impl Storage {
                 group_sync: GroupSync::default(),
                 clock: options.clock,
                 items_read: AtomicU64::new(0),
-                item_cache: ItemCache::new(options.item_cache_bytes),
+                item_cache: ItemCache::new(options.item_cache_bytes, LOCK_STRIPES),
                 stop_background: Mutex::new(stops),
                 background: Mutex::new(background),
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),

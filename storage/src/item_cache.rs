@@ -10,7 +10,11 @@
 //! - a writer, holding the stripe, replaces the entry of every key it commits before it
 //!   releases the stripe (and so before the write is acknowledged);
 //! - a reader that misses takes the stripe, reads the item at the newest published sequence
-//!   number and only then stores it, so no commit can fall between its read and its store.
+//!   number and only then stores it, so no commit can fall between its read and its store;
+//! - a reader's hit counts only if no writer of its stripe was between its commit and the
+//!   refresh of its entries meanwhile (a per-stripe count, odd during that window, read
+//!   before and after the lookup): otherwise a reader could see a committed write through a
+//!   snapshot and then the item it replaced from the cache. Such a reader takes the miss path.
 //!
 //! Entries are keyed by a physical partition's cache id ([`fresh_id`]), not its keyspace: a
 //! truncate gives each partition a new id, which retires every entry it had. Only present
@@ -87,6 +91,19 @@ impl Weighter<ItemKey, fjall::Slice> for ByBytes {
 /// How many [`ItemCache::admits_new`] calls reuse one reading of the cache's weight.
 const ADMISSION_RECHECK: u64 = 4096;
 
+/// A writer's stripes between its commit and the refresh of its entries; dropped after the
+/// refresh (and on every error path).
+pub(crate) struct CommitWindow<'a> {
+    cache: &'a ItemCache,
+    stripes: u64,
+}
+
+impl Drop for CommitWindow<'_> {
+    fn drop(&mut self) {
+        self.cache.bump(self.stripes);
+    }
+}
+
 /// Items of physical partitions, by partition cache id and key, up to a byte budget.
 pub(crate) struct ItemCache {
     /// `None` when the budget is 0: every call is then a no-op or a miss.
@@ -97,14 +114,18 @@ pub(crate) struct ItemCache {
     admit_new: AtomicBool,
     /// Calls of [`ItemCache::admits_new`], to recheck every [`ADMISSION_RECHECK`].
     admissions: AtomicU64,
+    /// Per write-lock stripe: odd while one of its writers is between its commit and the
+    /// refresh of its entries (see [`ItemCache::begin_commit`]).
+    commits: Box<[AtomicU64]>,
     /// Tests widen the window between a reader's miss and its fill by this many microseconds.
     #[cfg(test)]
     pub(crate) fill_delay_us: AtomicU64,
 }
 
 impl ItemCache {
-    /// A cache holding up to `capacity_bytes` of keys, values and bookkeeping (0: off).
-    pub(crate) fn new(capacity_bytes: u64) -> ItemCache {
+    /// A cache holding up to `capacity_bytes` of keys, values and bookkeeping (0: off), for
+    /// a store with `stripes` write-lock stripes.
+    pub(crate) fn new(capacity_bytes: u64, stripes: usize) -> ItemCache {
         let cache = (capacity_bytes > 0).then(|| {
             // A guess at the entry count. The shards' tables are reserved for it up front:
             // grown while writes fill them, each doubling copied a shard's table under its
@@ -128,6 +149,7 @@ impl ItemCache {
             new_items_below: capacity_bytes / 8,
             admit_new: AtomicBool::new(capacity_bytes > 0),
             admissions: AtomicU64::new(0),
+            commits: (0..stripes).map(|_| AtomicU64::new(0)).collect(),
             #[cfg(test)]
             fill_delay_us: AtomicU64::new(0),
         }
@@ -163,9 +185,46 @@ impl ItemCache {
         self.cache.is_some()
     }
 
-    /// The cached item at `key` of partition `part`.
+    /// The cached item at `key` of partition `part`, for a caller holding the key's stripe.
     pub(crate) fn get(&self, part: u64, key: &[u8]) -> Option<fjall::Slice> {
         self.cache.as_ref()?.get(&ItemRef { part, key })
+    }
+
+    /// The cached item at `key` of partition `part`, for a reader without the key's stripe
+    /// (`stripe`): `None` also when a writer of the stripe committed meanwhile and may not
+    /// have refreshed its entries yet.
+    pub(crate) fn get_unlocked(
+        &self,
+        part: u64,
+        key: &[u8],
+        stripe: usize,
+    ) -> Option<fjall::Slice> {
+        let count = self.commits.get(stripe)?;
+        let before = count.load(Ordering::SeqCst);
+        if before % 2 == 1 {
+            return None;
+        }
+        let v = self.get(part, key)?;
+        (count.load(Ordering::SeqCst) == before).then_some(v)
+    }
+
+    /// Marks the stripes in `mask` as committing: called by a writer holding them, before its
+    /// batch commits; [`CommitWindow`]'s drop ends it once the entries are refreshed.
+    pub(crate) fn begin_commit(&self, mask: u64) -> CommitWindow<'_> {
+        let stripes = if self.enabled() { mask } else { 0 };
+        self.bump(stripes);
+        CommitWindow {
+            cache: self,
+            stripes,
+        }
+    }
+
+    fn bump(&self, mask: u64) {
+        for (i, count) in self.commits.iter().enumerate().take(64) {
+            if mask & (1 << i) != 0 {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        }
     }
 
     /// Stores a copy of `value` as the item at `key`. The caller holds the key's stripe and
@@ -215,7 +274,7 @@ mod tests {
 
     #[test]
     fn keeps_items_by_partition_and_key_and_forgets_them() {
-        let cache = ItemCache::new(1 << 20);
+        let cache = ItemCache::new(1 << 20, 4);
         let (a, b) = (fresh_id(), fresh_id());
         assert_ne!(a, b);
         cache.put(a, b"k", b"v1");
@@ -229,8 +288,31 @@ mod tests {
     }
 
     #[test]
+    fn a_read_without_the_stripe_misses_while_a_writer_commits() {
+        let cache = ItemCache::new(1 << 20, 4);
+        let part = fresh_id();
+        cache.put(part, b"k", b"old");
+        assert!(cache.get_unlocked(part, b"k", 2).is_some());
+        let window = cache.begin_commit(1 << 2);
+        assert!(
+            cache.get_unlocked(part, b"k", 2).is_none(),
+            "stripe 2 is committing"
+        );
+        assert!(
+            cache.get_unlocked(part, b"k", 1).is_some(),
+            "stripe 1 is not"
+        );
+        cache.put(part, b"k", b"new");
+        drop(window);
+        assert_eq!(
+            cache.get_unlocked(part, b"k", 2).as_deref(),
+            Some(&b"new"[..])
+        );
+    }
+
+    #[test]
     fn forgets_whole_partitions() {
-        let cache = ItemCache::new(1 << 20);
+        let cache = ItemCache::new(1 << 20, 4);
         let (a, b) = (fresh_id(), fresh_id());
         for i in 0u32..100 {
             cache.put(a, &i.to_be_bytes(), b"a");
@@ -243,7 +325,7 @@ mod tests {
 
     #[test]
     fn stays_within_its_byte_budget() {
-        let cache = ItemCache::new(64 << 10);
+        let cache = ItemCache::new(64 << 10, 4);
         let part = fresh_id();
         for i in 0u32..10_000 {
             cache.put(part, &i.to_be_bytes(), &[7u8; 100]);
@@ -257,7 +339,7 @@ mod tests {
 
     #[test]
     fn admits_items_of_new_partitions_while_under_an_eighth_full() {
-        let cache = ItemCache::new(64 << 10);
+        let cache = ItemCache::new(64 << 10, 4);
         let part = fresh_id();
         assert!(cache.admits_new());
         // 8 KiB (an eighth) is ~48 entries of 168 bytes.
@@ -267,12 +349,12 @@ mod tests {
         // The weight is read again on the next recheck.
         let rechecked = (0..=ADMISSION_RECHECK).map(|_| cache.admits_new()).last();
         assert_eq!(rechecked, Some(false));
-        assert!(!ItemCache::new(0).admits_new());
+        assert!(!ItemCache::new(0, 4).admits_new());
     }
 
     #[test]
     fn a_zero_budget_keeps_nothing() {
-        let cache = ItemCache::new(0);
+        let cache = ItemCache::new(0, 4);
         assert!(!cache.enabled());
         cache.put(1, b"k", b"v");
         assert_eq!(cache.get(1, b"k"), None);

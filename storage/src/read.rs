@@ -228,7 +228,7 @@ struct Cached<'a> {
 impl Lookup for Cached<'_> {
     fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
         let inner = &self.storage.inner;
-        if let Some(v) = inner.item_cache.get(self.part, key) {
+        if let Some(v) = inner.item_cache.get_unlocked(self.part, key, self.stripe) {
             return Ok(Some(v));
         }
         let _stripe = self.storage.lock_stripes(1 << self.stripe);

@@ -287,6 +287,8 @@ impl Storage {
                     .mark(flags, &self.inner.meta, &mut batch)
             })
             .collect();
+        // Readers without the stripes take no cached item from here until the refresh.
+        let window = self.inner.item_cache.begin_commit(mask);
         let committed = batch.commit();
         // Still under the stripes: the item cache holds the newest committed items (see
         // `crate::item_cache`); after a failed commit it forgets them rather than guess.
@@ -298,6 +300,7 @@ impl Storage {
                 cache.forget(part, &key);
             }
         }
+        drop(window);
         committed?;
         for (s, flags) in staged.iter().zip(marked) {
             s.table.ring.content.committed(flags);
