@@ -42,7 +42,6 @@ fn open_with(
             columns: BTreeMap::from([(VALUE, DataType::TEXT)]),
             point_row_columns: Some(vec![VALUE]),
             gc_grace_seconds,
-            ..Default::default()
         },
     )
     .expect("table");
