@@ -287,8 +287,9 @@ impl Storage {
                     .mark(flags, &self.inner.meta, &mut batch)
             })
             .collect();
-        // Readers without the stripes take no cached item from here until the refresh.
-        let window = self.inner.item_cache.begin_commit(mask);
+        // Readers without the stripes take no cached item from here until the refresh. A
+        // write caching nothing replaces no entry (its partitions are new), so opens none.
+        let window = (!cached.is_empty()).then(|| self.inner.item_cache.begin_commit(mask));
         let committed = batch.commit();
         // Still under the stripes: the item cache holds the newest committed items (see
         // `crate::item_cache`); after a failed commit it forgets them rather than guess.
