@@ -228,6 +228,10 @@ struct Cached<'a> {
 impl Lookup for Cached<'_> {
     fn lookup(self, ks: &Keyspace, key: &[u8]) -> Result<Option<fjall::Slice>, StorageError> {
         let inner = &self.storage.inner;
+        if !inner.item_cache.enabled() {
+            // Nothing to fill: no stripe to take.
+            return Published(inner.db.visible_seqno()).lookup(ks, key);
+        }
         if let Some(v) = inner.item_cache.get_unlocked(self.part, key, self.stripe) {
             return Ok(Some(v));
         }
