@@ -10,6 +10,11 @@ use storage::{
     StorageOptions, TableId, TableLayout,
 };
 
+/// The server's allocator, so allocation costs what it costs there (glibc's malloc made the
+/// allocations of a 10-row slice look several times dearer).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const TABLE: TableId = TableId(1);
 
 fn row(pk: i64, c: i32, ts: i64) -> Mutation {

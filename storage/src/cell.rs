@@ -157,33 +157,99 @@ impl StoredCell {
 
     /// Parses on-disk bytes.
     pub(crate) fn decode(bytes: &[u8]) -> Result<StoredCell, StorageError> {
+        Ok(CellView::parse(bytes)?.to_owned())
+    }
+}
+
+/// A stored cell read in place: its header decoded, its value still in the stored bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CellView<'a> {
+    timestamp: i64,
+    kind: ViewKind,
+    /// The value bytes (empty for a tombstone).
+    value: &'a [u8],
+}
+
+/// What kind of cell a [`CellView`] is, with the fields of its header beyond the timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ViewKind {
+    Live,
+    Expiring { ttl: u32, expires_at: i64 },
+    Tombstone { deleted_at: i64 },
+}
+
+impl<'a> CellView<'a> {
+    /// Parses the header of on-disk bytes, borrowing the value.
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<CellView<'a>, StorageError> {
         let bad = || StorageError::corrupt("truncated cell");
         let (&kind, rest) = bytes.split_first().ok_or_else(bad)?;
         let (ts, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
         let timestamp = i64::from_be_bytes(*ts);
-        match kind {
-            KIND_LIVE => Ok(StoredCell::Live {
-                timestamp,
-                value: rest.to_vec(),
-            }),
+        let (kind, value) = match kind {
+            KIND_LIVE => (ViewKind::Live, rest),
             KIND_EXPIRING => {
                 let (ttl, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
                 let (exp, rest) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
-                Ok(StoredCell::Expiring {
-                    timestamp,
+                let kind = ViewKind::Expiring {
                     ttl: u32::from_be_bytes(*ttl),
                     expires_at: i64::from_be_bytes(*exp),
-                    value: rest.to_vec(),
-                })
+                };
+                (kind, rest)
             }
             KIND_TOMBSTONE => {
                 let exp = rest.first_chunk::<8>().ok_or_else(bad)?;
-                Ok(StoredCell::Tombstone {
-                    timestamp,
-                    deleted_at: i64::from_be_bytes(*exp),
-                })
+                let deleted_at = i64::from_be_bytes(*exp);
+                (ViewKind::Tombstone { deleted_at }, &[][..])
             }
-            _ => Err(StorageError::corrupt(format!("unknown cell kind {kind}"))),
+            _ => return Err(StorageError::corrupt(format!("unknown cell kind {kind}"))),
+        };
+        Ok(CellView {
+            timestamp,
+            kind,
+            value,
+        })
+    }
+
+    /// The write timestamp.
+    pub(crate) fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+
+    /// The value when the cell is live at `now`.
+    pub(crate) fn live_value(&self, now: i64) -> Option<&'a [u8]> {
+        match self.kind {
+            ViewKind::Live => Some(self.value),
+            ViewKind::Expiring { expires_at, .. } if expires_at > now => Some(self.value),
+            _ => None,
+        }
+    }
+
+    /// Remaining TTL seconds of a live expiring cell.
+    pub(crate) fn ttl_remaining(&self, now: i64) -> Option<u32> {
+        match self.kind {
+            ViewKind::Expiring { expires_at, .. } => u32::try_from((expires_at - now).max(0)).ok(),
+            _ => None,
+        }
+    }
+
+    /// The owned cell (copies the value).
+    pub(crate) fn to_owned(self) -> StoredCell {
+        let timestamp = self.timestamp;
+        match self.kind {
+            ViewKind::Live => StoredCell::Live {
+                timestamp,
+                value: self.value.to_vec(),
+            },
+            ViewKind::Expiring { ttl, expires_at } => StoredCell::Expiring {
+                timestamp,
+                ttl,
+                expires_at,
+                value: self.value.to_vec(),
+            },
+            ViewKind::Tombstone { deleted_at } => StoredCell::Tombstone {
+                timestamp,
+                deleted_at,
+            },
         }
     }
 }
@@ -242,5 +308,28 @@ mod tests {
         assert!(StoredCell::decode(&[]).is_err());
         assert!(StoredCell::decode(&[9; 9]).is_err());
         assert!(StoredCell::decode(&[1, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn a_view_reads_the_cell_in_place() {
+        let expiring = StoredCell::live(4, Some(30), 100, b"v".to_vec());
+        let bytes = expiring.encode();
+        let view = CellView::parse(&bytes).unwrap();
+        assert_eq!(view.timestamp(), 4);
+        assert_eq!(view.live_value(129), Some(&b"v"[..]));
+        assert_eq!(view.ttl_remaining(110), Some(20));
+        assert_eq!(view.live_value(130), None, "expired at 130");
+        assert_eq!(view.to_owned(), expiring);
+        let plain = live(9, b"xyz").encode();
+        let view = CellView::parse(&plain).unwrap();
+        assert_eq!(
+            (view.live_value(i64::MAX), view.ttl_remaining(0)),
+            (Some(&b"xyz"[..]), None)
+        );
+        let dead = tomb(3).encode();
+        let view = CellView::parse(&dead).unwrap();
+        assert_eq!((view.timestamp(), view.live_value(0)), (3, None));
+        assert_eq!(view.to_owned(), tomb(3));
+        assert!(CellView::parse(&dead[..12]).is_err());
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
 use lsm_tree::{Guard as _, IterGuardImpl};
 
-use crate::cell::{CellValue, StoredCell};
+use crate::cell::{CellValue, CellView, StoredCell};
 use crate::engine::{Storage, Table};
 use crate::key::{self, ClusteringBound, ItemPath, KeyReader};
 use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
@@ -276,7 +276,12 @@ impl<S: Lookup> ReadCtx<'_, S> {
     ) -> Result<(BTreeMap<u32, ColumnValue>, bool), StorageError> {
         if let [(ItemPath::Liveness, marker)] = items.as_slice() {
             if deleted.is_none() {
-                let built = self.build_bundle(marker);
+                let now = self.now;
+                let built = self.build_bundle(
+                    marker.live_value(now),
+                    marker.timestamp(),
+                    marker.ttl_remaining(now),
+                );
                 items.clear();
                 return built;
             }
@@ -365,17 +370,19 @@ impl<S: Lookup> ReadCtx<'_, S> {
 
     /// [`Self::build`] of a row that is its liveness item alone, with no deletion over it
     /// (the only shape rows take in tables that never stored a row deletion or a separate
-    /// cell): the bundled cells are the row's columns as they are, one per column in column
+    /// cell), from the marker's value when live at the read's time, its timestamp and its TTL
+    /// left: the bundled cells are the row's columns as they are, one per column in column
     /// order, and share the marker's liveness (a dead marker has no live cell).
     fn build_bundle(
         &self,
-        marker: &StoredCell,
+        live: Option<&[u8]>,
+        timestamp: i64,
+        ttl: Option<u32>,
     ) -> Result<(BTreeMap<u32, ColumnValue>, bool), StorageError> {
         let mut cells = BTreeMap::new();
-        let Some(bytes) = marker.live_value(self.now) else {
+        let Some(bytes) = live else {
             return Ok((cells, false));
         };
-        let (timestamp, ttl) = (marker.timestamp(), marker.ttl_remaining(self.now));
         for bundled in bundle::cells(bytes) {
             let (col, v) = bundled?;
             let value = CellValue {
@@ -476,6 +483,40 @@ impl<S: Lookup> ReadCtx<'_, S> {
         }
         Ok(())
     }
+
+    /// [`Self::finish_row`] of items still as stored. A row that is its liveness item
+    /// alone is built from the item's bytes (its cells' values copied once, not first into
+    /// a decoded cell); other rows decode their items and go through [`Self::build`].
+    fn finish_stored_row(
+        &self,
+        rows: &mut Vec<Row>,
+        encoded: &[u8],
+        clustering: Vec<Vec<u8>>,
+        stored: &mut Vec<(ItemPath, fjall::Slice)>,
+        dels: &PartitionDeletions,
+        reversed: bool,
+    ) -> Result<(), StorageError> {
+        let deleted = dels.covering(encoded);
+        if let ([(ItemPath::Liveness, bytes)], None) = (stored.as_slice(), deleted) {
+            let marker = CellView::parse(bytes)?;
+            let now = self.now;
+            let (cells, live) = self.build_bundle(
+                marker.live_value(now),
+                marker.timestamp(),
+                marker.ttl_remaining(now),
+            )?;
+            stored.clear();
+            if live {
+                rows.push(Row { clustering, cells });
+            }
+            return Ok(());
+        }
+        let mut items = stored
+            .drain(..)
+            .map(|(path, bytes)| Ok((path, StoredCell::decode(&bytes)?)))
+            .collect::<Result<Vec<_>, StorageError>>()?;
+        self.finish_row(rows, encoded, clustering, &mut items, dels, reversed)
+    }
 }
 
 /// Range reads: only on a snapshot.
@@ -549,8 +590,8 @@ impl ReadCtx<'_> {
             self.range(start..)
         };
         // The row being assembled: the key of its first item, the length of its encoded
-        // clustering there, its decoded clustering. Its items gather in `items`, whose
-        // capacity serves every row.
+        // clustering there, its decoded clustering. Its items gather, as stored, in `items`,
+        // whose capacity serves every row.
         let mut current: Option<(fjall::Slice, usize, Vec<Vec<u8>>)> = None;
         let mut items = Vec::new();
         for guard in iter {
@@ -558,7 +599,7 @@ impl ReadCtx<'_> {
             if !reversed && *k >= *end {
                 break;
             }
-            let cell = self.cell(&v)?;
+            self.items += 1;
             let rest = &k[base.len()..];
             let same_row = current.as_ref().is_some_and(|(first, c_len, _)| {
                 let c = &first[base.len()..base.len() + c_len];
@@ -567,7 +608,7 @@ impl ReadCtx<'_> {
             if !same_row {
                 if let Some((first, c_len, values)) = current.take() {
                     let c = &first[base.len()..base.len() + c_len];
-                    self.finish_row(&mut rows, c, values, &mut items, dels, reversed)?;
+                    self.finish_stored_row(&mut rows, c, values, &mut items, dels, reversed)?;
                     if rows.len() >= limit {
                         return Ok((rows, Some(c.to_vec())));
                     }
@@ -577,12 +618,12 @@ impl ReadCtx<'_> {
             }
             if let Some((_, c_len, _)) = &current {
                 let path = ItemPath::decode(&rest[c_len + 1..])?;
-                items.push((path, cell));
+                items.push((path, v));
             }
         }
         if let Some((first, c_len, values)) = current.take() {
             let c = &first[base.len()..base.len() + c_len];
-            self.finish_row(&mut rows, c, values, &mut items, dels, reversed)?;
+            self.finish_stored_row(&mut rows, c, values, &mut items, dels, reversed)?;
         }
         Ok((rows, None))
     }
