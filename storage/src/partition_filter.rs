@@ -32,11 +32,13 @@ use crate::error::StorageError;
 use crate::ring::TableRing;
 use crate::table::TableId;
 
-/// False-positive rate of each stage (19.2 bits a key). A false positive costs a sum of the
+/// False-positive rate of each stage (24 bits a key). A false positive costs a sum of the
 /// partition's items, a range read that loads a block of every table into the block cache:
 /// at 1% (9.6 bits, ~4% over the five full stages of a 10 M-partition table) a bulk load of
-/// 3 M rows grew the server's peak RSS from 239 to 782 MB; at 0.01%, 236 MB.
-const FALSE_POSITIVES: f64 = 0.0001;
+/// 3 M rows grew the server's peak RSS from 239 to 782 MB; at 0.01%, 236 MB. With 16 KiB data
+/// blocks (`crate::ring`) the 0.01% left of a 10 M-row load still filled ~250 MB of cache
+/// (peak RSS 898 MB); at 0.001%, 648 MB.
+const FALSE_POSITIVES: f64 = 0.00001;
 /// Keys the first stage of a table holds (about 20 KiB).
 const MIN_CAPACITY: usize = 16 * 1024;
 /// The hash seed of every stage: one hash of a key serves all of them.
