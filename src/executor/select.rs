@@ -320,7 +320,7 @@ impl SelectPlan {
             (Some(p), None) => Some(p),
             (None, r) => r,
         };
-        let mut out: Vec<Vec<Option<Bytes>>> = Vec::new();
+        let mut out: Vec<Vec<Option<Bytes>>> = Vec::with_capacity(want.map_or(0, |w| w.min(16)));
         // Only aggregates fold rows; other reads skip building the folds.
         let mut grouper = if self.aggregate {
             Some(Grouper::new(&self.fold_outputs, !self.group_by.is_empty())?)
@@ -387,12 +387,9 @@ impl SelectPlan {
                             && in_partition == 0
                             && self.restrictions.clustering_eq.is_empty()
                             && self.restrictions.clustering_slice.is_none();
-                        let rows: Vec<Option<&storage::Row>> = if static_only {
-                            vec![None]
-                        } else {
-                            read.rows.iter().map(Some).collect()
-                        };
-                        for row in rows {
+                        // A partition with static columns alone reads as one row of them.
+                        let static_row = static_only.then_some(None);
+                        for row in static_row.into_iter().chain(read.rows.iter().map(Some)) {
                             let ctx = RowContext {
                                 token,
                                 pk,

@@ -577,7 +577,7 @@ impl ReadCtx<'_> {
         let (mut start, mut end) = (base.clone(), base.clone());
         start.extend_from_slice(lo);
         end.extend_from_slice(hi);
-        let mut rows = Vec::new();
+        let mut rows = Vec::with_capacity(limit.min(16));
         if limit == 0 || start >= end {
             return Ok((rows, None));
         }
@@ -589,10 +589,11 @@ impl ReadCtx<'_> {
         } else {
             self.range(start..)
         };
-        // The row being assembled: the key of its first item, the length of its encoded
-        // clustering there, its decoded clustering. Its items gather, as stored, in `items`,
-        // whose capacity serves every row.
-        let mut current: Option<(fjall::Slice, usize, Vec<Vec<u8>>)> = None;
+        // The row being assembled: its decoded clustering, and in `encoded` its clustering as
+        // its keys encode it. Its items gather, as stored, in `items`. Both buffers serve
+        // every row.
+        let mut current: Option<Vec<Vec<u8>>> = None;
+        let mut encoded = Vec::new();
         let mut items = Vec::new();
         for guard in iter {
             let (k, v) = into_inner(guard)?;
@@ -601,29 +602,28 @@ impl ReadCtx<'_> {
             }
             self.items += 1;
             let rest = &k[base.len()..];
-            let same_row = current.as_ref().is_some_and(|(first, c_len, _)| {
-                let c = &first[base.len()..base.len() + c_len];
-                rest.starts_with(c) && rest.get(c.len()) == Some(&key::CLUSTERING_END)
-            });
+            let same_row = current.is_some()
+                && rest.starts_with(&encoded)
+                && rest.get(encoded.len()) == Some(&key::CLUSTERING_END);
             if !same_row {
-                if let Some((first, c_len, values)) = current.take() {
-                    let c = &first[base.len()..base.len() + c_len];
-                    self.finish_stored_row(&mut rows, c, values, &mut items, dels, reversed)?;
+                if let Some(values) = current.take() {
+                    self.finish_stored_row(
+                        &mut rows, &encoded, values, &mut items, dels, reversed,
+                    )?;
                     if rows.len() >= limit {
-                        return Ok((rows, Some(c.to_vec())));
+                        return Ok((rows, Some(encoded)));
                     }
                 }
                 let (values, c_len) = self.clustering_of(rest)?;
-                current = Some((k.clone(), c_len, values));
+                encoded.clear();
+                encoded.extend_from_slice(&rest[..c_len]);
+                current = Some(values);
             }
-            if let Some((_, c_len, _)) = &current {
-                let path = ItemPath::decode(&rest[c_len + 1..])?;
-                items.push((path, v));
-            }
+            let path = ItemPath::decode(&rest[encoded.len() + 1..])?;
+            items.push((path, v));
         }
-        if let Some((first, c_len, values)) = current.take() {
-            let c = &first[base.len()..base.len() + c_len];
-            self.finish_stored_row(&mut rows, c, values, &mut items, dels, reversed)?;
+        if let Some(values) = current.take() {
+            self.finish_stored_row(&mut rows, &encoded, values, &mut items, dels, reversed)?;
         }
         Ok((rows, None))
     }
