@@ -227,9 +227,14 @@ impl Node {
         };
         let mut result = self.run_prepared(&ctx, &prepared, &inputs)?;
         // Skip metadata only when the client's copy (from PREPARE) is still exact.
-        if let ResultBody::Rows(rows) = &mut result {
-            if params.skip_metadata && rows.metadata.columns[..] == prepared.result_columns[..] {
-                rows.metadata.no_metadata = true;
+        let metadata = match &mut result {
+            ResultBody::Rows(rows) => Some(&mut rows.metadata),
+            ResultBody::EncodedRows(rows) => Some(&mut rows.metadata),
+            _ => None,
+        };
+        if let Some(metadata) = metadata {
+            if params.skip_metadata && metadata.columns[..] == prepared.result_columns[..] {
+                metadata.no_metadata = true;
             }
         }
         Ok(result)
@@ -595,12 +600,12 @@ impl Node {
                     inputs.paging_state,
                 )?))
             }
-            Plan::Select(s) => Ok(ResultBody::Rows(s.execute(
+            Plan::Select(s) => s.execute(
                 self.storage(),
                 values,
                 inputs.page_size,
                 inputs.paging_state,
-            )?)),
+            ),
             Plan::Modify(m) if m.conditions().is_some() => {
                 let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);
                 Ok(ResultBody::Rows(lwt::execute(

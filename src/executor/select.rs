@@ -14,7 +14,7 @@ use crate::node::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
 use bytes::{BufMut, Bytes, BytesMut};
 use cql::ast::{Operator, Order, Select};
-use cql::response::{ColumnSpec, ResultMetadata, Rows};
+use cql::response::{ColumnSpec, EncodedRows, ResultBody, ResultMetadata, Rows};
 use cql::types::{DataType, NativeType, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -54,6 +54,43 @@ pub struct SelectPlan {
     fingerprint: u64,
     /// The result's column specs (see [`SelectPlan::columns`]), shared by every execution.
     result_columns: Arc<[ColumnSpec]>,
+    /// The selected columns (indexes into `table.columns`) when every output is a plain
+    /// column and rows are neither folded nor turned into JSON: such rows are written
+    /// straight into wire form ([`Output::Wire`]).
+    wire_columns: Option<Vec<usize>>,
+}
+
+/// The rows a SELECT answers so far.
+enum Output {
+    /// One vector of cells per row (aggregates, JSON, computed selectors).
+    Cells(Vec<Vec<Option<Bytes>>>),
+    /// Plain column selections: the rows in wire form, and where each row ends in `rows.cells`
+    /// (for [`Output::truncate`]).
+    Wire { rows: EncodedRows, ends: Vec<usize> },
+}
+
+impl Output {
+    /// Rows so far.
+    fn len(&self) -> usize {
+        match self {
+            Output::Cells(rows) => rows.len(),
+            Output::Wire { rows, .. } => rows.count,
+        }
+    }
+
+    /// Keeps the first `n` rows.
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Output::Cells(rows) => rows.truncate(n),
+            Output::Wire { rows, ends } if n < rows.count => {
+                rows.cells
+                    .truncate(n.checked_sub(1).map_or(0, |last| ends[last]));
+                ends.truncate(n);
+                rows.count = n;
+            }
+            Output::Wire { .. } => {}
+        }
+    }
 }
 
 /// A row being produced: partition key, statics and the storage row.
@@ -221,6 +258,17 @@ impl SelectPlan {
         } else {
             outputs.iter().map(|(_, s)| s.clone()).collect()
         };
+        let wire_columns = if aggregate || select.json {
+            None
+        } else {
+            outputs
+                .iter()
+                .map(|(s, _)| match s {
+                    Selection::Column(i) => Some(*i),
+                    _ => None,
+                })
+                .collect()
+        };
         Ok(SelectPlan {
             table,
             outputs,
@@ -235,6 +283,7 @@ impl SelectPlan {
             group_by,
             json: select.json,
             fingerprint,
+            wire_columns,
         })
     }
 
@@ -285,7 +334,7 @@ impl SelectPlan {
         values: &Values<'_>,
         page_size: Option<i32>,
         paging_state: Option<&Bytes>,
-    ) -> Result<Rows, QueryError> {
+    ) -> Result<ResultBody, QueryError> {
         let limit = bind_limit(&self.limit, values, "LIMIT")?;
         let per_partition = if self.distinct {
             Some(1)
@@ -320,7 +369,17 @@ impl SelectPlan {
             (Some(p), None) => Some(p),
             (None, r) => r,
         };
-        let mut out: Vec<Vec<Option<Bytes>>> = Vec::with_capacity(want.map_or(0, |w| w.min(16)));
+        let room = want.map_or(0, |w| w.min(16));
+        let mut out = match &self.wire_columns {
+            Some(_) => Output::Wire {
+                rows: EncodedRows {
+                    cells: Vec::with_capacity(room * 128),
+                    ..EncodedRows::default()
+                },
+                ends: Vec::with_capacity(room),
+            },
+            None => Output::Cells(Vec::with_capacity(room)),
+        };
         // Only aggregates fold rows; other reads skip building the folds.
         let mut grouper = if self.aggregate {
             Some(Grouper::new(&self.fold_outputs, !self.group_by.is_empty())?)
@@ -403,7 +462,7 @@ impl SelectPlan {
                                         self.leaf(&ctx, sel)
                                     })?;
                                 } else {
-                                    out.push(self.project(&ctx)?);
+                                    self.push_row(&mut out, &ctx)?;
                                 }
                             }
                         }
@@ -504,7 +563,7 @@ impl SelectPlan {
                                         self.leaf(&ctx, sel)
                                     })?;
                                 } else {
-                                    out.push(self.project(&ctx)?);
+                                    self.push_row(&mut out, &ctx)?;
                                 }
                             }
                         }
@@ -555,11 +614,22 @@ impl SelectPlan {
 
     fn finish(
         &self,
-        rows: Vec<Vec<Option<Bytes>>>,
+        out: Output,
         grouper: Option<Grouper<'_>>,
         next: Option<Bytes>,
         groups: GroupPaging<'_>,
-    ) -> Result<Rows, QueryError> {
+    ) -> Result<ResultBody, QueryError> {
+        let rows = match out {
+            Output::Wire { mut rows, .. } => {
+                rows.metadata = ResultMetadata {
+                    columns: self.columns(),
+                    paging_state: next,
+                    no_metadata: false,
+                };
+                return Ok(ResultBody::EncodedRows(rows));
+            }
+            Output::Cells(rows) => rows,
+        };
         let (rows, next) = if let Some(grouper) = grouper {
             let (limit, per_partition, page_size, state) = groups;
             let mut out = Vec::new();
@@ -588,14 +658,14 @@ impl SelectPlan {
         } else {
             rows
         };
-        Ok(Rows {
+        Ok(ResultBody::Rows(Rows {
             metadata: ResultMetadata {
                 columns: self.columns(),
                 paging_state: next,
                 no_metadata: false,
             },
             rows,
-        })
+        }))
     }
 
     /// The clustering slices to read in each partition (one per IN combination).
@@ -827,6 +897,43 @@ impl SelectPlan {
             Selection::Token => Some(Bytes::copy_from_slice(&ctx.token.to_be_bytes())),
             _ => None,
         }
+    }
+
+    /// Adds one selected row to `out`: plain columns straight in wire form (the same bytes
+    /// [`Self::project`] gives), other selections projected.
+    fn push_row(&self, out: &mut Output, ctx: &RowContext<'_>) -> Result<(), QueryError> {
+        let (Output::Wire { rows, ends }, Some(columns)) = (&mut *out, &self.wire_columns) else {
+            if let Output::Cells(rows) = out {
+                rows.push(self.project(ctx)?);
+            }
+            return Ok(());
+        };
+        for &i in columns {
+            let col = &self.table.columns[i];
+            let stored = match col.kind {
+                ColumnKind::PartitionKey => {
+                    rows.push_cell(ctx.pk.get(col.position as usize).map(Vec::as_slice));
+                    continue;
+                }
+                ColumnKind::Clustering => {
+                    let value = ctx
+                        .row
+                        .and_then(|r| r.clustering.get(col.position as usize));
+                    rows.push_cell(value.map(Vec::as_slice));
+                    continue;
+                }
+                ColumnKind::Static => ctx.statics.get(&col.id),
+                ColumnKind::Regular => ctx.row.and_then(|r| r.cells.get(&col.id)),
+            };
+            match stored {
+                Some(ColumnValue::Simple(c)) => rows.push_cell(Some(&c.value)),
+                Some(v) => rows.push_cell(serialize_column(v, &col.data_type).as_deref()),
+                None => rows.push_cell(None),
+            }
+        }
+        rows.count += 1;
+        ends.push(rows.cells.len());
+        Ok(())
     }
 
     fn project(&self, ctx: &RowContext<'_>) -> Result<Vec<Option<Bytes>>, QueryError> {

@@ -15,7 +15,9 @@ use bytes::{BufMut, BytesMut};
 
 pub use error::{codes, ErrorBody};
 pub use event::Event;
-pub use result::{ColumnSpec, Prepared, PreparedMetadata, ResultBody, ResultMetadata, Rows};
+pub use result::{
+    ColumnSpec, EncodedRows, Prepared, PreparedMetadata, ResultBody, ResultMetadata, Rows,
+};
 pub use schema_change::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 pub use type_option::{read_type_option, write_type_option};
 

@@ -66,6 +66,33 @@ pub struct Rows {
     pub rows: Vec<Vec<Option<Bytes>>>,
 }
 
+/// A Rows result whose cells are already in wire form: the server writes the rows of plain
+/// column selections straight into `cells`, sparing a vector per row and a buffer per cell.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EncodedRows {
+    /// Column metadata and paging state.
+    pub metadata: ResultMetadata,
+    /// Rows in `cells`.
+    pub count: usize,
+    /// Each row's `metadata.columns.len()` cells, one `[bytes]` each (see [`EncodedRows::push_cell`]).
+    pub cells: Vec<u8>,
+}
+
+impl EncodedRows {
+    /// Appends one cell of the current row (`None` is null); a row's cells go in column order,
+    /// and [`EncodedRows::count`] counts the rows.
+    pub fn push_cell(&mut self, cell: Option<&[u8]>) {
+        wire::write_bytes(&mut self.cells, cell);
+    }
+
+    /// Appends the Rows body (metadata, row count, cells), as [`Rows::encode`] does.
+    pub fn encode(&self, out: &mut impl BufMut) {
+        self.metadata.encode(out);
+        wire::write_int(out, count_of(self.count));
+        out.put_slice(&self.cells);
+    }
+}
+
 /// Bind-marker metadata of a PREPARED result.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PreparedMetadata {
@@ -94,6 +121,9 @@ pub enum ResultBody {
     Void,
     /// Kind 2: rows.
     Rows(Rows),
+    /// Kind 2 as well: rows the server wrote straight into wire form. Decoding yields
+    /// [`ResultBody::Rows`].
+    EncodedRows(EncodedRows),
     /// Kind 3: the keyspace a `USE` switched to.
     SetKeyspace(String),
     /// Kind 4: a prepared statement.
@@ -320,6 +350,10 @@ impl ResultBody {
                 wire::write_int(out, ROWS);
                 rows.encode(out);
             }
+            ResultBody::EncodedRows(rows) => {
+                wire::write_int(out, ROWS);
+                rows.encode(out);
+            }
             ResultBody::SetKeyspace(ks) => {
                 wire::write_int(out, SET_KEYSPACE);
                 wire::write_string(out, ks);
@@ -404,6 +438,41 @@ mod tests {
             0, 0, 0, 4, 0, 0, 0, 1, // 1
             0xFF, 0xFF, 0xFF, 0xFF, // null
         ];
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn encoded_rows_are_the_same_bytes_and_decode_as_rows() {
+        let metadata = ResultMetadata {
+            columns: vec![
+                col("a", "x", NativeType::Text),
+                col("a", "y", NativeType::Int),
+            ]
+            .into(),
+            paging_state: Some(Bytes::from_static(b"next")),
+            no_metadata: false,
+        };
+        let cells = vec![
+            vec![Some(Bytes::from_static(b"hi")), None],
+            vec![Some(Bytes::new()), Some(Bytes::from_static(&[0, 0, 0, 7]))],
+        ];
+        let mut encoded = EncodedRows {
+            metadata: metadata.clone(),
+            ..EncodedRows::default()
+        };
+        for row in &cells {
+            for cell in row {
+                encoded.push_cell(cell.as_deref());
+            }
+            encoded.count += 1;
+        }
+        let rows = ResultBody::Rows(Rows {
+            metadata,
+            rows: cells,
+        });
+        let expected = round_trip(&rows, 4);
+        let mut out = Vec::new();
+        ResultBody::EncodedRows(encoded).encode(4, &mut out);
         assert_eq!(out, expected);
     }
 
