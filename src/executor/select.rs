@@ -1110,3 +1110,38 @@ impl PagingState {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire_output(rows: &[[&[u8]; 2]]) -> Output {
+        let mut out = EncodedRows::default();
+        let mut ends = Vec::new();
+        for row in rows {
+            for cell in row {
+                out.push_cell(Some(cell));
+            }
+            out.count += 1;
+            ends.push(out.cells.len());
+        }
+        Output::Wire { rows: out, ends }
+    }
+
+    #[test]
+    fn truncating_wire_rows_keeps_whole_leading_rows() {
+        let rows: [[&[u8]; 2]; 3] = [[b"a", b"bb"], [b"", b"ccc"], [b"dddd", b"e"]];
+        for keep in 0..=4 {
+            let mut out = wire_output(&rows);
+            out.truncate(keep);
+            let Output::Wire { rows: got, ends } = out else {
+                panic!("not wire rows");
+            };
+            let Output::Wire { rows: want, .. } = wire_output(&rows[..keep.min(3)]) else {
+                panic!("not wire rows");
+            };
+            assert_eq!(got, want, "keep {keep}");
+            assert_eq!(ends.len(), keep.min(3));
+        }
+    }
+}
