@@ -16,6 +16,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use cql::ast::{Operator, Order, Select};
 use cql::response::{ColumnSpec, EncodedRows, ResultBody, ResultMetadata, Rows};
 use cql::types::{DataType, NativeType, Value};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -95,7 +96,9 @@ impl Output {
 
 /// A row being produced: partition key, statics and the storage row.
 struct RowContext<'a> {
-    token: i64,
+    /// The partition's token when the read already knows it (scans); a partition read
+    /// computes it only for a `token(...)` selector.
+    token: Option<i64>,
     pk: &'a [Vec<u8>],
     statics: &'a BTreeMap<u32, ColumnValue>,
     row: Option<&'a storage::Row>,
@@ -414,9 +417,6 @@ impl SelectPlan {
                         pk_index += 1;
                         continue;
                     }
-                    let token = storage::token::token(&storage::token::serialize_partition_key(
-                        &pk.iter().map(Vec::as_slice).collect::<Vec<_>>(),
-                    ));
                     while slice_index < slices.len() {
                         let (start, end) = slices[slice_index].clone();
                         let remaining_pp = per_partition.map(|p| p.saturating_sub(in_partition));
@@ -450,7 +450,7 @@ impl SelectPlan {
                         let static_row = static_only.then_some(None);
                         for row in static_row.into_iter().chain(read.rows.iter().map(Some)) {
                             let ctx = RowContext {
-                                token,
+                                token: None,
                                 pk,
                                 statics: &read.static_cells,
                                 row,
@@ -548,7 +548,7 @@ impl SelectPlan {
                                 break;
                             }
                             let ctx = RowContext {
-                                token: p.token,
+                                token: Some(p.token),
                                 pk: &p.partition_key,
                                 statics: &p.static_cells,
                                 row,
@@ -782,24 +782,30 @@ impl SelectPlan {
     }
 
     fn cell_value(&self, ctx: &RowContext<'_>, i: usize) -> Option<Bytes> {
+        self.cell_bytes(ctx, i).map(cow_to_bytes)
+    }
+
+    /// Column `i` of a row as the protocol serializes it, borrowed from the row where it is
+    /// stored that way (everything but collections).
+    fn cell_bytes<'r>(&self, ctx: &RowContext<'r>, i: usize) -> Option<Cow<'r, [u8]>> {
         let col = &self.table.columns[i];
         match col.kind {
             ColumnKind::PartitionKey => ctx
                 .pk
                 .get(col.position as usize)
-                .map(|b| Bytes::copy_from_slice(b)),
+                .map(|b| Cow::Borrowed(b.as_slice())),
             ColumnKind::Clustering => ctx
                 .row
                 .and_then(|r| r.clustering.get(col.position as usize))
-                .map(|b| Bytes::copy_from_slice(b)),
+                .map(|b| Cow::Borrowed(b.as_slice())),
             ColumnKind::Static => ctx
                 .statics
                 .get(&col.id)
-                .and_then(|v| serialize_column(v, &col.data_type)),
+                .and_then(|v| column_bytes(v, &col.data_type)),
             ColumnKind::Regular => ctx
                 .row
                 .and_then(|r| r.cells.get(&col.id))
-                .and_then(|v| serialize_column(v, &col.data_type)),
+                .and_then(|v| column_bytes(v, &col.data_type)),
         }
     }
 
@@ -894,7 +900,14 @@ impl SelectPlan {
                     _ => None,
                 }
             }
-            Selection::Token => Some(Bytes::copy_from_slice(&ctx.token.to_be_bytes())),
+            Selection::Token => {
+                let token = ctx.token.unwrap_or_else(|| {
+                    storage::token::token(&storage::token::serialize_partition_key(
+                        &ctx.pk.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                    ))
+                });
+                Some(Bytes::copy_from_slice(&token.to_be_bytes()))
+            }
             _ => None,
         }
     }
@@ -909,27 +922,7 @@ impl SelectPlan {
             return Ok(());
         };
         for &i in columns {
-            let col = &self.table.columns[i];
-            let stored = match col.kind {
-                ColumnKind::PartitionKey => {
-                    rows.push_cell(ctx.pk.get(col.position as usize).map(Vec::as_slice));
-                    continue;
-                }
-                ColumnKind::Clustering => {
-                    let value = ctx
-                        .row
-                        .and_then(|r| r.clustering.get(col.position as usize));
-                    rows.push_cell(value.map(Vec::as_slice));
-                    continue;
-                }
-                ColumnKind::Static => ctx.statics.get(&col.id),
-                ColumnKind::Regular => ctx.row.and_then(|r| r.cells.get(&col.id)),
-            };
-            match stored {
-                Some(ColumnValue::Simple(c)) => rows.push_cell(Some(&c.value)),
-                Some(v) => rows.push_cell(serialize_column(v, &col.data_type).as_deref()),
-                None => rows.push_cell(None),
-            }
+            rows.push_cell(self.cell_bytes(ctx, i).as_deref());
         }
         rows.count += 1;
         ends.push(rows.cells.len());
@@ -967,13 +960,27 @@ fn bind_limit(
 
 /// Serializes a stored column for a result: simple cells as stored, collections rebuilt.
 pub(crate) fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> {
+    column_bytes(v, ty).map(cow_to_bytes)
+}
+
+/// A cell's bytes as one buffer (copied when borrowed, moved when built).
+fn cow_to_bytes(cell: Cow<'_, [u8]>) -> Bytes {
+    match cell {
+        Cow::Borrowed(b) => Bytes::copy_from_slice(b),
+        Cow::Owned(v) => Bytes::from(v),
+    }
+}
+
+/// [`serialize_column`] without a copy of simple cells: they are borrowed as stored,
+/// collections are built.
+fn column_bytes<'v>(v: &'v ColumnValue, ty: &DataType) -> Option<Cow<'v, [u8]>> {
     match v {
-        ColumnValue::Simple(c) => Some(Bytes::copy_from_slice(&c.value)),
+        ColumnValue::Simple(c) => Some(Cow::Borrowed(&c.value)),
         ColumnValue::Collection(items) => {
             if items.is_empty() {
                 return None;
             }
-            let mut out = BytesMut::new();
+            let mut out = Vec::new();
             match ty.unfrozen() {
                 DataType::List(_) => {
                     out.put_i32(items.len() as i32);
@@ -1012,7 +1019,7 @@ pub(crate) fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> 
                 }
                 _ => return None,
             }
-            Some(out.freeze())
+            Some(Cow::Owned(out))
         }
     }
 }
