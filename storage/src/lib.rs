@@ -19,7 +19,8 @@
 //! - `split`: the online split (choose, prepare, copy with dual writes, switch, drop),
 //!   its worker threads, [`Storage::split_now`] and [`Storage::wait_for_splits`].
 //! - `partition_filter`: the in-memory bloom filter of a table's stored partitions that lets
-//!   writes to new partitions skip the size-cell lookup.
+//!   writes to new partitions skip the size-cell lookup; `blocked_bloom`: its stages, a
+//!   concurrent bloom filter with each key's bits in one cache line.
 //! - `item_cache`: single items by key, so point reads and writes' lookups skip fjall's
 //!   memtables and tables.
 //! - `disk`: the free-space guard refusing writes before the disk fills.
@@ -56,6 +57,7 @@
 #![deny(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod blocked_bloom;
 mod bundle;
 mod cell;
 mod compaction;

@@ -18,37 +18,34 @@
 //!
 //! A bloom filter only errs towards "may be stored", which costs the lookup it would have
 //! saved. Capacity grows in stages of four times the previous one; a lookup probes one cache
-//! line per stage.
+//! line per stage ([`crate::blocked_bloom`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use fastbloom::AtomicBloomFilter;
 use fjall::{Database, Readable};
 
+use crate::blocked_bloom::{BlockedBloom, KeyHash};
 use crate::error::StorageError;
 use crate::ring::TableRing;
 use crate::table::TableId;
 
-/// False-positive rate of each stage (24 bits a key). A false positive costs a sum of the
-/// partition's items, a range read that loads a block of every table into the block cache:
-/// at 1% (9.6 bits, ~4% over the five full stages of a 10 M-partition table) a bulk load of
-/// 3 M rows grew the server's peak RSS from 239 to 782 MB; at 0.01%, 236 MB. With 16 KiB data
-/// blocks (`crate::ring`) the 0.01% left of a 10 M-row load still filled ~250 MB of cache
-/// (peak RSS 898 MB); at 0.001%, 648 MB.
-const FALSE_POSITIVES: f64 = 0.00001;
-/// Keys the first stage of a table holds (about 20 KiB).
+// False positives of each stage: ~0.001% at capacity (32 bits a key, see
+// `crate::blocked_bloom`). A false positive costs a sum of the partition's items, a range read
+// that loads a block of every table into the block cache: at 1% (~4% over the five full
+// stages of a 10 M-partition table) a bulk load of 3 M rows grew the server's peak RSS from
+// 239 to 782 MB; at 0.01%, 236 MB. With 16 KiB data blocks (`crate::ring`) the 0.01% left of
+// a 10 M-row load still filled ~250 MB of cache (peak RSS 898 MB); at 0.001%, 648 MB.
+/// Keys the first stage of a table holds (64 KiB).
 const MIN_CAPACITY: usize = 16 * 1024;
-/// The hash seed of every stage: one hash of a key serves all of them.
-const SEED: u128 = 0x7269_6e67_6462_5f70_6172_7469_7469_6f6e;
 /// Keys scanned between checks for a cancelled build or a stopping storage.
 const CHECK_EVERY: usize = 4096;
 
 /// One fixed-size bloom filter and how many keys were added to it.
 struct Stage {
-    bloom: AtomicBloomFilter,
+    bloom: BlockedBloom,
     capacity: usize,
     added: AtomicUsize,
 }
@@ -56,9 +53,7 @@ struct Stage {
 impl Stage {
     fn new(capacity: usize) -> Stage {
         Stage {
-            bloom: AtomicBloomFilter::with_false_pos(FALSE_POSITIVES)
-                .seed(&SEED)
-                .expected_items(capacity),
+            bloom: BlockedBloom::with_capacity(capacity),
             capacity,
             added: AtomicUsize::new(0),
         }
@@ -84,31 +79,31 @@ impl PartitionFilter {
     }
 
     /// The key's hash, for [`PartitionFilter::add`].
-    pub(crate) fn hash(&self, size_key: &[u8]) -> u64 {
-        let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
-        stages
-            .first()
-            .map_or(0, |first| first.bloom.source_hash(size_key))
+    pub(crate) fn hash(&self, size_key: &[u8]) -> KeyHash {
+        KeyHash::of(size_key)
     }
 
     /// The hash of `size_key` (for [`PartitionFilter::add`]) and whether no stored partition
     /// has that size-cell key for sure: the filter is complete and the key was never added.
-    pub(crate) fn probe(&self, size_key: &[u8]) -> (u64, bool) {
+    pub(crate) fn probe(&self, size_key: &[u8]) -> (KeyHash, bool) {
         let complete = self.complete.load(Ordering::Acquire);
+        let hash = KeyHash::of(size_key);
+        let masks = hash.masks();
         let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
-        let hash = stages
-            .first()
-            .map_or(0, |first| first.bloom.source_hash(size_key));
-        let absent = complete && !stages.iter().any(|s| s.bloom.contains_hash(hash));
+        // Every stage is read (no early exit), so their cache misses overlap.
+        let absent = complete
+            && !stages
+                .iter()
+                .fold(false, |any, s| any | s.bloom.contains(&masks));
         (hash, absent)
     }
 
     /// Adds the size-cell key (by its [`PartitionFilter::hash`]) of a partition being created.
-    pub(crate) fn add(&self, hash: u64) {
+    pub(crate) fn add(&self, hash: KeyHash) {
         let full = {
             let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
             let Some(last) = stages.last() else { return };
-            last.bloom.insert_hash(hash);
+            last.bloom.insert(hash);
             let added = last.added.fetch_add(1, Ordering::Relaxed) + 1;
             (added == last.capacity).then_some(stages.len())
         };
@@ -143,7 +138,7 @@ impl PartitionFilter {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|s| s.bloom.num_bits() / 8)
+            .map(|s| s.bloom.memory_bytes())
             .sum()
     }
 }
@@ -248,7 +243,7 @@ mod tests {
         assert_eq!(f.stages.read().unwrap().len(), 3);
         assert!(f.memory_bytes() > before * 15);
         assert!((0..n).all(|i| !f.probe(&key(i)).1));
-        // Keys never added are reported absent but for a few (each stage errs 0.01% of the
+        // Keys never added are reported absent but for a few (each stage errs ~0.001% of the
         // time).
         let absent = (n..n + 10_000).filter(|i| f.probe(&key(*i)).1).count();
         assert!(absent >= 9_980, "{absent}");
