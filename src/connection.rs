@@ -25,7 +25,7 @@ const COALESCE_BYTES: usize = 64 * 1024;
 /// Requests answered inline before their responses are handed to the writer even if more
 /// frames are buffered: bounds the wait of the first answer of a burst (its latency) while
 /// still sharing one journal flush and one socket write among many.
-const FLUSH_EVERY_ANSWERS: usize = 16;
+const FLUSH_EVERY_ANSWERS: usize = 64;
 
 /// What the writer task is asked to do.
 pub(crate) enum Outgoing {
