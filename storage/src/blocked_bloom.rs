@@ -27,40 +27,34 @@ const SEED: u64 = 0x7269_6e67_6462_5f70;
 #[repr(align(64))]
 struct Block([AtomicU64; WORDS]);
 
-/// A key's 128-bit hash: the low half picks the block, the high half the bits in it.
+/// Where a key's bits lie in any filter: the block picker (the low half of its 128-bit hash)
+/// and the word masks of its bits within a block (from the high half). Computed once per key,
+/// it serves the probes of several filters and a later insert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct KeyHash(u128);
+pub(crate) struct KeyBits {
+    block: u64,
+    words: [u64; WORDS],
+}
 
-impl KeyHash {
-    /// Hashes `key` (xxh3, 128 bits).
-    pub(crate) fn of(key: &[u8]) -> KeyHash {
-        KeyHash(xxhash_rust::xxh3::xxh3_128_with_seed(key, SEED))
-    }
-
-    /// The word masks of the key's bits within its block.
-    pub(crate) fn masks(self) -> Masks {
-        let mut masks = [0u64; WORDS];
-        let mut bits = (self.0 >> 64) as u64;
+impl KeyBits {
+    /// Hashes `key` (xxh3, 128 bits) and places its bits.
+    pub(crate) fn of(key: &[u8]) -> KeyBits {
+        let hash = xxhash_rust::xxh3::xxh3_128_with_seed(key, SEED);
+        let mut words = [0u64; WORDS];
+        let mut bits = (hash >> 64) as u64;
         for i in 0..HASHES {
             // Seven 9-bit positions per 64-bit chunk; the next chunk is a splitmix64 step.
             if i > 0 && i % 7 == 0 {
                 bits = splitmix64(bits);
             }
             let pos = (bits >> (9 * (i % 7))) as usize % BLOCK_BITS;
-            masks[pos / 64] |= 1 << (pos % 64);
+            words[pos / 64] |= 1 << (pos % 64);
         }
-        Masks {
-            hash: self,
-            words: masks,
+        KeyBits {
+            block: hash as u64,
+            words,
         }
     }
-}
-
-/// A key's hash with its bits in a block, computed once for probing several filters.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Masks {
-    hash: KeyHash,
-    words: [u64; WORDS],
 }
 
 /// The finalizer of splitmix64: a full-avalanche mix of 64 bits.
@@ -89,18 +83,16 @@ impl BlockedBloom {
         BlockedBloom { blocks }
     }
 
-    /// The block of `hash` (a multiply-shift reduction of the low 64 bits).
-    fn block(&self, hash: KeyHash) -> &Block {
-        let low = hash.0 as u64;
-        let i = ((u128::from(low) * self.blocks.len() as u128) >> 64) as usize;
+    /// The block of `key` (a multiply-shift reduction of its block picker).
+    fn block(&self, key: &KeyBits) -> &Block {
+        let i = ((u128::from(key.block) * self.blocks.len() as u128) >> 64) as usize;
         &self.blocks[i]
     }
 
-    /// Adds a key by its hash.
-    pub(crate) fn insert(&self, hash: KeyHash) {
-        let masks = hash.masks();
-        let block = self.block(hash);
-        for (word, mask) in block.0.iter().zip(masks.words) {
+    /// Adds a key.
+    pub(crate) fn insert(&self, key: &KeyBits) {
+        let block = self.block(key);
+        for (word, mask) in block.0.iter().zip(key.words) {
             if mask != 0 && word.load(Ordering::Relaxed) & mask != mask {
                 word.fetch_or(mask, Ordering::Relaxed);
             }
@@ -111,12 +103,12 @@ impl BlockedBloom {
     ///
     /// Reads the whole block without branching on any word, so a caller probing several
     /// filters has all their cache misses in flight at once instead of one after another.
-    pub(crate) fn contains(&self, masks: &Masks) -> bool {
-        let block = self.block(masks.hash);
+    pub(crate) fn contains(&self, key: &KeyBits) -> bool {
+        let block = self.block(key);
         block
             .0
             .iter()
-            .zip(masks.words)
+            .zip(key.words)
             .fold(true, |all, (word, mask)| {
                 all & (word.load(Ordering::Relaxed) & mask == mask)
             })
@@ -139,8 +131,11 @@ mod tests {
     #[test]
     fn sets_sixteen_bits_in_one_block() {
         for i in 0..1000 {
-            let masks = KeyHash::of(&key(i)).masks();
-            let ones: u32 = masks.words.iter().map(|m| m.count_ones()).sum();
+            let ones: u32 = KeyBits::of(&key(i))
+                .words
+                .iter()
+                .map(|m| m.count_ones())
+                .sum();
             // Positions may collide, rarely more than a couple.
             assert!((12..=HASHES as u32).contains(&ones), "{ones}");
         }
@@ -152,13 +147,13 @@ mod tests {
         let f = BlockedBloom::with_capacity(n as usize);
         assert_eq!(f.memory_bytes(), n as usize * BITS_PER_KEY / 8);
         for i in 0..n {
-            f.insert(KeyHash::of(&key(i)));
+            f.insert(&KeyBits::of(&key(i)));
         }
-        assert!((0..n).all(|i| f.contains(&KeyHash::of(&key(i)).masks())));
+        assert!((0..n).all(|i| f.contains(&KeyBits::of(&key(i)))));
         // 0.001% of 2 M probes is 20; a filter twice as bad fails.
         let probes = 2_000_000u64;
         let wrong = (n..n + probes)
-            .filter(|i| f.contains(&KeyHash::of(&key(*i)).masks()))
+            .filter(|i| f.contains(&KeyBits::of(&key(*i))))
             .count();
         assert!(wrong <= 40, "{wrong} false positives in {probes}");
     }
@@ -167,9 +162,9 @@ mod tests {
     fn an_empty_filter_holds_nothing() {
         let f = BlockedBloom::with_capacity(0);
         assert_eq!(f.memory_bytes(), 64);
-        assert!(!f.contains(&KeyHash::of(b"k").masks()));
-        f.insert(KeyHash::of(b"k"));
-        assert!(f.contains(&KeyHash::of(b"k").masks()));
-        assert!(!f.contains(&KeyHash::of(b"other").masks()));
+        assert!(!f.contains(&KeyBits::of(b"k")));
+        f.insert(&KeyBits::of(b"k"));
+        assert!(f.contains(&KeyBits::of(b"k")));
+        assert!(!f.contains(&KeyBits::of(b"other")));
     }
 }

@@ -27,12 +27,12 @@ use std::time::Instant;
 
 use fjall::{Database, Readable};
 
-use crate::blocked_bloom::{BlockedBloom, KeyHash};
+use crate::blocked_bloom::{BlockedBloom, KeyBits};
 use crate::error::StorageError;
 use crate::ring::TableRing;
 use crate::table::TableId;
 
-// False positives of each stage: ~0.001% at capacity (32 bits a key, see
+// False positives of each stage: ~0.0002% at capacity (32 bits a key, see
 // `crate::blocked_bloom`). A false positive costs a sum of the partition's items, a range read
 // that loads a block of every table into the block cache: at 1% (~4% over the five full
 // stages of a 10 M-partition table) a bulk load of 3 M rows grew the server's peak RSS from
@@ -78,32 +78,31 @@ impl PartitionFilter {
         }
     }
 
-    /// The key's hash, for [`PartitionFilter::add`].
-    pub(crate) fn hash(&self, size_key: &[u8]) -> KeyHash {
-        KeyHash::of(size_key)
+    /// The key's bits, for [`PartitionFilter::add`].
+    pub(crate) fn hash(&self, size_key: &[u8]) -> KeyBits {
+        KeyBits::of(size_key)
     }
 
-    /// The hash of `size_key` (for [`PartitionFilter::add`]) and whether no stored partition
+    /// The bits of `size_key` (for [`PartitionFilter::add`]) and whether no stored partition
     /// has that size-cell key for sure: the filter is complete and the key was never added.
-    pub(crate) fn probe(&self, size_key: &[u8]) -> (KeyHash, bool) {
+    pub(crate) fn probe(&self, size_key: &[u8]) -> (KeyBits, bool) {
         let complete = self.complete.load(Ordering::Acquire);
-        let hash = KeyHash::of(size_key);
-        let masks = hash.masks();
+        let bits = KeyBits::of(size_key);
         let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
         // Every stage is read (no early exit), so their cache misses overlap.
         let absent = complete
             && !stages
                 .iter()
-                .fold(false, |any, s| any | s.bloom.contains(&masks));
-        (hash, absent)
+                .fold(false, |any, s| any | s.bloom.contains(&bits));
+        (bits, absent)
     }
 
     /// Adds the size-cell key (by its [`PartitionFilter::hash`]) of a partition being created.
-    pub(crate) fn add(&self, hash: KeyHash) {
+    pub(crate) fn add(&self, bits: KeyBits) {
         let full = {
             let stages = self.stages.read().unwrap_or_else(|p| p.into_inner());
             let Some(last) = stages.last() else { return };
-            last.bloom.insert(hash);
+            last.bloom.insert(&bits);
             let added = last.added.fetch_add(1, Ordering::Relaxed) + 1;
             (added == last.capacity).then_some(stages.len())
         };

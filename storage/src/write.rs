@@ -467,7 +467,7 @@ impl Storage {
         let ks = &route.primary.keyspace;
         let size_key = key::size_cell_key(&addr.prefix);
         // A partition the table's filter surely lacks is new: nothing of it to look up.
-        let (filter_hash, new_for_sure) = table.ring.filter.probe(&size_key);
+        let (filter_bits, new_for_sure) = table.ring.filter.probe(&size_key);
         // Read under the stripe lock: a concurrent writer of this partition that stored a
         // separate cell or a bundle set its flag before committing.
         let content = &table.ring.content;
@@ -591,7 +591,7 @@ impl Storage {
         }
         if new_partition {
             // Before the commit, under the stripe lock (see `crate::partition_filter`).
-            table.ring.filter.add(filter_hash);
+            table.ring.filter.add(filter_bits);
             // A new partition without head items gets no size cell: half the items a
             // one-row partition would otherwise cost.
             if !head_items {
