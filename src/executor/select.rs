@@ -372,7 +372,9 @@ impl SelectPlan {
             (Some(p), None) => Some(p),
             (None, r) => r,
         };
-        let room = want.map_or(0, |w| w.min(16));
+        // Room for the first rows (at most 16): unpaged reads too, whose cells would
+        // otherwise grow from nothing (a tenth of a 10-row slice's allocations).
+        let room = want.map_or(16, |w| w.min(16));
         let mut out = match &self.wire_columns {
             Some(_) => Output::Wire {
                 rows: EncodedRows {
