@@ -229,9 +229,10 @@ impl Answered {
             }
         }
         if !self.permits.is_empty() || !self.frames.is_empty() {
-            // The next batch starts with the room this one took (bounded), not empty: grown
-            // answer by answer, each batch's buffer was reallocated and copied ~10 times.
-            let room = BytesMut::with_capacity(self.frames.len().min(COALESCE_BYTES));
+            // The next batch starts with the room this one took (bounded, plus room for the
+            // answer that passes the bound), not empty: grown answer by answer, each batch's
+            // buffer was reallocated and copied ~10 times.
+            let room = BytesMut::with_capacity(self.frames.len().min(COALESCE_BYTES) + 4096);
             let frames = std::mem::replace(&mut self.frames, room);
             let slots = Vec::with_capacity(self.permits.len());
             let permits = std::mem::replace(&mut self.permits, slots);

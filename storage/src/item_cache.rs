@@ -42,12 +42,57 @@ pub(crate) fn fresh_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Key bytes an entry holds in place, within the cache's own slot (the enum is then 48
+/// bytes): a point key of a table with a few fixed-size key columns fits (a row of the
+/// bench's `(pk bigint, c int)` table is ~35 bytes: the token, the escaped key bytes, the
+/// escaped clustering and the item path), so comparing an entry's key reads no other cache
+/// line.
+const INLINE_KEY: usize = 46;
+
 /// The owned key of an entry.
 #[derive(Clone, PartialEq, Eq)]
 struct ItemKey {
     part: u64,
-    key: fjall::Slice,
+    key: KeyBytes,
 }
+
+/// An entry's key bytes: in place when short, else a shared slice.
+#[derive(Clone)]
+enum KeyBytes {
+    /// The first `len` bytes of `bytes`.
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    /// Longer keys, as the writer or reader had them.
+    Shared(fjall::Slice),
+}
+
+impl KeyBytes {
+    /// Keeps `key` in place when it fits, else takes the slice `shared` makes of it.
+    fn new(key: &[u8], shared: impl FnOnce() -> fjall::Slice) -> KeyBytes {
+        match u8::try_from(key.len()) {
+            Ok(len) if key.len() <= INLINE_KEY => {
+                let mut bytes = [0; INLINE_KEY];
+                bytes[..key.len()].copy_from_slice(key);
+                KeyBytes::Inline { len, bytes }
+            }
+            _ => KeyBytes::Shared(shared()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            KeyBytes::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for KeyBytes {
+    fn eq(&self, other: &KeyBytes) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for KeyBytes {}
 
 /// A borrowed key, to look an entry up without allocating.
 struct ItemRef<'a> {
@@ -59,7 +104,7 @@ impl Hash for ItemKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
         ItemRef {
             part: self.part,
-            key: &self.key,
+            key: self.key.as_slice(),
         }
         .hash(state);
     }
@@ -74,7 +119,7 @@ impl Hash for ItemRef<'_> {
 
 impl Equivalent<ItemKey> for ItemRef<'_> {
     fn equivalent(&self, other: &ItemKey) -> bool {
-        self.part == other.part && *self.key == *other.key
+        self.part == other.part && self.key == other.key.as_slice()
     }
 }
 
@@ -84,7 +129,7 @@ struct ByBytes;
 
 impl Weighter<ItemKey, fjall::Slice> for ByBytes {
     fn weight(&self, key: &ItemKey, value: &fjall::Slice) -> u64 {
-        (key.key.len() + value.len()) as u64 + ENTRY_OVERHEAD
+        (key.key.as_slice().len() + value.len()) as u64 + ENTRY_OVERHEAD
     }
 }
 
@@ -233,17 +278,18 @@ impl ItemCache {
         if let Some(cache) = &self.cache {
             let key = ItemKey {
                 part,
-                key: fjall::Slice::from(key),
+                key: KeyBytes::new(key, || fjall::Slice::from(key)),
             };
             cache.insert(key, fjall::Slice::from(value));
         }
     }
 
-    /// Stores `value` as the item at `key`, on the same terms as [`ItemCache::put`]; both are
-    /// kept as they are (shared with the write batch that stored them, never slices of a
-    /// block).
+    /// Stores `value` as the item at `key`, on the same terms as [`ItemCache::put`]; the value,
+    /// and a key too long to keep in place, are kept as they are (shared with the write batch
+    /// that stored them, never slices of a block).
     pub(crate) fn put_shared(&self, part: u64, key: fjall::Slice, value: fjall::Slice) {
         if let Some(cache) = &self.cache {
+            let key = KeyBytes::new(&key, || key.clone());
             cache.insert(ItemKey { part, key }, value);
         }
     }
@@ -308,6 +354,38 @@ mod tests {
             cache.get_unlocked(part, b"k", 2).as_deref(),
             Some(&b"new"[..])
         );
+    }
+
+    #[test]
+    fn keys_kept_in_place_and_shared_keys_answer_alike() {
+        let cache = ItemCache::new(1 << 20, 4);
+        let part = fresh_id();
+        // Keys around the in-place limit, each a prefix of the next.
+        let long: Vec<u8> = (0..100u8).collect();
+        let lens = [0, 1, INLINE_KEY - 1, INLINE_KEY, INLINE_KEY + 1, 100];
+        for &n in &lens {
+            cache.put(part, &long[..n], &[n as u8]);
+        }
+        let shared = fjall::Slice::from(&long[..INLINE_KEY + 2]);
+        cache.put_shared(part, shared, fjall::Slice::from(&[200u8][..]));
+        for &n in &lens {
+            assert_eq!(
+                cache.get(part, &long[..n]).as_deref(),
+                Some(&[n as u8][..]),
+                "key of {n} bytes"
+            );
+        }
+        assert_eq!(
+            cache.get(part, &long[..INLINE_KEY + 2]).as_deref(),
+            Some(&[200u8][..])
+        );
+        assert_eq!(cache.get(part, &long[..INLINE_KEY + 3]), None);
+        let mut other = long[..INLINE_KEY].to_vec();
+        other[INLINE_KEY - 1] ^= 1;
+        assert_eq!(cache.get(part, &other), None, "differs in its last byte");
+        cache.forget(part, &long[..INLINE_KEY]);
+        assert_eq!(cache.get(part, &long[..INLINE_KEY]), None);
+        assert!(cache.get(part, &long[..INLINE_KEY - 1]).is_some());
     }
 
     #[test]

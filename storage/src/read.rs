@@ -572,11 +572,15 @@ impl ReadCtx<'_> {
         reversed: bool,
         limit: usize,
     ) -> Result<(Vec<Row>, Option<Vec<u8>>), StorageError> {
-        let mut base = prefix.to_vec();
-        base.push(key::SECTION_ROWS);
-        let (mut start, mut end) = (base.clone(), base.clone());
-        start.extend_from_slice(lo);
-        end.extend_from_slice(hi);
+        let with = |bound: &[u8]| {
+            let mut key = Vec::with_capacity(prefix.len() + 1 + bound.len());
+            key.extend_from_slice(prefix);
+            key.push(key::SECTION_ROWS);
+            key.extend_from_slice(bound);
+            key
+        };
+        let base_len = prefix.len() + 1;
+        let (start, end) = (with(lo), with(hi));
         let mut rows = Vec::with_capacity(limit.min(16));
         if limit == 0 || start >= end {
             return Ok((rows, None));
@@ -601,7 +605,7 @@ impl ReadCtx<'_> {
                 break;
             }
             self.items += 1;
-            let rest = &k[base.len()..];
+            let rest = &k[base_len..];
             let same_row = current.is_some()
                 && rest.starts_with(&encoded)
                 && rest.get(encoded.len()) == Some(&key::CLUSTERING_END);

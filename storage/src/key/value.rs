@@ -52,6 +52,8 @@ fn fixed<'a, const N: usize>(ty: &DataType, v: &'a [u8]) -> Result<&'a [u8; N], 
 }
 
 fn escape(v: &[u8], out: &mut Vec<u8>) {
+    // Room for the bytes and the terminator up front (escaped zeros may still grow it).
+    out.reserve(v.len() + 2);
     for &b in v {
         out.push(b);
         if b == 0 {
