@@ -146,18 +146,19 @@ pub struct Config {
     /// A connection thread hands a read to a read thread only when the requests already
     /// buffered on that connection would take it at least this many microseconds to answer
     /// (their count times its moving average per request), 100 by default, and only when
-    /// that average is `read_offload_min_request_us` or more. Below that the
+    /// its reads take `read_offload_min_request_us` or more each. Below that the
     /// thread hop and the CPU taken from the clients cost more than they save: on two cores
     /// shared with the load generator, 10-row slices ran 1.1x faster at 100 than at 300 and
     /// 0.9x at 30, the 50/50 mix 1.05-1.17x at 100; point reads handed over at 100 lost 7%
     /// (at 50, on an earlier machine, 25%), and at 200 their bursts at half the peak rate
     /// woke the read thread (p99 1.08 -> 1.43 ms).
     pub read_offload_after_us: u64,
-    /// Least time a connection's requests take each (its moving average, in microseconds),
-    /// 4 by default, for its reads to be handed to a read thread: the hop costs both threads
-    /// a wakeup and a queue, which a point read of ~3 us does not repay (handed over at
-    /// `read_offload_after_us` = 100, point reads lost 7% where 10-row slices of ~9 us gained
-    /// 10%).
+    /// Least time a connection's reads take each (the moving average over its inline reads,
+    /// in microseconds), 4 by default, for its reads to be handed to a read thread: the hop
+    /// costs both threads a wakeup and a queue, which a point read of ~3 us does not repay
+    /// (handed over at `read_offload_after_us` = 100, point reads lost 7% where 10-row
+    /// slices of ~9 us gained 10%). Writes do not count: averaged with them, the ~2 us reads
+    /// of a 50/50 mix were handed over and the mix ran 1.15x slower.
     pub read_offload_min_request_us: u64,
     /// Work a connection must have buffered (microseconds, as `read_offload_after_us`) to hand
     /// a read over while no read is queued, 300 by default (never below
