@@ -18,7 +18,8 @@ const BLOCK_BITS: usize = 512;
 const WORDS: usize = BLOCK_BITS / 64;
 /// Bits set per key.
 const HASHES: usize = 16;
-/// Filter bits per key of capacity (~0.001% false positives at capacity with 16 hashes).
+/// Filter bits per key of capacity: ~0.0002% false positives at capacity with 16 hashes
+/// (the unit test below measures it; 24 bits gave ~0.007%).
 pub(crate) const BITS_PER_KEY: usize = 32;
 /// Hash seed: one hash of a key serves every filter that uses this module.
 const SEED: u64 = 0x7269_6e67_6462_5f70;

@@ -66,16 +66,14 @@ enum KeyBytes {
 }
 
 impl KeyBytes {
-    /// Keeps `key` in place when it fits, else takes the slice `shared` makes of it.
-    fn new(key: &[u8], shared: impl FnOnce() -> fjall::Slice) -> KeyBytes {
-        match u8::try_from(key.len()) {
-            Ok(len) if key.len() <= INLINE_KEY => {
-                let mut bytes = [0; INLINE_KEY];
-                bytes[..key.len()].copy_from_slice(key);
-                KeyBytes::Inline { len, bytes }
-            }
-            _ => KeyBytes::Shared(shared()),
-        }
+    /// `key` kept in place, when it fits.
+    fn inline(key: &[u8]) -> Option<KeyBytes> {
+        let len = u8::try_from(key.len())
+            .ok()
+            .filter(|_| key.len() <= INLINE_KEY)?;
+        let mut bytes = [0; INLINE_KEY];
+        bytes[..key.len()].copy_from_slice(key);
+        Some(KeyBytes::Inline { len, bytes })
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -278,7 +276,8 @@ impl ItemCache {
         if let Some(cache) = &self.cache {
             let key = ItemKey {
                 part,
-                key: KeyBytes::new(key, || fjall::Slice::from(key)),
+                key: KeyBytes::inline(key)
+                    .unwrap_or_else(|| KeyBytes::Shared(fjall::Slice::from(key))),
             };
             cache.insert(key, fjall::Slice::from(value));
         }
@@ -289,7 +288,7 @@ impl ItemCache {
     /// that stored them, never slices of a block).
     pub(crate) fn put_shared(&self, part: u64, key: fjall::Slice, value: fjall::Slice) {
         if let Some(cache) = &self.cache {
-            let key = KeyBytes::new(&key, || key.clone());
+            let key = KeyBytes::inline(&key).unwrap_or(KeyBytes::Shared(key));
             cache.insert(ItemKey { part, key }, value);
         }
     }
