@@ -71,6 +71,7 @@ mod item_cache;
 mod journal_sync;
 pub mod key;
 mod memtable_keeper;
+mod one_table;
 mod partition_filter;
 mod priority;
 mod read;
