@@ -44,7 +44,12 @@ pub(crate) fn forward(
     start: &[u8],
     seqno: SeqNo,
 ) -> Option<Visible<impl Iterator<Item = lsm_tree::Result<InternalValue>>>> {
-    if !tree.active_memtable().is_empty() || tree.sealed_memtable_count() != 0 {
+    // A tree with key-value separation keeps pointers in its tables, not values (ringdb's
+    // keyspaces have none).
+    if tree.tree_type() != lsm_tree::TreeType::Standard
+        || !tree.active_memtable().is_empty()
+        || tree.sealed_memtable_count() != 0
+    {
         return None;
     }
     let version = tree.current_version();
