@@ -13,7 +13,7 @@
 use std::ops::Bound;
 
 use fjall::AbstractTree;
-use lsm_tree::{InternalValue, SeqNo, Slice};
+use lsm_tree::{InternalValue, SeqNo, Slice, Table};
 
 use crate::StorageError;
 
@@ -30,14 +30,17 @@ pub(crate) fn version_before_snapshot(tree: &impl AbstractTree) -> u64 {
 /// Why this is what fjall would read: fjall maps a snapshot to the newest of lsm-tree's
 /// versions that was published before the snapshot's sequence number, since a flush or a
 /// compaction after it may have dropped versions the snapshot sees. Here the tables are
-/// the same before the snapshot was opened (`version_before`) and after it: only a flush,
-/// a compaction or an ingestion changes the version id. So every item of the table was
-/// written below the version's own sequence number, itself below `seqno`: the snapshot sees
-/// each key's newest version in the table. A write the snapshot sees was in a memtable
-/// before the snapshot was opened (fjall publishes a write after its memtable insert), and
-/// memtable data only reaches a table through a flush, which would change the version: it
-/// is in the table, or still in the active memtable (found empty) or a sealed one (none is
-/// sealed after that check; a memtable is sealed before it is flushed).
+/// the same before the snapshot was opened (`version_before`) and after it: every change of
+/// the table set (flush, compaction, trivial move, drop, clear, ingestion) publishes a
+/// version with a new id, and publishes its sequence number before anyone can see it. So
+/// every item of the table was written at or below the version's own sequence number,
+/// itself below `seqno`: the snapshot sees each key's newest version in the table. A write
+/// the snapshot sees was inserted into a memtable before fjall published its sequence number
+/// (the same holds for fjall's own read), and memtable data only reaches a table through a
+/// flush, which would change the version (it removes the sealed memtable in the same step):
+/// it is in the table, or still in the active memtable (found empty) or a sealed one (none
+/// is sealed after that check; a memtable is sealed before it is flushed). Memtables are
+/// only replaced in place by a rotation (the same data, sealed) and by recovery.
 pub(crate) fn forward(
     tree: &impl AbstractTree,
     version_before: u64,
@@ -56,10 +59,11 @@ pub(crate) fn forward(
     if version.id() != version_before || version.table_count() != 1 {
         return None;
     }
-    let table = version.iter_tables().next()?;
+    let table = version.iter_tables().next()?.clone();
     let items = table.range((Bound::Included(Slice::from(start)), Bound::Unbounded));
     Some(Visible {
         items,
+        _table: table,
         seqno,
         last: Vec::new(),
         has_last: false,
@@ -70,6 +74,9 @@ pub(crate) fn forward(
 /// snapshot's sequence number, keys whose newest version is a tombstone left out.
 pub(crate) struct Visible<I> {
     items: I,
+    /// The table the items come from: its file stays while it is read (the open snapshot
+    /// keeps the version that holds it too, but the iterator need not rely on that).
+    _table: Table,
     seqno: SeqNo,
     /// The key of the last version taken (older versions of it follow and are skipped).
     last: Vec<u8>,

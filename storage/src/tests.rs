@@ -903,6 +903,13 @@ fn slices_read_the_same_once_the_partition_is_one_table() {
     let before = reads(&e.db);
     assert!(e.db.sorted_runs(T).unwrap()[0] > 1);
     assert_eq!(e.db.compact_table(T).unwrap(), [1]);
+    // The partition is one table now, which the slices read directly.
+    let ks = e.db.table(T).unwrap().keyspace();
+    assert_eq!(fjall::AbstractTree::table_count(&ks.tree), 1);
+    let version = crate::one_table::version_before_snapshot(&ks.tree);
+    let snap = e.db.inner.db.snapshot();
+    assert!(crate::one_table::forward(&ks.tree, version, &[], snap.seqno()).is_some());
+    drop(snap);
     assert_eq!(reads(&e.db), before);
     // The reads compared something: deletions, overwrites and the expiry show.
     let all = &before[0];
