@@ -718,8 +718,10 @@ impl Storage {
             }
         }
         let ks = &view.part(addr.token).keyspace;
-        let version_before =
-            (!slice.reversed).then(|| one_table::version_before_snapshot(&ks.tree));
+        // Only a forward range read of rows can read a one-table tree directly: a row read by
+        // point lookups does not take the tree's version.
+        let version_before = (single.is_none() && !slice.reversed)
+            .then(|| one_table::version_before_snapshot(&ks.tree));
         let snap = self.inner.db.snapshot();
         let mut ctx = ReadCtx {
             snap: &snap,
