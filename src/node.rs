@@ -163,6 +163,7 @@ impl Node {
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
                 worker_threads: Some(config.storage_threads()),
                 background_nice: config.background_nice,
+                background_idle_policy: config.background_idle_policy,
                 min_free_disk_bytes: config.min_free_disk_mb.saturating_mul(1 << 20),
                 idle_compaction: (config.idle_compaction_after_ms > 0).then(|| IdleCompaction {
                     after: Duration::from_millis(config.idle_compaction_after_ms),

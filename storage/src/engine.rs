@@ -106,6 +106,9 @@ pub struct StorageOptions {
     /// compaction, splits), so they yield the cores to the threads answering requests;
     /// 0..=19, 0 (the default) leaves them at the caller's priority.
     pub background_nice: i32,
+    /// Whether the background threads also run under Linux's `SCHED_IDLE` scheduling policy
+    /// (see `crate::priority`). Default `false`.
+    pub background_idle_policy: bool,
     /// Bytes of the item cache (`crate::item_cache`: single items by key, for point reads and
     /// writes' lookups; 0: off). Default 64 MiB.
     pub item_cache_bytes: u64,
@@ -125,6 +128,7 @@ impl Default for StorageOptions {
             min_free_disk_bytes: 0,
             idle_compaction: None,
             background_nice: 0,
+            background_idle_policy: false,
             item_cache_bytes: DEFAULT_ITEM_CACHE_BYTES,
         }
     }
@@ -157,6 +161,7 @@ impl fmt::Debug for StorageOptions {
             .field("worker_threads", &self.worker_threads)
             .field("idle_compaction", &self.idle_compaction)
             .field("background_nice", &self.background_nice)
+            .field("background_idle_policy", &self.background_idle_policy)
             .finish()
     }
 }
@@ -235,8 +240,8 @@ pub(crate) struct Inner {
     stop_background: Mutex<Vec<mpsc::Sender<()>>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) disk: DiskGuard,
-    /// Nice value of background threads started after open (partition filter builds).
-    background_nice: i32,
+    /// Priority of background threads started after open (partition filter builds).
+    background_priority: crate::priority::Background,
 }
 
 impl Drop for Inner {
@@ -301,7 +306,11 @@ impl Storage {
         }
         // fjall starts its flush and compaction workers while opening: opened from a thread
         // at the background priority, they inherit it.
-        let db = crate::priority::run_lowered(options.background_nice, || builder.open())??;
+        let priority = crate::priority::Background {
+            nice: options.background_nice,
+            idle_policy: options.background_idle_policy,
+        };
+        let db = crate::priority::run_lowered(priority, || builder.open())??;
         let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
         let (mut stops, mut background) = (Vec::new(), Vec::new());
         if let SyncPolicy::Periodic(every) = options.sync {
@@ -330,18 +339,17 @@ impl Storage {
                 stop_background: Mutex::new(stops),
                 background: Mutex::new(background),
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
-                background_nice: options.background_nice,
+                background_priority: priority,
             }),
         };
-        storage.start_split_workers(options.max_concurrent_splits, options.background_nice)?;
-        let nice = options.background_nice;
+        storage.start_split_workers(options.max_concurrent_splits, priority)?;
         storage.start_background(|stop| {
             let db_dir = dir.as_ref().to_path_buf();
-            crate::file_reaper::spawn(db_dir, Arc::downgrade(&storage.inner), nice, stop)
+            crate::file_reaper::spawn(db_dir, Arc::downgrade(&storage.inner), priority, stop)
         })?;
         if let Some(idle) = options.idle_compaction {
             storage.start_background(|stop| {
-                crate::idle_compaction::spawn(Arc::downgrade(&storage.inner), idle, nice, stop)
+                crate::idle_compaction::spawn(Arc::downgrade(&storage.inner), idle, priority, stop)
             })?;
         }
         Ok(storage)
@@ -375,8 +383,9 @@ impl Storage {
                 let ring = Arc::new(self.load_ring(id)?);
                 if !ring.filter.is_complete() {
                     self.start_background(|stop| {
-                        let (db, nice) = (self.inner.db.clone(), self.inner.background_nice);
-                        crate::partition_filter::spawn(db, id, ring.clone(), nice, stop)
+                        let (db, priority) =
+                            (self.inner.db.clone(), self.inner.background_priority);
+                        crate::partition_filter::spawn(db, id, ring.clone(), priority, stop)
                     })?;
                 }
                 ring

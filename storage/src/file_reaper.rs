@@ -136,19 +136,19 @@ fn newest(mut files: Vec<(u64, PathBuf)>, cap: usize) -> HashSet<PathBuf> {
 
 /// Starts the reaper thread over the store in `db_dir`, which also frees the flushed
 /// memtables of the storage behind `storage` (see [`crate::memtable_keeper`]), at the
-/// background priority `nice` (it holds no lock the writers need, and freeing a memtable
+/// background `priority` (it holds no lock the writers need, and freeing a memtable
 /// takes tens of milliseconds of CPU); it stops when `stop` receives or is dropped, or the
 /// storage goes (its descriptors are closed then).
 pub(crate) fn spawn(
     db_dir: PathBuf,
     storage: Weak<Inner>,
-    nice: i32,
+    priority: crate::priority::Background,
     stop: mpsc::Receiver<()>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("storage-reaper".into())
         .spawn(move || {
-            crate::priority::lower_current_thread(nice);
+            crate::priority::lower_current_thread(priority);
             let mut reaper = Reaper::default();
             let mut memtables = MemtableKeeper::default();
             while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {

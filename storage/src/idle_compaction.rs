@@ -72,13 +72,13 @@ struct Watch {
 pub(crate) fn spawn(
     weak: Weak<Inner>,
     options: IdleCompaction,
-    nice: i32,
+    priority: crate::priority::Background,
     stop: mpsc::Receiver<()>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("storage-idle".into())
         .spawn(move || {
-            crate::priority::lower_current_thread(nice);
+            crate::priority::lower_current_thread(priority);
             let mut watches = HashMap::new();
             let mut resume_at = Instant::now();
             loop {

@@ -178,19 +178,19 @@ pub(crate) fn build(
     Ok(Build::Complete)
 }
 
-/// Starts the thread that builds `ring`'s filter (at the background priority `nice`); it
+/// Starts the thread that builds `ring`'s filter (at the background `priority`); it
 /// gives up when `stop`'s sender is dropped.
 pub(crate) fn spawn(
     db: Database,
     table: TableId,
     ring: Arc<TableRing>,
-    nice: i32,
+    priority: crate::priority::Background,
     stop: mpsc::Receiver<()>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("storage-filter".into())
         .spawn(move || {
-            crate::priority::lower_current_thread(nice);
+            crate::priority::lower_current_thread(priority);
             let started = Instant::now();
             let stopped = || matches!(stop.try_recv(), Err(mpsc::TryRecvError::Disconnected));
             match build(&db, &ring, &stopped) {

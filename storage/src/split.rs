@@ -158,7 +158,11 @@ enum Copy {
 }
 
 impl Storage {
-    pub(crate) fn start_split_workers(&self, n: usize, nice: i32) -> Result<(), StorageError> {
+    pub(crate) fn start_split_workers(
+        &self,
+        n: usize,
+        priority: crate::priority::Background,
+    ) -> Result<(), StorageError> {
         let splitter = &self.inner.splitter;
         let mut workers = splitter.workers.lock().unwrap_or_else(|p| p.into_inner());
         for index in 0..n.max(1) {
@@ -168,7 +172,7 @@ impl Storage {
                 std::thread::Builder::new()
                     .name(format!("storage-split-{index}"))
                     .spawn(move || {
-                        crate::priority::lower_current_thread(nice);
+                        crate::priority::lower_current_thread(priority);
                         worker(shared, weak, index)
                     })?,
             );
