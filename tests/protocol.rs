@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::raw::{pipelined_queries, query_body, string_map, RawClient};
+use common::raw::{pipelined_queries, query_body, string_map, RawClient, RawFrame};
 use common::TestServer;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -181,6 +181,140 @@ async fn many_streams_in_flight_are_each_answered_on_their_stream() {
     })
     .await
     .expect("join");
+    server.stop().await;
+}
+
+/// PREPAREs `cql` on `c` (stream 7) and returns the statement id.
+fn prepare(c: &mut RawClient, cql: &str) -> Vec<u8> {
+    c.send(4, 0, 7, 0x09, &common::raw::long_string(cql));
+    let f = c.recv().expect("PREPARE answered");
+    assert_eq!(f.opcode, 0x08, "RESULT expected, got {f:?}");
+    assert_eq!(f.body[..4], 4i32.to_be_bytes(), "a Prepared result");
+    let len = u16::from_be_bytes([f.body[4], f.body[5]]) as usize;
+    f.body[6..6 + len].to_vec()
+}
+
+/// An EXECUTE frame of statement `id` on `stream` with bigint `values`, asking the server
+/// to skip the rows' metadata.
+fn execute_frame(stream: i16, id: &[u8], values: &[i64]) -> Vec<u8> {
+    let mut body = (id.len() as u16).to_be_bytes().to_vec();
+    body.extend_from_slice(id);
+    body.extend_from_slice(&1u16.to_be_bytes()); // consistency ONE
+    body.push(0x01 | 0x02); // values, skip metadata
+    body.extend_from_slice(&(values.len() as u16).to_be_bytes());
+    for v in values {
+        body.extend_from_slice(&8i32.to_be_bytes());
+        body.extend_from_slice(&v.to_be_bytes());
+    }
+    let mut f = vec![4u8, 0];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.push(0x0A);
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(&body);
+    f
+}
+
+/// The bigint cells of a ROWS result without metadata: one entry per row.
+fn bigint_rows(f: &RawFrame) -> Vec<i64> {
+    let b = &f.body;
+    let int = |at: usize| i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    assert_eq!(int(0), 2, "a Rows result: {f:?}");
+    assert_eq!(int(4) & 0x0004, 0x0004, "no metadata, as asked");
+    assert_eq!(int(8), 1, "one column");
+    let rows = int(12) as usize;
+    let mut at = 16;
+    let mut out = Vec::new();
+    for _ in 0..rows {
+        assert_eq!(int(at), 8);
+        out.push(i64::from_be_bytes(
+            b[at + 4..at + 12].try_into().expect("8 bytes"),
+        ));
+        at += 12;
+    }
+    out
+}
+
+/// A burst of prepared point reads and writes sent in one socket write: the server answers
+/// reads inline and sends them out in groups while it works through the rest of the burst
+/// (writes wait for their journal flush). Every request is answered once, on its own stream,
+/// with its own row, and every write is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipelined_burst_of_reads_and_writes_is_answered_request_by_request() {
+    let server = TestServer::start().await;
+    let session = server.session().await;
+    common::run_all(
+        &session,
+        &[
+            &common::create_keyspace("burst"),
+            "CREATE TABLE burst.t (pk bigint PRIMARY KEY, v bigint)",
+        ],
+    )
+    .await;
+    let insert = session
+        .prepare("INSERT INTO burst.t (pk, v) VALUES (?, ?)")
+        .await
+        .expect("prepare");
+    for pk in 0..200i64 {
+        session
+            .execute_unpaged(&insert, (pk, pk * 7))
+            .await
+            .expect("insert");
+    }
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut c = RawClient::connect(addr);
+        c.startup(&[]);
+        let select = prepare(&mut c, "SELECT v FROM burst.t WHERE pk = ?");
+        let write = prepare(&mut c, "INSERT INTO burst.t (pk, v) VALUES (?, ?)");
+        // Streams 0..300: runs of reads (longer than a group) with a write every 20th
+        // request (new rows 1000.. with v = -pk), and reads of keys never written.
+        let mut burst = Vec::new();
+        for stream in 0..300i16 {
+            let n = i64::from(stream);
+            burst.extend(if stream % 20 == 19 {
+                execute_frame(stream, &write, &[1000 + n, -(1000 + n)])
+            } else {
+                execute_frame(stream, &select, &[n])
+            });
+        }
+        c.send_raw(&burst);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let f = c.recv().expect("every request answered");
+            assert_eq!(f.opcode, 0x08, "RESULT expected, got {f:?}");
+            assert!(seen.insert(f.stream), "stream {} answered twice", f.stream);
+            let n = i64::from(f.stream);
+            if f.stream % 20 == 19 {
+                assert_eq!(f.body, 1i32.to_be_bytes(), "a write is answered Void");
+            } else if n < 200 {
+                assert_eq!(bigint_rows(&f), vec![n * 7], "stream {n} reads its own row");
+            } else {
+                assert_eq!(
+                    bigint_rows(&f),
+                    Vec::<i64>::new(),
+                    "key {n} was never written"
+                );
+            }
+        }
+        assert_eq!(seen.len(), 300);
+    })
+    .await
+    .expect("join");
+    let select = session
+        .prepare("SELECT v FROM burst.t WHERE pk = ?")
+        .await
+        .expect("prepare");
+    for stream in (19..300i64).step_by(20) {
+        let (v,): (i64,) = session
+            .execute_unpaged(&select, (1000 + stream,))
+            .await
+            .expect("select")
+            .into_rows_result()
+            .expect("rows")
+            .single_row()
+            .expect("one row");
+        assert_eq!(v, -(1000 + stream));
+    }
     server.stop().await;
 }
 
