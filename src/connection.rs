@@ -25,10 +25,11 @@ const COALESCE_BYTES: usize = 64 * 1024;
 /// Requests answered inline before their responses are handed to the writer even if more
 /// frames are buffered: bounds the wait of the first answer of a burst (its latency) while
 /// still sharing one journal flush and one socket write among many. With one connection
-/// thread the writer task runs only once the reader has worked through what is buffered
-/// (an strace shows one socket write per drained burst either way), so this mostly sets how
-/// often the journal is written: 64 instead of 16 took 2.9% less CPU per write and 6.6% less
-/// at half rate (p99 0.91x) in one `--baseline` A/B, throughput 1.005x (session 24).
+/// thread the writer task runs only once the reader has worked through what is buffered or
+/// yields (see [`FLUSH_EVERY_READS`]; before reads yielded, an strace showed one socket write
+/// per drained burst either way), so for writes this mostly sets how often the journal is
+/// written: 64 instead of 16 took 2.9% less CPU per write and 6.6% less at half rate (p99
+/// 0.91x) in one `--baseline` A/B, throughput 1.005x (session 24).
 const FLUSH_EVERY_ANSWERS: usize = 64;
 
 /// Reads answered inline, with no write among them, before their responses go out while more
