@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::raw::{pipelined_queries, query_body, string_map, RawClient, RawFrame};
+use common::raw::{execute_frame, pipelined_queries, query_body, string_map, RawClient, RawFrame};
 use common::TestServer;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -184,36 +184,6 @@ async fn many_streams_in_flight_are_each_answered_on_their_stream() {
     server.stop().await;
 }
 
-/// PREPAREs `cql` on `c` (stream 7) and returns the statement id.
-fn prepare(c: &mut RawClient, cql: &str) -> Vec<u8> {
-    c.send(4, 0, 7, 0x09, &common::raw::long_string(cql));
-    let f = c.recv().expect("PREPARE answered");
-    assert_eq!(f.opcode, 0x08, "RESULT expected, got {f:?}");
-    assert_eq!(f.body[..4], 4i32.to_be_bytes(), "a Prepared result");
-    let len = u16::from_be_bytes([f.body[4], f.body[5]]) as usize;
-    f.body[6..6 + len].to_vec()
-}
-
-/// An EXECUTE frame of statement `id` on `stream` with bigint `values`, asking the server
-/// to skip the rows' metadata.
-fn execute_frame(stream: i16, id: &[u8], values: &[i64]) -> Vec<u8> {
-    let mut body = (id.len() as u16).to_be_bytes().to_vec();
-    body.extend_from_slice(id);
-    body.extend_from_slice(&1u16.to_be_bytes()); // consistency ONE
-    body.push(0x01 | 0x02); // values, skip metadata
-    body.extend_from_slice(&(values.len() as u16).to_be_bytes());
-    for v in values {
-        body.extend_from_slice(&8i32.to_be_bytes());
-        body.extend_from_slice(&v.to_be_bytes());
-    }
-    let mut f = vec![4u8, 0];
-    f.extend_from_slice(&stream.to_be_bytes());
-    f.push(0x0A);
-    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    f.extend_from_slice(&body);
-    f
-}
-
 /// The bigint cells of a ROWS result without metadata: one entry per row.
 fn bigint_rows(f: &RawFrame) -> Vec<i64> {
     let b = &f.body;
@@ -264,8 +234,8 @@ async fn a_pipelined_burst_of_reads_and_writes_is_answered_request_by_request() 
     tokio::task::spawn_blocking(move || {
         let mut c = RawClient::connect(addr);
         c.startup(&[]);
-        let select = prepare(&mut c, "SELECT v FROM burst.t WHERE pk = ?");
-        let write = prepare(&mut c, "INSERT INTO burst.t (pk, v) VALUES (?, ?)");
+        let select = c.prepare("SELECT v FROM burst.t WHERE pk = ?");
+        let write = c.prepare("INSERT INTO burst.t (pk, v) VALUES (?, ?)");
         // Streams 0..300: runs of reads (longer than a group) with a write every 20th
         // request (new rows 1000.. with v = -pk), and reads of keys never written.
         let mut burst = Vec::new();

@@ -67,18 +67,37 @@ pub fn query_body(text: &str) -> Vec<u8> {
     v
 }
 
+/// One frame: a 9-byte header (no flags) and `body`.
+pub fn frame(version: u8, stream: i16, opcode: u8, body: &[u8]) -> Vec<u8> {
+    let mut f = vec![version, 0];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.push(opcode);
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(body);
+    f
+}
+
 /// `n` QUERY frames for `text` on streams 0..n, back to back, to send in one write.
 pub fn pipelined_queries(n: i16, text: &str) -> Vec<u8> {
     let body = query_body(text);
-    let mut all = Vec::new();
-    for stream in 0..n {
-        all.extend_from_slice(&[4u8, 0]);
-        all.extend_from_slice(&stream.to_be_bytes());
-        all.push(0x07);
-        all.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        all.extend_from_slice(&body);
+    (0..n)
+        .flat_map(|stream| frame(4, stream, 0x07, &body))
+        .collect()
+}
+
+/// A v4 EXECUTE frame of prepared statement `id` on `stream` with bigint `values`, asking
+/// the server to skip the rows' metadata.
+pub fn execute_frame(stream: i16, id: &[u8], values: &[i64]) -> Vec<u8> {
+    let mut body = (id.len() as u16).to_be_bytes().to_vec();
+    body.extend_from_slice(id);
+    body.extend_from_slice(&1u16.to_be_bytes()); // consistency ONE
+    body.push(0x01 | 0x02); // values, skip metadata
+    body.extend_from_slice(&(values.len() as u16).to_be_bytes());
+    for v in values {
+        body.extend_from_slice(&8i32.to_be_bytes());
+        body.extend_from_slice(&v.to_be_bytes());
     }
-    all
+    frame(4, stream, 0x0A, &body)
 }
 
 impl RawClient {
@@ -95,11 +114,8 @@ impl RawClient {
     }
 
     pub fn send(&mut self, version: u8, flags: u8, stream: i16, opcode: u8, body: &[u8]) {
-        let mut f = vec![version, flags];
-        f.extend_from_slice(&stream.to_be_bytes());
-        f.push(opcode);
-        f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        f.extend_from_slice(body);
+        let mut f = frame(version, stream, opcode, body);
+        f[1] = flags;
         self.send_raw(&f);
     }
 
@@ -126,6 +142,16 @@ impl RawClient {
         self.send(4, 0, 1, 0x01, &string_map(&opts));
         let f = self.recv().expect("STARTUP answered");
         assert_eq!(f.opcode, 0x02, "READY expected, got {f:?}");
+    }
+
+    /// PREPAREs `cql` (v4, stream 7) and returns the statement id.
+    pub fn prepare(&mut self, cql: &str) -> Vec<u8> {
+        self.send(4, 0, 7, 0x09, &long_string(cql));
+        let f = self.recv().expect("PREPARE answered");
+        assert_eq!(f.opcode, 0x08, "RESULT expected, got {f:?}");
+        assert_eq!(f.body[..4], 4i32.to_be_bytes(), "a Prepared result");
+        let len = u16::from_be_bytes([f.body[4], f.body[5]]) as usize;
+        f.body[6..6 + len].to_vec()
     }
 
     /// True when the server closed the connection (EOF) within the read timeout.
