@@ -41,7 +41,8 @@ const FLUSH_EVERY_ANSWERS: usize = 64;
 /// every 8 did as well (1.25 -> 1.16 ms) with twice the socket writes (saturated point reads
 /// then took 13% more CPU per read, at the same throughput), every 4 no better (session 28).
 /// Groups with a write keep [`FLUSH_EVERY_ANSWERS`]: each early flush would also write the
-/// journal.
+/// journal, and every 16 with a yield for them too left the half-rate write p99 where it was
+/// (three `--baseline` A/Bs: 0.76x, 0.99x, 1.00x; CPU per write 0.97-1.03x, session 29).
 const FLUSH_EVERY_READS: usize = 16;
 
 /// What the writer task is asked to do.

@@ -211,15 +211,12 @@ fn bigint_rows(f: &RawFrame) -> Vec<i64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipelined_burst_of_reads_and_writes_is_answered_request_by_request() {
     let server = TestServer::start().await;
-    let session = server.session().await;
-    common::run_all(
-        &session,
-        &[
-            &common::create_keyspace("burst"),
-            "CREATE TABLE burst.t (pk bigint PRIMARY KEY, v bigint)",
-        ],
-    )
-    .await;
+    let session = server
+        .session_with_keyspace(
+            "burst",
+            &["CREATE TABLE burst.t (pk bigint PRIMARY KEY, v bigint)"],
+        )
+        .await;
     let insert = session
         .prepare("INSERT INTO burst.t (pk, v) VALUES (?, ?)")
         .await
