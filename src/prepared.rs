@@ -6,7 +6,7 @@ use cql::ast::{QualifiedName, Statement};
 use cql::response::ColumnSpec;
 use cql::response::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 /// A prepared statement.
 #[derive(Debug)]
@@ -26,18 +26,18 @@ pub struct PreparedStatement {
     /// Marker index of each partition-key component, when every one is a plain marker.
     pub pk_indexes: Vec<u16>,
     /// The plan of the last execution, reused while the schema is unchanged.
-    pub(crate) plan: Mutex<Option<Arc<CachedPlan>>>,
+    pub(crate) plan: RwLock<Option<Arc<CachedPlan>>>,
 }
 
 impl PreparedStatement {
     /// The stored plan, if any (the caller checks it is still valid).
     pub(crate) fn cached_plan(&self) -> Option<Arc<CachedPlan>> {
-        self.plan.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.plan.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Stores a fresh plan.
     pub(crate) fn set_cached_plan(&self, plan: Arc<CachedPlan>) {
-        *self.plan.lock().unwrap_or_else(|p| p.into_inner()) = Some(plan);
+        *self.plan.write().unwrap_or_else(|p| p.into_inner()) = Some(plan);
     }
 }
 
@@ -69,16 +69,17 @@ pub fn statement_id(keyspace: Option<&str>, query: &str) -> [u8; 16] {
     ctx.compute().0
 }
 
-/// Statements by id, plus ids in insertion order for eviction.
+/// Statements by id (a fast hash: ids are MD5 digests), plus ids in insertion order for
+/// eviction.
 type Entries = (
-    HashMap<[u8; 16], Arc<PreparedStatement>>,
+    HashMap<[u8; 16], Arc<PreparedStatement>, foldhash::fast::RandomState>,
     VecDeque<[u8; 16]>,
 );
 
 /// A bounded map from id to prepared statement; the oldest entry is evicted first.
 pub struct PreparedCache {
     capacity: usize,
-    inner: Mutex<Entries>,
+    inner: RwLock<Entries>,
 }
 
 impl PreparedCache {
@@ -86,20 +87,20 @@ impl PreparedCache {
     pub fn new(capacity: usize) -> PreparedCache {
         PreparedCache {
             capacity: capacity.max(1),
-            inner: Mutex::new((HashMap::new(), VecDeque::new())),
+            inner: RwLock::new((HashMap::default(), VecDeque::new())),
         }
     }
 
     /// Looks an id up.
     pub fn get(&self, id: &[u8]) -> Option<Arc<PreparedStatement>> {
         let key: [u8; 16] = id.try_into().ok()?;
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = self.inner.read().unwrap_or_else(|p| p.into_inner());
         inner.0.get(&key).cloned()
     }
 
     /// Stores a statement, evicting the oldest when full.
     pub fn insert(&self, stmt: Arc<PreparedStatement>) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
         let (map, order) = &mut *inner;
         if map.insert(stmt.id, stmt.clone()).is_none() {
             order.push_back(stmt.id);
@@ -116,7 +117,7 @@ impl PreparedCache {
 
     /// Drops every statement (after schema changes that alter result shapes).
     pub fn clear(&self) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
         inner.0.clear();
         inner.1.clear();
     }
@@ -138,7 +139,7 @@ impl PreparedCache {
             | SchemaChangeTarget::Function { keyspace, .. }
             | SchemaChangeTarget::Aggregate { keyspace, .. } => (keyspace.as_str(), None),
         };
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.write().unwrap_or_else(|p| p.into_inner());
         let (map, order) = &mut *inner;
         map.retain(|_, p| {
             !statement_tables(&p.statement).iter().any(|t| {

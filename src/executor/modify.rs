@@ -760,7 +760,7 @@ impl ModifyPlan {
                     let slice = self.bound_slice(values)?;
                     let order = self.keys.slice_column_order(table);
                     for prefix in &prefixes {
-                        let (start, end) = storage_bounds(prefix, slice.clone(), order);
+                        let (start, end) = storage_bounds(prefix.clone(), slice.clone(), order);
                         m.range_deletions.push(RangeDeletion {
                             start,
                             end,

@@ -752,6 +752,19 @@ fn filter_values(
     }
 }
 
+/// Binds one key value, which may be neither null nor unset.
+fn bind_one(t: &Term, values: &Values<'_>, name: &str) -> Result<Value, QueryError> {
+    match values.bind(t)? {
+        Bound::Value(v) => Ok(v),
+        Bound::Null => Err(QueryError::invalid(format!(
+            "Invalid null value in condition for column {name}"
+        ))),
+        Bound::Unset => Err(QueryError::invalid(format!(
+            "Invalid unset value for column {name}"
+        ))),
+    }
+}
+
 /// Binds key values: one entry per value (IN expands).
 ///
 /// # Errors
@@ -761,17 +774,7 @@ pub fn bind_key_values(
     values: &Values<'_>,
     name: &str,
 ) -> Result<Vec<Value>, QueryError> {
-    let one = |t: &Term| -> Result<Value, QueryError> {
-        match values.bind(t)? {
-            Bound::Value(v) => Ok(v),
-            Bound::Null => Err(QueryError::invalid(format!(
-                "Invalid null value in condition for column {name}"
-            ))),
-            Bound::Unset => Err(QueryError::invalid(format!(
-                "Invalid unset value for column {name}"
-            ))),
-        }
-    };
+    let one = |t: &Term| bind_one(t, values, name);
     match v {
         KeyValues::Eq(t) => Ok(vec![one(t)?]),
         KeyValues::In(ts) => ts.iter().map(one).collect(),
@@ -860,16 +863,22 @@ pub type SliceEnd = (Vec<Vec<u8>>, bool);
 /// A clustering prefix or partition key: serialized components.
 pub type KeyBytes = Vec<Vec<u8>>;
 
+/// The one clustering component a value on a single column stands for (a one-element
+/// tuple, as `(c) = (1)` binds, stands for its element).
+fn one_component(v: &Value) -> Result<Vec<u8>, QueryError> {
+    match v {
+        Value::Tuple(items) if items.len() == 1 => items[0]
+            .as_ref()
+            .map(Value::to_bytes)
+            .ok_or_else(|| QueryError::invalid("Invalid null value in multi-column relation")),
+        _ => Ok(v.to_bytes()),
+    }
+}
+
 /// Serialized components of a bound value: a tuple's components for multi-column relations.
 fn components(v: &Value, width: usize) -> Result<Vec<Vec<u8>>, QueryError> {
-    match v {
-        Value::Tuple(items) if width == 1 && items.len() == 1 => {
-            return Ok(vec![items[0].as_ref().map(Value::to_bytes).ok_or_else(
-                || QueryError::invalid("Invalid null value in multi-column relation"),
-            )?]);
-        }
-        _ if width <= 1 => return Ok(vec![v.to_bytes()]),
-        _ => {}
+    if width <= 1 {
+        return Ok(vec![one_component(v)?]);
     }
     match v {
         Value::Tuple(items) if items.len() == width => items
@@ -900,6 +909,24 @@ pub fn bind_prefixes(
     table: &Table,
     values: &Values<'_>,
 ) -> Result<Vec<Vec<Vec<u8>>>, QueryError> {
+    if entries.iter().all(|e| matches!(e, KeyValues::Eq(_))) {
+        // Only `=` on single columns (a point read's or a write's key): one prefix, bound
+        // without the lists and the product below.
+        let mut prefix = Vec::with_capacity(entries.len());
+        let mut columns = table.clustering();
+        for e in entries {
+            let name = columns.next().map_or("", |c| c.name.as_str());
+            let KeyValues::Eq(t) = e else {
+                continue;
+            };
+            let c = one_component(&bind_one(t, values, name)?)?;
+            if c.len() > 0xFFFF {
+                return Err(too_long(c.len()));
+            }
+            prefix.push(c);
+        }
+        return Ok(vec![prefix]);
+    }
     let mut lists = Vec::with_capacity(entries.len());
     let mut pos = 0;
     for e in entries {
@@ -914,14 +941,18 @@ pub fn bind_prefixes(
             prefix.extend(components(v, e.width())?);
         }
         if let Some(c) = prefix.iter().find(|c| c.len() > 0xFFFF) {
-            return Err(QueryError::invalid(format!(
-                "Key length of {} is longer than maximum of 65535",
-                c.len()
-            )));
+            return Err(too_long(c.len()));
         }
         out.push(prefix);
     }
     Ok(out)
+}
+
+/// The error for a clustering component past the 64 KiB a key component may hold.
+fn too_long(len: usize) -> QueryError {
+    QueryError::invalid(format!(
+        "Key length of {len} is longer than maximum of 65535"
+    ))
 }
 
 /// Binds a slice's ends.
@@ -951,40 +982,31 @@ pub fn bind_slice(
 
 /// A clustering slice bound in storage (clustering) order for one prefix.
 pub fn storage_bounds(
-    prefix: &[Vec<u8>],
+    prefix: Vec<Vec<u8>>,
     slice: SliceBounds,
     order: ClusteringOrder,
 ) -> (ClusteringBound, ClusteringBound) {
-    let with = |v: &Vec<Vec<u8>>| {
-        let mut p = prefix.to_vec();
-        p.extend(v.iter().cloned());
-        p
-    };
-    let whole = || {
-        if prefix.is_empty() {
-            ClusteringBound::Unbounded
-        } else {
-            ClusteringBound::Inclusive(prefix.to_vec())
+    // One side: the prefix, extended by the slice's values on that side if any.
+    let side = |end: Option<SliceEnd>, mut p: Vec<Vec<u8>>| match end {
+        Some((v, inclusive)) => {
+            p.extend(v);
+            if inclusive {
+                ClusteringBound::Inclusive(p)
+            } else {
+                ClusteringBound::Exclusive(p)
+            }
         }
+        None if p.is_empty() => ClusteringBound::Unbounded,
+        None => ClusteringBound::Inclusive(p),
     };
-    let Some((lo, hi)) = slice else {
-        return (whole(), whole());
+    let (first, last) = match slice {
+        None => (None, None),
+        Some((lo, hi)) => match order {
+            ClusteringOrder::Asc => (lo, hi),
+            ClusteringOrder::Desc => (hi, lo),
+        },
     };
-    let (first, last) = match order {
-        ClusteringOrder::Asc => (lo, hi),
-        ClusteringOrder::Desc => (hi, lo),
-    };
-    let start = match first {
-        Some((v, true)) => ClusteringBound::Inclusive(with(&v)),
-        Some((v, false)) => ClusteringBound::Exclusive(with(&v)),
-        None => whole(),
-    };
-    let end = match last {
-        Some((v, true)) => ClusteringBound::Inclusive(with(&v)),
-        Some((v, false)) => ClusteringBound::Exclusive(with(&v)),
-        None => whole(),
-    };
-    (start, end)
+    (side(first, prefix.clone()), side(last, prefix))
 }
 
 #[cfg(test)]

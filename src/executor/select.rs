@@ -396,19 +396,23 @@ impl SelectPlan {
 
         match &self.restrictions.partition {
             Some(partition) => {
-                let pk_cols: Vec<_> = self.table.partition_key().collect();
-                let mut lists = Vec::new();
-                for (v, c) in partition.iter().zip(&pk_cols) {
+                let mut lists = Vec::with_capacity(partition.len());
+                for (v, c) in partition.iter().zip(self.table.partition_key()) {
                     lists.push(bind_key_values(v, values, &c.name)?);
                 }
                 let mut keys: Vec<Vec<Vec<u8>>> = Vec::new();
-                for k in cartesian(lists)? {
-                    let bytes: Vec<Vec<u8>> = k.iter().map(Value::to_bytes).collect();
-                    if !keys.contains(&bytes) {
-                        keys.push(bytes);
+                if lists.iter().all(|l| l.len() == 1) {
+                    // `=` on every column (a point read): one key.
+                    keys.push(lists.iter().flatten().map(Value::to_bytes).collect());
+                } else {
+                    for k in cartesian(lists)? {
+                        let bytes: Vec<Vec<u8>> = k.iter().map(Value::to_bytes).collect();
+                        if !keys.contains(&bytes) {
+                            keys.push(bytes);
+                        }
                     }
                 }
-                let slices = self.slices(values)?;
+                let mut slices = self.slices(values)?;
                 let mut pk_index = state.pk_index as usize;
                 let mut slice_index = state.slice_index as usize;
                 let mut cursor = state.cursor.clone().map(Cursor::from_bytes);
@@ -420,7 +424,9 @@ impl SelectPlan {
                         continue;
                     }
                     while slice_index < slices.len() {
-                        let (start, end) = slices[slice_index].clone();
+                        // Lent to the read and put back (a later key or page reads it
+                        // again): cloning its bounds cost allocations on every read.
+                        let (start, end) = std::mem::take(&mut slices[slice_index]);
                         let remaining_pp = per_partition.map(|p| p.saturating_sub(in_partition));
                         if remaining_pp == Some(0) {
                             break;
@@ -432,17 +438,16 @@ impl SelectPlan {
                             (None, None) => 1000,
                         }
                         .max(1);
-                        let read = storage.read_partition(
-                            table_id(&self.table),
-                            pk,
-                            &Slice {
-                                start,
-                                end,
-                                reversed: self.reversed,
-                                limit: Some(batch),
-                                cursor: cursor.take(),
-                            },
-                        )?;
+                        let slice = Slice {
+                            start,
+                            end,
+                            reversed: self.reversed,
+                            limit: Some(batch),
+                            cursor: cursor.take(),
+                        };
+                        let read = storage.read_partition(table_id(&self.table), pk, &slice);
+                        slices[slice_index] = (slice.start, slice.end);
+                        let read = read?;
                         let static_only = read.rows.is_empty()
                             && !read.static_cells.is_empty()
                             && in_partition == 0
@@ -675,12 +680,14 @@ impl SelectPlan {
         &self,
         values: &Values<'_>,
     ) -> Result<Vec<(storage::ClusteringBound, storage::ClusteringBound)>, QueryError> {
-        let ck: Vec<_> = self.table.clustering().collect();
         let mut prefixes = bind_prefixes(&self.restrictions.clustering_eq, &self.table, values)?;
         // IN on clustering: read in clustering order.
         if prefixes.len() > 1 {
-            let types: Vec<(DataType, ClusteringOrder)> =
-                ck.iter().map(|c| (c.data_type.clone(), c.order)).collect();
+            let types: Vec<(DataType, ClusteringOrder)> = self
+                .table
+                .clustering()
+                .map(|c| (c.data_type.clone(), c.order))
+                .collect();
             prefixes.sort_by(|a, b| {
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
                     let (ty, order) = &types[i];
@@ -707,7 +714,7 @@ impl SelectPlan {
         let slice = bind_slice(&self.restrictions.clustering_slice, values)?;
         let order = self.restrictions.slice_column_order(&self.table);
         Ok(prefixes
-            .iter()
+            .into_iter()
             .map(|p| storage_bounds(p, slice.clone(), order))
             .collect())
     }

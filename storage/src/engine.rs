@@ -222,10 +222,13 @@ impl GroupSync {
     }
 }
 
+/// The open tables by id (a fast hash: every request looks its table up).
+type Tables = HashMap<TableId, Arc<Table>, foldhash::fast::RandomState>;
+
 pub(crate) struct Inner {
     pub(crate) db: Database,
     pub(crate) meta: Keyspace,
-    tables: RwLock<HashMap<TableId, Arc<Table>>>,
+    tables: RwLock<Tables>,
     locks: Vec<Mutex<()>>,
     pub(crate) limits: Limits,
     pub(crate) splitter: Splitter,
@@ -323,7 +326,7 @@ impl Storage {
             inner: Arc::new(Inner {
                 db,
                 meta,
-                tables: RwLock::new(HashMap::new()),
+                tables: RwLock::new(HashMap::default()),
                 locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
                 limits: Limits {
                     physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
@@ -655,7 +658,7 @@ impl Storage {
         crate::ring::persist_stats(inner, &Self::tables_of(inner))
     }
 
-    fn write_tables(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<TableId, Arc<Table>>> {
+    fn write_tables(&self) -> std::sync::RwLockWriteGuard<'_, Tables> {
         self.inner.tables.write().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -661,20 +661,6 @@ impl Storage {
         let addr = address(&table, partition_key)?;
         let clustering = &table.layout.clustering;
         let mut lo = key::start_bytes(clustering, &slice.start)?;
-        let mut hi = key::end_bytes(clustering, &slice.end)?;
-        if let Some(cursor) = &slice.cursor {
-            let after = match cursor.0.split_first() {
-                Some((&CURSOR_SLICE, c)) => c,
-                _ => return Err(StorageError::InvalidCursor),
-            };
-            if slice.reversed {
-                hi = hi.min(after.to_vec());
-            } else {
-                let mut next = after.to_vec();
-                next.push(key::AFTER_PREFIX);
-                lo = lo.max(next);
-            }
-        }
         // Routing first, then the snapshot: the partition a view routes to keeps every write
         // until the view is released (see `crate::split`).
         let view = table.ring.current();
@@ -715,6 +701,21 @@ impl Storage {
                     cursor: None,
                     items_read: ctx.items,
                 });
+            }
+        }
+        // The end is encoded only past the one-row path, which reads at `lo` alone.
+        let mut hi = key::end_bytes(clustering, &slice.end)?;
+        if let Some(cursor) = &slice.cursor {
+            let after = match cursor.0.split_first() {
+                Some((&CURSOR_SLICE, c)) => c,
+                _ => return Err(StorageError::InvalidCursor),
+            };
+            if slice.reversed {
+                hi = hi.min(after.to_vec());
+            } else {
+                let mut next = after.to_vec();
+                next.push(key::AFTER_PREFIX);
+                lo = lo.max(next);
             }
         }
         let ks = &view.part(addr.token).keyspace;
