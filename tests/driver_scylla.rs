@@ -235,3 +235,113 @@ async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working()
     assert_eq!(keys, vec![2], "only the accepted write is stored");
     server.stop().await;
 }
+
+/// Every row of the prepared `cql` bound to `values`, fetched `page_size` rows a page, as
+/// `(pk, c, v)`.
+async fn key_rows(
+    session: &scylla::client::session::Session,
+    cql: &str,
+    values: impl scylla::serialize::row::SerializeRow,
+    page_size: i32,
+) -> Vec<(i32, String, i32)> {
+    use futures::TryStreamExt;
+    let mut statement = session.prepare(cql).await.expect("prepare");
+    statement.set_page_size(page_size);
+    session
+        .execute_iter(statement, values)
+        .await
+        .expect("select")
+        .rows_stream::<(i32, String, i32)>()
+        .expect("rows")
+        .try_collect()
+        .await
+        .expect("pages")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refused() {
+    let server = TestServer::start().await;
+    let session = server
+        .session_with_keyspace(
+            "bk",
+            &["CREATE TABLE bk.t (pk int, c text, v int, PRIMARY KEY (pk, c))"],
+        )
+        .await;
+    let insert = session
+        .prepare("INSERT INTO bk.t (pk, c, v) VALUES (?, ?, ?)")
+        .await
+        .expect("prepare");
+    for pk in 0..4i32 {
+        for c in 0..6i32 {
+            session
+                .execute_unpaged(&insert, (pk, format!("c{c}"), pk * 10 + c))
+                .await
+                .expect("insert");
+        }
+    }
+    let row = |pk: i32, c: i32| (pk, format!("c{c}"), pk * 10 + c);
+
+    // One key and one clustering value: the row, or nothing.
+    let point = "SELECT pk, c, v FROM bk.t WHERE pk = ? AND c = ?";
+    assert_eq!(
+        key_rows(&session, point, (2i32, "c3"), 100).await,
+        vec![row(2, 3)]
+    );
+    assert!(key_rows(&session, point, (2i32, "c9"), 100)
+        .await
+        .is_empty());
+
+    // IN on both: each partition once (the repeated key too), clustering in order; the same
+    // rows whatever the page size, so every page and key reads its own slice.
+    let both = "SELECT pk, c, v FROM bk.t WHERE pk IN (?, ?, ?, ?) AND c IN (?, ?)";
+    let values = (3i32, 1i32, 3i32, 9i32, "c4", "c1");
+    let want = vec![row(3, 1), row(3, 4), row(1, 1), row(1, 4)];
+    for page_size in [1, 2, 3, 100] {
+        assert_eq!(
+            key_rows(&session, both, values, page_size).await,
+            want,
+            "pages of {page_size}"
+        );
+    }
+    // A range of clustering values in several partitions, paged.
+    let range = "SELECT pk, c, v FROM bk.t WHERE pk IN (?, ?) AND c >= ? AND c < ?";
+    let want = vec![
+        row(0, 1),
+        row(0, 2),
+        row(0, 3),
+        row(2, 1),
+        row(2, 2),
+        row(2, 3),
+    ];
+    for page_size in [1, 2, 4, 100] {
+        assert_eq!(
+            key_rows(&session, range, (0i32, 2i32, "c1", "c4"), page_size).await,
+            want,
+            "pages of {page_size}"
+        );
+    }
+
+    // A clustering value past 64 KiB is refused, by `=` and by IN, and the session goes on.
+    let huge = "x".repeat(70_000);
+    for (cql, what) in [
+        (point, "="),
+        ("SELECT pk, c, v FROM bk.t WHERE pk = ? AND c IN (?)", "IN"),
+        ("INSERT INTO bk.t (pk, c, v) VALUES (?, ?, 1)", "INSERT"),
+    ] {
+        let prepared = session.prepare(cql).await.expect("prepare");
+        let err = session
+            .execute_unpaged(&prepared, (1i32, huge.as_str()))
+            .await
+            .expect_err("an oversized clustering value is refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("Key length of 70000 is longer than maximum of 65535"),
+            "{what}: {text}"
+        );
+    }
+    assert_eq!(
+        key_rows(&session, point, (1i32, "c5"), 100).await,
+        vec![row(1, 5)]
+    );
+    server.stop().await;
+}
