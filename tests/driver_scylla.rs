@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{free_port, int_column, ServerProcess, TestServer};
+use common::{free_port, int_column, paged_rows, ServerProcess, TestServer};
 use scylla::cluster::metadata::{CollectionType, ColumnKind, ColumnType, NativeType, Strategy};
 
 const DDL: &[&str] = &[
@@ -236,7 +236,7 @@ async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working()
     server.stop().await;
 }
 
-/// Every row of the prepared `cql` bound to `values`, fetched `page_size` rows a page, as
+/// Every row of the prepared `cql` bound to `values`, `page_size` rows a page, as
 /// `(pk, c, v)`.
 async fn key_rows(
     session: &scylla::client::session::Session,
@@ -244,18 +244,7 @@ async fn key_rows(
     values: impl scylla::serialize::row::SerializeRow,
     page_size: i32,
 ) -> Vec<(i32, String, i32)> {
-    use futures::TryStreamExt;
-    let mut statement = session.prepare(cql).await.expect("prepare");
-    statement.set_page_size(page_size);
-    session
-        .execute_iter(statement, values)
-        .await
-        .expect("select")
-        .rows_stream::<(i32, String, i32)>()
-        .expect("rows")
-        .try_collect()
-        .await
-        .expect("pages")
+    paged_rows(session, cql, values, page_size).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,6 +309,20 @@ async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refuse
             "pages of {page_size}"
         );
     }
+
+    // PER PARTITION LIMIT with IN on clustering: a partition that reaches its limit at the
+    // first value skips the second, and the next partition still reads that second value
+    // (its first is deleted), not the whole partition.
+    session
+        .query_unpaged("DELETE FROM bk.t WHERE pk = 3 AND c = 'c1'", ())
+        .await
+        .expect("delete");
+    let limited =
+        "SELECT pk, c, v FROM bk.t WHERE pk IN (?, ?) AND c IN (?, ?) PER PARTITION LIMIT 1";
+    assert_eq!(
+        key_rows(&session, limited, (1i32, 3i32, "c1", "c4"), 100).await,
+        vec![row(1, 1), row(3, 4)]
+    );
 
     // A clustering value past 64 KiB is refused, by `=` and by IN, and the session goes on.
     let huge = "x".repeat(70_000);

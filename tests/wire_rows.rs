@@ -5,32 +5,11 @@
 
 mod common;
 
-use common::{create_keyspace, run_all, TestServer};
-use futures::TryStreamExt;
+use common::{create_keyspace, paged_rows, run_all, TestServer};
 use scylla::client::session::Session;
 use scylla::value::{CqlValue, Row};
 
 const COLUMNS: &str = "pk, c, s, v, l, m";
-
-/// Every row of `cql` (bound to `values`), fetched `page_size` rows a page.
-async fn rows(
-    session: &Session,
-    cql: &str,
-    values: impl scylla::serialize::row::SerializeRow,
-    page_size: i32,
-) -> Vec<Row> {
-    let mut statement = session.prepare(cql).await.expect("prepare");
-    statement.set_page_size(page_size);
-    session
-        .execute_iter(statement, values)
-        .await
-        .expect("select")
-        .rows_stream::<Row>()
-        .expect("rows")
-        .try_collect()
-        .await
-        .expect("pages")
-}
 
 /// The rows of `SELECT <COLUMNS> <rest>` by the wire-form path, and by the per-cell path
 /// (the same columns plus `writetime(v)`, dropped again before comparing).
@@ -40,14 +19,14 @@ async fn both_paths(
     pk: i64,
     page_size: i32,
 ) -> (Vec<Row>, Vec<Row>) {
-    let wire = rows(
+    let wire = paged_rows::<Row>(
         session,
         &format!("SELECT {COLUMNS} {rest}"),
         (pk,),
         page_size,
     )
     .await;
-    let mut cells = rows(
+    let mut cells = paged_rows::<Row>(
         session,
         &format!("SELECT {COLUMNS}, writetime(v) {rest}"),
         (pk,),
@@ -146,8 +125,9 @@ async fn plain_column_rows_match_the_per_cell_path() {
     );
 
     // A token-range scan of the whole table, paged: the same rows both ways.
-    let mut scan_wire = rows(&session, &format!("SELECT {COLUMNS} FROM ks.t"), (), 6).await;
-    let mut scan_cells = rows(
+    let mut scan_wire =
+        paged_rows::<Row>(&session, &format!("SELECT {COLUMNS} FROM ks.t"), (), 6).await;
+    let mut scan_cells = paged_rows::<Row>(
         &session,
         &format!("SELECT {COLUMNS}, token(pk) FROM ks.t"),
         (),

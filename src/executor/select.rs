@@ -424,13 +424,13 @@ impl SelectPlan {
                         continue;
                     }
                     while slice_index < slices.len() {
-                        // Lent to the read and put back (a later key or page reads it
-                        // again): cloning its bounds cost allocations on every read.
-                        let (start, end) = std::mem::take(&mut slices[slice_index]);
                         let remaining_pp = per_partition.map(|p| p.saturating_sub(in_partition));
                         if remaining_pp == Some(0) {
                             break;
                         }
+                        // Lent to the read and put back right after it (a later key or page
+                        // reads it again): cloning its bounds cost allocations on every read.
+                        let (start, end) = std::mem::take(&mut slices[slice_index]);
                         let batch = match (want.map(|w| w - out.len()), remaining_pp) {
                             (Some(a), Some(b)) => a.min(b),
                             (Some(a), None) => a,

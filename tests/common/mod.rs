@@ -143,6 +143,30 @@ pub async fn int_column(session: &scylla::client::session::Session, cql: &str) -
         .collect()
 }
 
+/// Every row of the prepared `cql` bound to `values`, fetched `page_size` rows a page.
+pub async fn paged_rows<R>(
+    session: &scylla::client::session::Session,
+    cql: &str,
+    values: impl scylla::serialize::row::SerializeRow,
+    page_size: i32,
+) -> Vec<R>
+where
+    R: 'static + for<'f, 'm> scylla::deserialize::row::DeserializeRow<'f, 'm>,
+{
+    use futures::TryStreamExt;
+    let mut statement = session.prepare(cql).await.expect("prepare");
+    statement.set_page_size(page_size);
+    session
+        .execute_iter(statement, values)
+        .await
+        .expect("select")
+        .rows_stream::<R>()
+        .expect("rows")
+        .try_collect()
+        .await
+        .expect("pages")
+}
+
 /// The ringdb binary built by cargo for integration tests.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ringdb"))
