@@ -236,16 +236,8 @@ async fn values_over_max_value_bytes_are_refused_and_the_session_keeps_working()
     server.stop().await;
 }
 
-/// Every row of the prepared `cql` bound to `values`, `page_size` rows a page, as
-/// `(pk, c, v)`.
-async fn key_rows(
-    session: &scylla::client::session::Session,
-    cql: &str,
-    values: impl scylla::serialize::row::SerializeRow,
-    page_size: i32,
-) -> Vec<(i32, String, i32)> {
-    paged_rows(session, cql, values, page_size).await
-}
+/// A row of `bk.t`: `(pk, c, v)`.
+type KeyRow = (i32, String, i32);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refused() {
@@ -273,10 +265,10 @@ async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refuse
     // One key and one clustering value: the row, or nothing.
     let point = "SELECT pk, c, v FROM bk.t WHERE pk = ? AND c = ?";
     assert_eq!(
-        key_rows(&session, point, (2i32, "c3"), 100).await,
+        paged_rows::<KeyRow>(&session, point, (2i32, "c3"), 100).await,
         vec![row(2, 3)]
     );
-    assert!(key_rows(&session, point, (2i32, "c9"), 100)
+    assert!(paged_rows::<KeyRow>(&session, point, (2i32, "c9"), 100)
         .await
         .is_empty());
 
@@ -287,7 +279,7 @@ async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refuse
     let want = vec![row(3, 1), row(3, 4), row(1, 1), row(1, 4)];
     for page_size in [1, 2, 3, 100] {
         assert_eq!(
-            key_rows(&session, both, values, page_size).await,
+            paged_rows::<KeyRow>(&session, both, values, page_size).await,
             want,
             "pages of {page_size}"
         );
@@ -304,7 +296,7 @@ async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refuse
     ];
     for page_size in [1, 2, 4, 100] {
         assert_eq!(
-            key_rows(&session, range, (0i32, 2i32, "c1", "c4"), page_size).await,
+            paged_rows::<KeyRow>(&session, range, (0i32, 2i32, "c1", "c4"), page_size).await,
             want,
             "pages of {page_size}"
         );
@@ -320,7 +312,7 @@ async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refuse
     let limited =
         "SELECT pk, c, v FROM bk.t WHERE pk IN (?, ?) AND c IN (?, ?) PER PARTITION LIMIT 1";
     assert_eq!(
-        key_rows(&session, limited, (1i32, 3i32, "c1", "c4"), 100).await,
+        paged_rows::<KeyRow>(&session, limited, (1i32, 3i32, "c1", "c4"), 100).await,
         vec![row(1, 1), row(3, 4)]
     );
 
@@ -343,7 +335,7 @@ async fn bound_keys_select_their_rows_and_oversized_clustering_values_are_refuse
         );
     }
     assert_eq!(
-        key_rows(&session, point, (1i32, "c5"), 100).await,
+        paged_rows::<KeyRow>(&session, point, (1i32, "c5"), 100).await,
         vec![row(1, 5)]
     );
     server.stop().await;

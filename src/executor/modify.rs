@@ -5,7 +5,7 @@ use crate::error::QueryError;
 use crate::executor::clock;
 use crate::executor::lwt::{plan_conditions, PlannedConditions};
 use crate::executor::restrictions::{
-    bind_key_values, bind_prefixes, bind_slice, cartesian, storage_bounds, KeyBytes, KeyValues,
+    bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, too_long, KeyBytes, KeyValues,
     Restrictions, SliceBounds,
 };
 use crate::executor::terms::{Bound, Markers, Term, Values};
@@ -652,14 +652,7 @@ impl ModifyPlan {
             .partition
             .as_ref()
             .ok_or_else(|| QueryError::invalid("Missing partition key"))?;
-        let mut pk_lists = Vec::new();
-        for (v, c) in partition.iter().zip(self.table.partition_key()) {
-            pk_lists.push(bind_key_values(v, values, &c.name)?);
-        }
-        let pks = cartesian(pk_lists)?
-            .into_iter()
-            .map(|k| k.iter().map(Value::to_bytes).collect())
-            .collect();
+        let pks = bind_partition_keys(partition, &self.table, values)?;
         let cks = bind_prefixes(&self.keys.clustering_eq, &self.table, values)?;
         Ok((pks, cks))
     }
@@ -712,33 +705,24 @@ impl ModifyPlan {
         }
         let ttl = (ttl > 0).then_some(ttl as u32);
 
-        let pk_cols: Vec<_> = table.partition_key().collect();
         let ck_cols: Vec<_> = table.clustering().collect();
         let partition = self
             .keys
             .partition
             .as_ref()
             .ok_or_else(|| QueryError::invalid("Missing partition key"))?;
-        let mut pk_lists = Vec::new();
-        for (v, c) in partition.iter().zip(&pk_cols) {
-            pk_lists.push(bind_key_values(v, values, &c.name)?);
-        }
-        let partition_keys = cartesian(pk_lists)?;
+        let partition_keys = bind_partition_keys(partition, table, values)?;
         let prefixes = bind_prefixes(&self.keys.clustering_eq, &self.table, values)?;
         let full_row =
             prefixes.first().is_some_and(|p| p.len() == ck_cols.len()) || ck_cols.is_empty();
 
         let mut mutations = Vec::with_capacity(partition_keys.len());
-        for pk in partition_keys {
-            let pk_bytes: Vec<Vec<u8>> = pk.iter().map(Value::to_bytes).collect();
+        for pk_bytes in partition_keys {
             if pk_bytes.len() == 1 && pk_bytes[0].is_empty() {
                 return Err(QueryError::invalid("Key may not be empty"));
             }
             if let Some(c) = pk_bytes.iter().find(|c| c.len() > 0xFFFF) {
-                return Err(QueryError::invalid(format!(
-                    "Key length of {} is longer than maximum of 65535",
-                    c.len()
-                )));
+                return Err(too_long(c.len()));
             }
             let mut m = Mutation {
                 partition_key: pk_bytes.clone(),

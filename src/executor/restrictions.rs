@@ -813,6 +813,30 @@ pub fn bind_key_values(
     }
 }
 
+/// Every partition key the restrictions on the partition-key columns select, serialized, in
+/// statement order (IN expands; repeats are kept). `=` on every column, a point read's or a
+/// write's key, binds its one key without the product.
+///
+/// # Errors
+/// InvalidRequest for null or unset key values, or too many combinations.
+pub fn bind_partition_keys(
+    partition: &[KeyValues],
+    table: &Table,
+    values: &Values<'_>,
+) -> Result<Vec<KeyBytes>, QueryError> {
+    let mut lists = Vec::with_capacity(partition.len());
+    for (v, c) in partition.iter().zip(table.partition_key()) {
+        lists.push(bind_key_values(v, values, &c.name)?);
+    }
+    if lists.iter().all(|l| l.len() == 1) {
+        return Ok(vec![lists.iter().flatten().map(Value::to_bytes).collect()]);
+    }
+    Ok(cartesian(lists)?
+        .iter()
+        .map(|k| k.iter().map(Value::to_bytes).collect())
+        .collect())
+}
+
 /// The cartesian product of per-column value lists, in order (Cassandra caps it).
 ///
 /// # Errors
@@ -948,8 +972,8 @@ pub fn bind_prefixes(
     Ok(out)
 }
 
-/// The error for a clustering component past the 64 KiB a key component may hold.
-fn too_long(len: usize) -> QueryError {
+/// The error for a key component past the 64 KiB it may hold.
+pub fn too_long(len: usize) -> QueryError {
     QueryError::invalid(format!(
         "Key length of {len} is longer than maximum of 65535"
     ))

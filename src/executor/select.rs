@@ -5,8 +5,8 @@
 use crate::error::QueryError;
 use crate::executor::order::{compare_values, satisfies};
 use crate::executor::restrictions::{
-    bind_key_values, bind_prefixes, bind_slice, cartesian, storage_bounds, KeyValues, RangeEnd,
-    Restrictions,
+    bind_key_values, bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, KeyValues,
+    RangeEnd, Restrictions,
 };
 use crate::executor::selection::{plan_group_by, plan_selector, Grouper, Selection};
 use crate::executor::terms::{Bound, Markers, Term, Values};
@@ -396,19 +396,12 @@ impl SelectPlan {
 
         match &self.restrictions.partition {
             Some(partition) => {
-                let mut lists = Vec::with_capacity(partition.len());
-                for (v, c) in partition.iter().zip(self.table.partition_key()) {
-                    lists.push(bind_key_values(v, values, &c.name)?);
-                }
-                let mut keys: Vec<Vec<Vec<u8>>> = Vec::new();
-                if lists.iter().all(|l| l.len() == 1) {
-                    // `=` on every column (a point read): one key.
-                    keys.push(lists.iter().flatten().map(Value::to_bytes).collect());
-                } else {
-                    for k in cartesian(lists)? {
-                        let bytes: Vec<Vec<u8>> = k.iter().map(Value::to_bytes).collect();
-                        if !keys.contains(&bytes) {
-                            keys.push(bytes);
+                let mut keys = bind_partition_keys(partition, &self.table, values)?;
+                // A partition named twice is read once, where first named.
+                if keys.len() > 1 {
+                    for k in std::mem::take(&mut keys) {
+                        if !keys.contains(&k) {
+                            keys.push(k);
                         }
                     }
                 }
