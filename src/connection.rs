@@ -331,7 +331,7 @@ fn dispatch(
     } else {
         frame.body
     };
-    let request = match Request::decode_with_flags(header.flags, header.opcode, version, &body) {
+    let request = match Request::decode_shared(header.flags, header.opcode, version, &body) {
         Ok((r, _custom_payload)) => r,
         Err(e) => {
             session.send(

@@ -162,6 +162,19 @@ pub fn read_short_bytes<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], WireError> {
 /// [`WireError::Truncated`], [`WireError::InvalidValueLength`], and
 /// [`WireError::UnsetNotAllowed`] for -2 when `version < 4`.
 pub fn read_value(buf: &mut &[u8], version: u8) -> Result<RawValue, WireError> {
+    read_value_in(buf, version, None)
+}
+
+/// Like [`read_value`], but the value shares `owner`'s memory when `buf` lies inside it
+/// (see [`share`]) instead of being copied.
+///
+/// # Errors
+/// As [`read_value`].
+pub fn read_value_in(
+    buf: &mut &[u8],
+    version: u8,
+    owner: Option<&Bytes>,
+) -> Result<RawValue, WireError> {
     let len = read_int(buf)?;
     match len {
         -1 => Ok(RawValue::Null),
@@ -169,9 +182,25 @@ pub fn read_value(buf: &mut &[u8], version: u8) -> Result<RawValue, WireError> {
         -2 => Err(WireError::UnsetNotAllowed),
         _ => {
             let len = usize::try_from(len).map_err(|_| WireError::InvalidValueLength(len))?;
-            Ok(RawValue::Bytes(Bytes::copy_from_slice(take(buf, len)?)))
+            Ok(RawValue::Bytes(share(owner, take(buf, len)?)))
         }
     }
+}
+
+/// `part` as `Bytes`: a zero-copy slice of `owner` when `part` lies inside it (a request's
+/// values then share its frame body), else a copy.
+pub fn share(owner: Option<&Bytes>, part: &[u8]) -> Bytes {
+    match owner {
+        Some(o) if within(o, part) => o.slice_ref(part),
+        _ => Bytes::copy_from_slice(part),
+    }
+}
+
+/// Whether `part`'s memory lies inside `owner`'s.
+fn within(owner: &[u8], part: &[u8]) -> bool {
+    let base = owner.as_ptr() as usize;
+    let start = part.as_ptr() as usize;
+    !part.is_empty() && start >= base && start + part.len() <= base + owner.len()
 }
 
 /// Reads a `[string list]`: `[short]` n + n `[string]`.
@@ -454,6 +483,31 @@ mod tests {
         let mut buf: &[u8] = &[0xFF, 0xFF];
         // 65535 list entries claimed, none present: must fail without allocating much.
         assert!(read_string_list(&mut buf).is_err());
+    }
+
+    #[test]
+    fn values_share_their_frame_body() {
+        let body = Bytes::from(vec![
+            0, 0, 0, 3, b'a', b'b', b'c', 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF,
+        ]);
+        let mut buf: &[u8] = &body;
+        let RawValue::Bytes(v) = read_value_in(&mut buf, 4, Some(&body)).unwrap() else {
+            panic!("a value")
+        };
+        assert_eq!(&v[..], b"abc");
+        assert_eq!(v.as_ptr(), body[4..].as_ptr(), "sliced, not copied");
+        // An empty value, then a null.
+        assert_eq!(
+            read_value_in(&mut buf, 4, Some(&body)),
+            Ok(RawValue::Bytes(Bytes::new()))
+        );
+        assert_eq!(read_value_in(&mut buf, 4, Some(&body)), Ok(RawValue::Null));
+        // Bytes outside the owner are copied.
+        let other = [9u8, 8, 7];
+        let copied = share(Some(&body), &other);
+        assert_eq!(&copied[..], &other);
+        assert_ne!(copied.as_ptr(), other.as_ptr());
+        assert_eq!(&share(None, &body[4..7])[..], b"abc");
     }
 
     #[test]

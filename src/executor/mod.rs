@@ -49,23 +49,25 @@ fn partition_token(components: &[Vec<u8>]) -> i64 {
 /// Refuses a request carrying a bound value larger than `max` bytes (`max_value_bytes`, like
 /// Cassandra's `max_value_size`).
 fn check_value_sizes(request: &Request, max: u64) -> Result<(), QueryError> {
-    let values: Box<dyn Iterator<Item = &RawValue>> = match request {
-        Request::Query(q) => Box::new(q.params.values.iter()),
-        Request::Execute(e) => Box::new(e.params.values.iter()),
-        Request::Batch(b) => Box::new(b.statements.iter().flat_map(|s| s.values.iter())),
-        _ => return Ok(()),
-    };
-    for v in values {
-        if let RawValue::Bytes(b) = v {
-            if b.len() as u64 > max {
-                return Err(QueryError::invalid(format!(
-                    "A bound value of {} bytes exceeds max_value_bytes ({max})",
-                    b.len()
-                )));
+    let check = |values: &[RawValue]| -> Result<(), QueryError> {
+        for v in values {
+            if let RawValue::Bytes(b) = v {
+                if b.len() as u64 > max {
+                    return Err(QueryError::invalid(format!(
+                        "A bound value of {} bytes exceeds max_value_bytes ({max})",
+                        b.len()
+                    )));
+                }
             }
         }
+        Ok(())
+    };
+    match request {
+        Request::Query(q) => check(&q.params.values),
+        Request::Execute(e) => check(&e.params.values),
+        Request::Batch(b) => b.statements.iter().try_for_each(|s| check(&s.values)),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// A prepared statement's plan, kept with the statement so EXECUTE binds values without

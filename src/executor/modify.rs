@@ -8,7 +8,7 @@ use crate::executor::restrictions::{
     bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, too_long, KeyBytes, KeyValues,
     Restrictions, SliceBounds,
 };
-use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::executor::terms::{Bound, BoundBytes, Markers, Term, Values};
 use crate::schema::{ColumnKind, Table};
 use cql::ast::{Assignment, Delete, DeleteTarget, Insert, InsertValues, Update, Using};
 use cql::types::{DataType, NativeType, Value};
@@ -705,29 +705,28 @@ impl ModifyPlan {
         }
         let ttl = (ttl > 0).then_some(ttl as u32);
 
-        let ck_cols: Vec<_> = table.clustering().collect();
+        let ck_count = table.clustering().count();
         let partition = self
             .keys
             .partition
             .as_ref()
             .ok_or_else(|| QueryError::invalid("Missing partition key"))?;
         let partition_keys = bind_partition_keys(partition, table, values)?;
-        let prefixes = bind_prefixes(&self.keys.clustering_eq, &self.table, values)?;
-        let full_row =
-            prefixes.first().is_some_and(|p| p.len() == ck_cols.len()) || ck_cols.is_empty();
+        let mut prefixes = bind_prefixes(&self.keys.clustering_eq, &self.table, values)?;
+        let full_row = prefixes.first().is_some_and(|p| p.len() == ck_count) || ck_count == 0;
 
-        let mut mutations = Vec::with_capacity(partition_keys.len());
-        for pk_bytes in partition_keys {
+        let keys = partition_keys.len();
+        let mut mutations = Vec::with_capacity(keys);
+        for (n, pk_bytes) in partition_keys.into_iter().enumerate() {
+            // The last key takes the bound prefixes; earlier ones (IN) copy them.
+            let last_key = n + 1 == keys;
             if pk_bytes.len() == 1 && pk_bytes[0].is_empty() {
                 return Err(QueryError::invalid("Key may not be empty"));
             }
             if let Some(c) = pk_bytes.iter().find(|c| c.len() > 0xFFFF) {
                 return Err(too_long(c.len()));
             }
-            let mut m = Mutation {
-                partition_key: pk_bytes.clone(),
-                ..Mutation::default()
-            };
+            let mut m = Mutation::default();
             if self.delete_rows {
                 let deletion = Deletion { timestamp };
                 if self.keys.clustering_eq.is_empty() && self.keys.clustering_slice.is_none() {
@@ -752,6 +751,7 @@ impl ModifyPlan {
                         });
                     }
                 }
+                m.partition_key = pk_bytes;
                 mutations.push(m);
                 continue;
             }
@@ -760,47 +760,51 @@ impl ModifyPlan {
             for (i, op) in &self.ops {
                 let col = &table.columns[*i];
                 if col.kind == ColumnKind::Static {
-                    let writes = self.column_writes(
-                        col, op, values, timestamp, ttl, storage, &pk_bytes, static_row,
+                    self.column_writes(
+                        col,
+                        op,
+                        values,
+                        (timestamp, ttl),
+                        storage,
+                        (&pk_bytes, static_row),
+                        &mut m.static_columns,
                     )?;
-                    m.static_columns.extend(writes);
                 }
             }
-            let rows: Vec<Vec<Vec<u8>>> = if ck_cols.is_empty() {
+            let rows: Vec<Vec<Vec<u8>>> = if ck_count == 0 {
                 vec![Vec::new()]
+            } else if full_row && last_key {
+                std::mem::take(&mut prefixes)
             } else if full_row {
                 prefixes.clone()
             } else {
                 Vec::new()
             };
             for clustering in rows {
-                let mut row = RowWrite {
-                    clustering: clustering.clone(),
-                    ..RowWrite::default()
-                };
+                let mut row = RowWrite::default();
                 if self.liveness {
                     row.liveness = Some(Liveness { timestamp, ttl });
                 }
                 for (i, op) in &self.ops {
                     let col = &table.columns[*i];
                     if col.kind != ColumnKind::Static {
-                        let writes = self.column_writes(
+                        self.column_writes(
                             col,
                             op,
                             values,
-                            timestamp,
-                            ttl,
+                            (timestamp, ttl),
                             storage,
-                            &pk_bytes,
-                            &clustering,
+                            (&pk_bytes, &clustering),
+                            &mut row.columns,
                         )?;
-                        row.columns.extend(writes);
                     }
                 }
                 if self.liveness || !row.columns.is_empty() {
+                    row.clustering = clustering;
                     m.rows.push(row);
                 }
             }
+            m.partition_key = pk_bytes;
             mutations.push(m);
         }
         Ok(mutations)
@@ -810,23 +814,32 @@ impl ModifyPlan {
         bind_slice(&self.keys.clustering_slice, values)
     }
 
+    /// Appends to `out` the column writes `op` makes of `col`, given the write's
+    /// (timestamp, ttl) and its row's (partition key, clustering).
     #[allow(clippy::too_many_arguments)]
     fn column_writes(
         &self,
         col: &crate::schema::Column,
         op: &Op,
         values: &Values<'_>,
-        timestamp: i64,
-        ttl: Option<u32>,
+        (timestamp, ttl): (i64, Option<u32>),
         storage: &Storage,
-        pk: &[Vec<u8>],
-        clustering: &[Vec<u8>],
-    ) -> Result<Vec<ColumnWrite>, QueryError> {
+        (pk, clustering): (&[Vec<u8>], &[Vec<u8>]),
+        out: &mut Vec<ColumnWrite>,
+    ) -> Result<(), QueryError> {
         let id = col.id;
         let w = |op: ColumnOp| ColumnWrite { column: id, op };
         let multi = col.data_type.is_multi_cell();
-        let mut out = Vec::new();
         match op {
+            Op::Set(t) if !multi => match values.bind_serialized(t)? {
+                BoundBytes::Unset => {}
+                BoundBytes::Null => out.push(w(ColumnOp::Delete { timestamp })),
+                BoundBytes::Value(value) => out.push(w(ColumnOp::Set {
+                    value,
+                    timestamp,
+                    ttl,
+                })),
+            },
             Op::Set(t) => match values.bind(t)? {
                 Bound::Unset => {}
                 Bound::Null => out.push(w(if multi {
@@ -1014,7 +1027,7 @@ impl ModifyPlan {
                 timestamp,
             })),
         }
-        Ok(out)
+        Ok(())
     }
 }
 

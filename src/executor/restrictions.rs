@@ -824,6 +824,17 @@ pub fn bind_partition_keys(
     table: &Table,
     values: &Values<'_>,
 ) -> Result<Vec<KeyBytes>, QueryError> {
+    if partition.iter().all(|v| matches!(v, KeyValues::Eq(_))) {
+        // `=` on every column (a point read's or a write's key): one key, bound without
+        // the lists and the product below.
+        let mut key = Vec::with_capacity(partition.len());
+        for (v, c) in partition.iter().zip(table.partition_key()) {
+            if let KeyValues::Eq(t) = v {
+                key.push(bind_one(t, values, &c.name)?.to_bytes());
+            }
+        }
+        return Ok(vec![key]);
+    }
     let mut lists = Vec::with_capacity(partition.len());
     for (v, c) in partition.iter().zip(table.partition_key()) {
         lists.push(bind_key_values(v, values, &c.name)?);

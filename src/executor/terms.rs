@@ -36,6 +36,17 @@ pub enum Bound {
     Value(Value),
 }
 
+/// A term bound straight to its serialized form (as cells store it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoundBytes {
+    /// null.
+    Null,
+    /// An unset marker (v4): leave the target untouched.
+    Unset,
+    /// A value's serialized bytes.
+    Value(Vec<u8>),
+}
+
 /// Collects bind-marker specs while a statement is planned.
 #[derive(Debug, Default)]
 pub struct Markers {
@@ -95,8 +106,9 @@ impl Markers {
 /// The values of one request, positional or by name.
 pub struct Values<'a> {
     values: &'a [RawValue],
-    /// Positions of each marker's value in `values` (identity when unnamed).
-    order: Vec<Option<usize>>,
+    /// Positions of each marker's value in `values` when named; `None` is the identity
+    /// (positional values, whose count matched the markers').
+    order: Option<Vec<usize>>,
 }
 
 impl<'a> Values<'a> {
@@ -122,9 +134,9 @@ impl<'a> Values<'a> {
                                 spec.name
                             ))
                         })?;
-                    order.push(Some(pos));
+                    order.push(pos);
                 }
-                order
+                Some(order)
             }
             None => {
                 if values.len() != markers.len() {
@@ -134,7 +146,7 @@ impl<'a> Values<'a> {
                         values.len()
                     )));
                 }
-                (0..markers.len()).map(Some).collect()
+                None
             }
         };
         Ok(Values { values, order })
@@ -144,8 +156,49 @@ impl<'a> Values<'a> {
     pub fn empty() -> Values<'static> {
         Values {
             values: &[],
-            order: Vec::new(),
+            order: None,
         }
+    }
+
+    /// Binds a planned term to its serialized form (what [`Values::bind`] gives, encoded).
+    ///
+    /// # Errors
+    /// InvalidRequest when the bytes are not a valid value of the marker's type.
+    pub fn bind_serialized(&self, term: &Term) -> Result<BoundBytes, QueryError> {
+        if let Term::Marker {
+            index,
+            data_type:
+                DataType::Native(n @ (NativeType::Text | NativeType::Ascii | NativeType::Blob)),
+            ..
+        } = term
+        {
+            // Text, ascii and blob serialize as their request bytes: once validated, those
+            // are copied as they are, without a decoded `String` between.
+            if let Some(RawValue::Bytes(b)) = self.raw(*index) {
+                let valid = match n {
+                    NativeType::Text => std::str::from_utf8(b).is_ok(),
+                    NativeType::Ascii => b.is_ascii(),
+                    _ => true,
+                };
+                if valid {
+                    return Ok(BoundBytes::Value(b.to_vec()));
+                }
+            }
+        }
+        Ok(match self.bind(term)? {
+            Bound::Null => BoundBytes::Null,
+            Bound::Unset => BoundBytes::Unset,
+            Bound::Value(v) => BoundBytes::Value(v.to_bytes()),
+        })
+    }
+
+    /// The request value of marker `index`, if any.
+    fn raw(&self, index: usize) -> Option<&RawValue> {
+        let position = match &self.order {
+            Some(order) => order.get(index).copied()?,
+            None => index,
+        };
+        self.values.get(position)
     }
 
     /// Binds a planned term.
@@ -162,11 +215,7 @@ impl<'a> Values<'a> {
                 receiver,
             } => {
                 let raw = self
-                    .order
-                    .get(*index)
-                    .copied()
-                    .flatten()
-                    .and_then(|i| self.values.get(i))
+                    .raw(*index)
                     .ok_or_else(|| QueryError::invalid("Missing value for bind marker"))?;
                 match raw {
                     RawValue::Null => Ok(Bound::Null),

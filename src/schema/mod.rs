@@ -133,24 +133,22 @@ pub struct Table {
 impl Table {
     /// Partition-key columns by position.
     pub fn partition_key(&self) -> impl Iterator<Item = &Column> {
-        let mut cols: Vec<&Column> = self
-            .columns
-            .iter()
-            .filter(|c| c.kind == ColumnKind::PartitionKey)
-            .collect();
-        cols.sort_by_key(|c| c.position);
-        cols.into_iter()
+        self.key_columns(ColumnKind::PartitionKey)
     }
 
     /// Clustering columns by position.
     pub fn clustering(&self) -> impl Iterator<Item = &Column> {
-        let mut cols: Vec<&Column> = self
-            .columns
-            .iter()
-            .filter(|c| c.kind == ColumnKind::Clustering)
-            .collect();
-        cols.sort_by_key(|c| c.position);
-        cols.into_iter()
+        self.key_columns(ColumnKind::Clustering)
+    }
+
+    /// The columns of a key kind by position (0, 1, ... as CREATE TABLE numbers them),
+    /// found without allocating: statements bind keys through this on every request.
+    fn key_columns(&self, kind: ColumnKind) -> impl Iterator<Item = &Column> {
+        (0..).map_while(move |p| {
+            self.columns
+                .iter()
+                .find(|c| c.kind == kind && c.position == p)
+        })
     }
 
     /// Looks a column up by exact name.

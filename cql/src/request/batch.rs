@@ -75,6 +75,19 @@ impl Batch {
     /// [`RequestError::InvalidBatchType`], [`RequestError::InvalidBatchStatementKind`], or a
     /// wire error.
     pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, RequestError> {
+        Self::decode_in(buf, version, None)
+    }
+
+    /// Like [`Batch::decode`], with statement ids and values sharing `owner` (the frame
+    /// body `buf` lies in) instead of copied.
+    ///
+    /// # Errors
+    /// As [`Batch::decode`].
+    pub fn decode_in(
+        buf: &mut &[u8],
+        version: u8,
+        owner: Option<&Bytes>,
+    ) -> Result<Self, RequestError> {
         let code = wire::read_byte(buf)?;
         let batch_type = BatchType::from_u8(code).ok_or(RequestError::InvalidBatchType(code))?;
         let n = usize::from(wire::read_short(buf)?);
@@ -83,15 +96,13 @@ impl Batch {
         for _ in 0..n {
             let kind = match wire::read_byte(buf)? {
                 0 => BatchStatementKind::Query(wire::read_long_string(buf)?.to_owned()),
-                1 => BatchStatementKind::Prepared(Bytes::copy_from_slice(wire::read_short_bytes(
-                    buf,
-                )?)),
+                1 => BatchStatementKind::Prepared(wire::share(owner, wire::read_short_bytes(buf)?)),
                 other => return Err(RequestError::InvalidBatchStatementKind(other)),
             };
             let count = usize::from(wire::read_short(buf)?);
             let mut values = Vec::with_capacity(count.min(buf.len() / 4));
             for _ in 0..count {
-                values.push(wire::read_value(buf, version)?);
+                values.push(wire::read_value_in(buf, version, owner)?);
             }
             statements.push(BatchStatement { kind, values });
         }

@@ -21,8 +21,21 @@ impl Execute {
     /// # Errors
     /// Any [`WireError`].
     pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, WireError> {
-        let id = Bytes::copy_from_slice(wire::read_short_bytes(buf)?);
-        let params = QueryParameters::decode(buf, version)?;
+        Self::decode_in(buf, version, None)
+    }
+
+    /// Like [`Execute::decode`], with the id and values sharing `owner` (see
+    /// [`QueryParameters::decode_in`]).
+    ///
+    /// # Errors
+    /// As [`Execute::decode`].
+    pub fn decode_in(
+        buf: &mut &[u8],
+        version: u8,
+        owner: Option<&Bytes>,
+    ) -> Result<Self, WireError> {
+        let id = wire::share(owner, wire::read_short_bytes(buf)?);
+        let params = QueryParameters::decode_in(buf, version, owner)?;
         Ok(Execute { id, params })
     }
 

@@ -13,7 +13,7 @@ pub mod query;
 pub mod register;
 pub mod startup;
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes};
 
 pub use batch::{Batch, BatchStatement, BatchStatementKind, BatchType};
 pub use consistency::Consistency;
@@ -77,15 +77,26 @@ impl Request {
     /// [`RequestError::UnknownOpcode`], [`RequestError::NotARequest`] for a response opcode, or
     /// a decoding error of the body.
     pub fn decode(opcode: u8, version: u8, body: &[u8]) -> Result<Request, RequestError> {
+        Request::decode_in(opcode, version, body, None)
+    }
+
+    /// Like [`Request::decode`], with bound values and statement ids sharing `owner` (the
+    /// frame body `body` lies in) instead of copied.
+    fn decode_in(
+        opcode: u8,
+        version: u8,
+        body: &[u8],
+        owner: Option<&Bytes>,
+    ) -> Result<Request, RequestError> {
         let op = Opcode::from_u8(opcode).ok_or(RequestError::UnknownOpcode(opcode))?;
         let buf = &mut &body[..];
         Ok(match op {
             Opcode::Startup => Request::Startup(startup::decode(buf)?),
             Opcode::Options => Request::Options,
-            Opcode::Query => Request::Query(Query::decode(buf, version)?),
+            Opcode::Query => Request::Query(Query::decode_in(buf, version, owner)?),
             Opcode::Prepare => Request::Prepare(Prepare::decode(buf)?),
-            Opcode::Execute => Request::Execute(Execute::decode(buf, version)?),
-            Opcode::Batch => Request::Batch(Batch::decode(buf, version)?),
+            Opcode::Execute => Request::Execute(Execute::decode_in(buf, version, owner)?),
+            Opcode::Batch => Request::Batch(Batch::decode_in(buf, version, owner)?),
             Opcode::Register => Request::Register(register::decode(buf)?),
             Opcode::AuthResponse => Request::AuthResponse(auth_response::decode(buf)?),
             Opcode::Error
@@ -111,13 +122,37 @@ impl Request {
         version: u8,
         body: &[u8],
     ) -> Result<(Request, Option<CustomPayload>), RequestError> {
+        Request::decode_flags_in(header_flags, opcode, version, body, None)
+    }
+
+    /// Like [`Request::decode_with_flags`], but bound values and statement ids are
+    /// zero-copy slices of `body`, which they keep alive while the request lives.
+    ///
+    /// # Errors
+    /// As [`Request::decode_with_flags`].
+    pub fn decode_shared(
+        header_flags: u8,
+        opcode: u8,
+        version: u8,
+        body: &Bytes,
+    ) -> Result<(Request, Option<CustomPayload>), RequestError> {
+        Request::decode_flags_in(header_flags, opcode, version, body, Some(body))
+    }
+
+    fn decode_flags_in(
+        header_flags: u8,
+        opcode: u8,
+        version: u8,
+        body: &[u8],
+        owner: Option<&Bytes>,
+    ) -> Result<(Request, Option<CustomPayload>), RequestError> {
         let mut buf = body;
         let payload = if header_flags & flags::CUSTOM_PAYLOAD != 0 {
             Some(wire::read_bytes_map(&mut buf)?)
         } else {
             None
         };
-        Ok((Request::decode(opcode, version, buf)?, payload))
+        Ok((Request::decode_in(opcode, version, buf, owner)?, payload))
     }
 
     /// The opcode of this request.

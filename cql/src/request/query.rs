@@ -82,6 +82,19 @@ impl QueryParameters {
     /// # Errors
     /// Any [`WireError`], including unset values under v3.
     pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, WireError> {
+        Self::decode_in(buf, version, None)
+    }
+
+    /// Like [`QueryParameters::decode`], with values sharing `owner` (the frame body `buf`
+    /// lies in) instead of copied.
+    ///
+    /// # Errors
+    /// As [`QueryParameters::decode`].
+    pub fn decode_in(
+        buf: &mut &[u8],
+        version: u8,
+        owner: Option<&Bytes>,
+    ) -> Result<Self, WireError> {
         let consistency = wire::read_consistency(buf)?;
         let flags = wire::read_byte(buf)?;
         let mut params = QueryParameters::new(consistency);
@@ -96,7 +109,7 @@ impl QueryParameters {
                 if with_names {
                     names.push(wire::read_string(buf)?.to_owned());
                 }
-                values.push(wire::read_value(buf, version)?);
+                values.push(wire::read_value_in(buf, version, owner)?);
             }
             params.values = values;
             params.names = with_names.then_some(names);
@@ -189,8 +202,21 @@ impl Query {
     /// # Errors
     /// Any [`WireError`].
     pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, WireError> {
+        Self::decode_in(buf, version, None)
+    }
+
+    /// Like [`Query::decode`], with values sharing `owner` (see
+    /// [`QueryParameters::decode_in`]).
+    ///
+    /// # Errors
+    /// As [`Query::decode`].
+    pub fn decode_in(
+        buf: &mut &[u8],
+        version: u8,
+        owner: Option<&Bytes>,
+    ) -> Result<Self, WireError> {
         let query = wire::read_long_string(buf)?.to_owned();
-        let params = QueryParameters::decode(buf, version)?;
+        let params = QueryParameters::decode_in(buf, version, owner)?;
         Ok(Query { query, params })
     }
 
