@@ -378,7 +378,10 @@ fn dispatch(
         return true;
     };
     let ctx = session.context();
-    let inline = node.runs_inline(&ctx, &request);
+    let (inline, prepared) = match node.runs_inline(&ctx, &request) {
+        Some((kind, prepared)) => (Some(kind), Some(prepared)),
+        None => (None, None),
+    };
     // A read may go to a read thread when this connection has enough work buffered.
     let times = answered.run_times;
     let buffered_ns = (backlog as u64).saturating_mul(times.all_ns);
@@ -407,7 +410,7 @@ fn dispatch(
         let started = std::time::Instant::now();
         let run = std::panic::AssertUnwindSafe(|| {
             node.storage()
-                .deferring_journal_flush(|| node.execute(&ctx, request, version))
+                .deferring_journal_flush(|| node.execute_known(&ctx, request, version, prepared))
         });
         let (response, owed) = std::panic::catch_unwind(run).unwrap_or_else(|_| {
             warn!("request panicked");

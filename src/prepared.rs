@@ -16,7 +16,7 @@ pub struct PreparedStatement {
     /// The query text.
     pub query: String,
     /// The session keyspace at PREPARE time.
-    pub keyspace: Option<String>,
+    pub keyspace: Option<Arc<str>>,
     /// The parsed statement.
     pub statement: Statement,
     /// Bind-marker specs, in marker order.

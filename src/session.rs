@@ -21,19 +21,19 @@ pub const CQL_VERSION: &str = "3.4.6";
 #[derive(Debug, Clone)]
 pub struct SessionContext {
     /// The keyspace set by `USE`, if any.
-    pub keyspace: Option<String>,
+    pub keyspace: Option<Arc<str>>,
     /// The client's address.
     pub peer: SocketAddr,
     /// The role that logged in; `None` for anonymous sessions (`AllowAllAuthenticator`).
-    pub user: Option<String>,
+    pub user: Option<Arc<str>>,
 }
 
 /// State of one client connection.
 pub struct Session {
     peer: SocketAddr,
     tx: UnboundedSender<Outgoing>,
-    keyspace: Mutex<Option<String>>,
-    user: OnceLock<String>,
+    keyspace: Mutex<Option<Arc<str>>>,
+    user: OnceLock<Arc<str>>,
     compression: OnceLock<Compression>,
     /// STARTUP was accepted (compression applies from here on).
     started: AtomicBool,
@@ -81,7 +81,7 @@ impl Session {
 
     /// The role that logged in, if any.
     pub fn user(&self) -> Option<&str> {
-        self.user.get().map(String::as_str)
+        self.user.get().map(|u| &**u)
     }
 
     /// True after a fatal error: the connection closes once the answer is written.
@@ -194,7 +194,7 @@ impl Session {
     pub(crate) fn apply_effects(&self, response: &Response) {
         if let Response::Result(ResultBody::SetKeyspace(ks)) = response {
             if let Ok(mut k) = self.keyspace.lock() {
-                *k = Some(ks.clone());
+                *k = Some(Arc::from(ks.as_str()));
             }
         }
     }
@@ -302,7 +302,7 @@ impl Session {
             let response = match outcome {
                 Ok(Ok(user)) => {
                     tracing::debug!(peer = %session.peer, %user, "authenticated");
-                    let _ = session.user.set(user);
+                    let _ = session.user.set(Arc::from(user));
                     session.ready.store(true, Ordering::Release);
                     Response::AuthSuccess(None)
                 }

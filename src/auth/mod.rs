@@ -283,7 +283,7 @@ pub fn after_ddl(node: &Node, ctx: &SessionContext, stmt: &Statement, result: &R
     let keyspace_of = |name: &cql::ast::QualifiedName| {
         name.keyspace
             .clone()
-            .or_else(|| ctx.keyspace.clone())
+            .or_else(|| ctx.keyspace.as_deref().map(str::to_string))
             .unwrap_or_default()
     };
     let (created, dropped) = match stmt {

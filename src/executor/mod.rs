@@ -76,7 +76,7 @@ pub(crate) struct CachedPlan {
     /// Catalog version the plan was made against.
     catalog_version: uuid::Uuid,
     /// Keyspace unqualified names resolved in.
-    keyspace: Option<String>,
+    keyspace: Option<Arc<str>>,
     plan: Plan,
     markers: Vec<ColumnSpec>,
 }
@@ -142,14 +142,26 @@ struct Inputs<'a> {
 
 impl Node {
     /// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response.
-    pub fn execute(&self, ctx: &SessionContext, request: Request, _version: u8) -> Response {
+    pub fn execute(&self, ctx: &SessionContext, request: Request, version: u8) -> Response {
+        self.execute_known(ctx, request, version, None)
+    }
+
+    /// Like [`Node::execute`], with an EXECUTE's statement already looked up (by
+    /// [`Node::runs_inline`]), so it is not looked up again.
+    pub fn execute_known(
+        &self,
+        ctx: &SessionContext,
+        request: Request,
+        _version: u8,
+        prepared: Option<Arc<PreparedStatement>>,
+    ) -> Response {
         if let Err(e) = check_value_sizes(&request, self.config().max_value_bytes) {
             return Response::Error(e.to_error_body());
         }
         let result = match request {
             Request::Query(q) => self.query(ctx, &q.query, &q.params),
             Request::Prepare(p) => self.prepare(ctx, &p.query),
-            Request::Execute(e) => self.execute_prepared(ctx, &e.id, &e.params),
+            Request::Execute(e) => self.execute_prepared(ctx, &e.id, &e.params, prepared),
             Request::Batch(b) => check_consistency(b.consistency, &Statement::Use(String::new()))
                 .and_then(|()| self.batch(ctx, &b)),
             _ => Err(QueryError::Protocol("Unexpected message".into())),
@@ -161,9 +173,14 @@ impl Node {
     }
 
     /// Whether `request` may run on the connection's own task, and as what: an EXECUTE whose
-    /// stored plan is current and cheap (see [`CachedPlan::runs_inline`]). Anything else
-    /// (`None`), including a statement's first execution, goes to the blocking pool.
-    pub fn runs_inline(&self, ctx: &SessionContext, request: &Request) -> Option<Inline> {
+    /// stored plan is current and cheap (see [`CachedPlan::runs_inline`]), returned with its
+    /// statement. Anything else (`None`), including a statement's first execution, goes to
+    /// the blocking pool.
+    pub fn runs_inline(
+        &self,
+        ctx: &SessionContext,
+        request: &Request,
+    ) -> Option<(Inline, Arc<PreparedStatement>)> {
         let Request::Execute(e) = request else {
             return None;
         };
@@ -183,7 +200,7 @@ impl Node {
         let stalled = cached
             .written_tables()
             .any(|t| self.storage().write_stalled(table_id(t)));
-        (!stalled).then_some(inline)
+        (!stalled).then_some((inline, prepared))
     }
 
     fn query(
@@ -209,11 +226,15 @@ impl Node {
         ctx: &SessionContext,
         id: &Bytes,
         params: &QueryParameters,
+        known: Option<Arc<PreparedStatement>>,
     ) -> Result<ResultBody, QueryError> {
-        let prepared = self
-            .prepared()
-            .get(id)
-            .ok_or_else(|| QueryError::Unprepared(id.clone()))?;
+        let prepared = match known {
+            Some(p) => p,
+            None => self
+                .prepared()
+                .get(id)
+                .ok_or_else(|| QueryError::Unprepared(id.clone()))?,
+        };
         check_consistency(params.consistency, &prepared.statement)?;
         let ctx = SessionContext {
             keyspace: prepared.keyspace.clone().or_else(|| ctx.keyspace.clone()),
