@@ -184,16 +184,24 @@ pub(crate) fn address(
             "partition key component longer than 65535 bytes".into(),
         ));
     }
-    let parts: Vec<&[u8]> = components.iter().map(AsRef::as_ref).collect();
-    let serialized = token::serialize_partition_key(&parts);
-    if serialized.is_empty() {
-        return Err(StorageError::InvalidRequest("key may not be empty".into()));
+    let address = |serialized: &[u8]| {
+        if serialized.is_empty() {
+            return Err(StorageError::InvalidRequest("key may not be empty".into()));
+        }
+        let token = token::token(serialized);
+        Ok(PartitionAddress {
+            token,
+            prefix: key::partition_prefix(token, serialized),
+        })
+    };
+    match components {
+        // A one-column key serializes as itself: no copy, no list of parts.
+        [single] => address(single.as_ref()),
+        _ => {
+            let parts: Vec<&[u8]> = components.iter().map(AsRef::as_ref).collect();
+            address(&token::serialize_partition_key(&parts))
+        }
     }
-    let token = token::token(&serialized);
-    Ok(PartitionAddress {
-        token,
-        prefix: key::partition_prefix(token, &serialized),
-    })
 }
 
 /// The element-key type of a collection column.
