@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::raw::{execute_frame, pipelined_queries, query_body, string_map, RawClient, RawFrame};
+use common::raw::{
+    execute_bytes_frame, execute_frame, pipelined_queries, query_body, string_map, RawClient,
+    RawFrame,
+};
 use common::TestServer;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -282,6 +285,96 @@ async fn a_pipelined_burst_of_reads_and_writes_is_answered_request_by_request() 
             .expect("one row");
         assert_eq!(v, -(1000 + stream));
     }
+    server.stop().await;
+}
+
+/// Bound text, ascii and blob values are stored with the bytes the client sent (the server
+/// takes them from the frame without decoding them into strings), and invalid ones are
+/// refused with the column named, on a connection that keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bound_text_ascii_and_blob_values_are_stored_as_sent_or_refused() {
+    let server = TestServer::start().await;
+    let session = server
+        .session_with_keyspace(
+            "sent",
+            &["CREATE TABLE sent.t (pk bigint PRIMARY KEY, t text, a ascii, b blob)"],
+        )
+        .await;
+    let addr = server.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut c = RawClient::connect(addr);
+        c.startup(&[]);
+        let insert = c.prepare("INSERT INTO sent.t (pk, t, a, b) VALUES (?, ?, ?, ?)");
+        let pk = |n: i64| n.to_be_bytes();
+        let text = "h\u{e9}llo w\u{f6}rld \u{1f600}".as_bytes();
+        // (pk, t, a, b, the error's text when refused)
+        type Case<'a> = (i64, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>);
+        let cases: [Case; 4] = [
+            (1, text, b"plain ascii", &[0xFF, 0x00, 0xC3], None),
+            (
+                2,
+                &[0xC3, 0x28],
+                b"ok",
+                b"",
+                Some("Invalid value for column t"),
+            ),
+            (
+                3,
+                b"ok",
+                &[b'a', 0xC3],
+                b"",
+                Some("Invalid value for column a"),
+            ),
+            (4, b"", b"", b"", None),
+        ];
+        for (n, (key, t, a, b, refused)) in cases.iter().enumerate() {
+            let key = pk(*key);
+            c.send_raw(&execute_bytes_frame(n as i16, &insert, &[&key, t, a, b]));
+            let f = c.recv().expect("answered");
+            match refused {
+                None => assert_eq!(f.body, 1i32.to_be_bytes(), "case {n}: Void, got {f:?}"),
+                Some(message) => {
+                    assert_eq!(f.error_code(), Some(0x2200), "case {n}: {f:?}");
+                    assert!(
+                        f.error_message().contains(message),
+                        "case {n}: {}",
+                        f.error_message()
+                    );
+                }
+            }
+        }
+    })
+    .await
+    .expect("join");
+    type Row = (i64, Option<String>, Option<String>, Option<Vec<u8>>);
+    let mut rows: Vec<Row> = session
+        .query_unpaged("SELECT pk, t, a, b FROM sent.t", ())
+        .await
+        .expect("select")
+        .into_rows_result()
+        .expect("rows")
+        .rows::<Row>()
+        .expect("typed rows")
+        .collect::<Result<_, _>>()
+        .expect("decoded");
+    rows.sort();
+    assert_eq!(
+        rows,
+        vec![
+            (
+                1,
+                Some("h\u{e9}llo w\u{f6}rld \u{1f600}".to_string()),
+                Some("plain ascii".to_string()),
+                Some(vec![0xFF, 0x00, 0xC3]),
+            ),
+            (
+                4,
+                Some(String::new()),
+                Some(String::new()),
+                Some(Vec::new())
+            ),
+        ]
+    );
     server.stop().await;
 }
 

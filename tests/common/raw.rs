@@ -88,14 +88,21 @@ pub fn pipelined_queries(n: i16, text: &str) -> Vec<u8> {
 /// A v4 EXECUTE frame of prepared statement `id` on `stream` with bigint `values`, asking
 /// the server to skip the rows' metadata.
 pub fn execute_frame(stream: i16, id: &[u8], values: &[i64]) -> Vec<u8> {
+    let values: Vec<[u8; 8]> = values.iter().map(|v| v.to_be_bytes()).collect();
+    let values: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
+    execute_bytes_frame(stream, id, &values)
+}
+
+/// Like [`execute_frame`], with each value's serialized bytes as given (valid or not).
+pub fn execute_bytes_frame(stream: i16, id: &[u8], values: &[&[u8]]) -> Vec<u8> {
     let mut body = (id.len() as u16).to_be_bytes().to_vec();
     body.extend_from_slice(id);
     body.extend_from_slice(&1u16.to_be_bytes()); // consistency ONE
     body.push(0x01 | 0x02); // values, skip metadata
     body.extend_from_slice(&(values.len() as u16).to_be_bytes());
     for v in values {
-        body.extend_from_slice(&8i32.to_be_bytes());
-        body.extend_from_slice(&v.to_be_bytes());
+        body.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        body.extend_from_slice(v);
     }
     frame(4, stream, 0x0A, &body)
 }
