@@ -755,22 +755,20 @@ impl ModifyPlan {
                 mutations.push(m);
                 continue;
             }
+            // Appends the writes of the static (or else the regular) columns' operations.
+            let writes = |statics: bool, clustering: &[Vec<u8>], out: &mut Vec<ColumnWrite>| {
+                for (i, op) in &self.ops {
+                    let col = &table.columns[*i];
+                    if (col.kind == ColumnKind::Static) == statics {
+                        let row = (pk_bytes.as_slice(), clustering);
+                        self.column_writes(col, op, values, (timestamp, ttl), storage, row, out)?;
+                    }
+                }
+                Ok::<(), QueryError>(())
+            };
             let no_clustering = Vec::new();
             let static_row = prefixes.first().unwrap_or(&no_clustering);
-            for (i, op) in &self.ops {
-                let col = &table.columns[*i];
-                if col.kind == ColumnKind::Static {
-                    self.column_writes(
-                        col,
-                        op,
-                        values,
-                        (timestamp, ttl),
-                        storage,
-                        (&pk_bytes, static_row),
-                        &mut m.static_columns,
-                    )?;
-                }
-            }
+            writes(true, static_row, &mut m.static_columns)?;
             let rows: Vec<Vec<Vec<u8>>> = if ck_count == 0 {
                 vec![Vec::new()]
             } else if full_row && last_key {
@@ -785,20 +783,7 @@ impl ModifyPlan {
                 if self.liveness {
                     row.liveness = Some(Liveness { timestamp, ttl });
                 }
-                for (i, op) in &self.ops {
-                    let col = &table.columns[*i];
-                    if col.kind != ColumnKind::Static {
-                        self.column_writes(
-                            col,
-                            op,
-                            values,
-                            (timestamp, ttl),
-                            storage,
-                            (&pk_bytes, &clustering),
-                            &mut row.columns,
-                        )?;
-                    }
-                }
+                writes(false, &clustering, &mut row.columns)?;
                 if self.liveness || !row.columns.is_empty() {
                     row.clustering = clustering;
                     m.rows.push(row);

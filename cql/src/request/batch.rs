@@ -69,21 +69,13 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// Decodes a BATCH body.
+    /// Decodes a BATCH body. Bound values and statement ids share `owner` (the frame
+    /// body `buf` lies in) when given, else are copied.
     ///
     /// # Errors
     /// [`RequestError::InvalidBatchType`], [`RequestError::InvalidBatchStatementKind`], or a
     /// wire error.
-    pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, RequestError> {
-        Self::decode_in(buf, version, None)
-    }
-
-    /// Like [`Batch::decode`], with statement ids and values sharing `owner` (the frame
-    /// body `buf` lies in) instead of copied.
-    ///
-    /// # Errors
-    /// As [`Batch::decode`].
-    pub fn decode_in(
+    pub fn decode(
         buf: &mut &[u8],
         version: u8,
         owner: Option<&Bytes>,
@@ -197,7 +189,7 @@ mod tests {
         let mut out = Vec::new();
         b.encode(&mut out);
         let mut buf = &out[..];
-        assert_eq!(Batch::decode(&mut buf, 4), Ok(b));
+        assert_eq!(Batch::decode(&mut buf, 4, None), Ok(b));
         assert!(buf.is_empty());
     }
 
@@ -206,18 +198,21 @@ mod tests {
         let mut out = Vec::new();
         sample().encode(&mut out);
         for cut in 0..out.len() {
-            assert!(Batch::decode(&mut &out[..cut], 4).is_err(), "cut {cut}");
+            assert!(
+                Batch::decode(&mut &out[..cut], 4, None).is_err(),
+                "cut {cut}"
+            );
         }
         assert_eq!(
-            Batch::decode(&mut &[3u8, 0, 0][..], 4),
+            Batch::decode(&mut &[3u8, 0, 0][..], 4, None),
             Err(RequestError::InvalidBatchType(3))
         );
         assert_eq!(
-            Batch::decode(&mut &[0u8, 0, 1, 2][..], 4),
+            Batch::decode(&mut &[0u8, 0, 1, 2][..], 4, None),
             Err(RequestError::InvalidBatchStatementKind(2))
         );
         assert_eq!(
-            Batch::decode(&mut &out[..], 3),
+            Batch::decode(&mut &out[..], 3, None),
             Err(RequestError::Wire(WireError::UnsetNotAllowed))
         );
     }

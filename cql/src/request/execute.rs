@@ -16,26 +16,14 @@ pub struct Execute {
 }
 
 impl Execute {
-    /// Decodes an EXECUTE body.
+    /// Decodes an EXECUTE body. The id and bound values share `owner` (the frame
+    /// body `buf` lies in) when given, else are copied.
     ///
     /// # Errors
     /// Any [`WireError`].
-    pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, WireError> {
-        Self::decode_in(buf, version, None)
-    }
-
-    /// Like [`Execute::decode`], with the id and values sharing `owner` (see
-    /// [`QueryParameters::decode_in`]).
-    ///
-    /// # Errors
-    /// As [`Execute::decode`].
-    pub fn decode_in(
-        buf: &mut &[u8],
-        version: u8,
-        owner: Option<&Bytes>,
-    ) -> Result<Self, WireError> {
+    pub fn decode(buf: &mut &[u8], version: u8, owner: Option<&Bytes>) -> Result<Self, WireError> {
         let id = wire::share(owner, wire::read_short_bytes(buf)?);
-        let params = QueryParameters::decode_in(buf, version, owner)?;
+        let params = QueryParameters::decode(buf, version, owner)?;
         Ok(Execute { id, params })
     }
 
@@ -65,7 +53,7 @@ mod tests {
         let mut out = Vec::new();
         e.encode(&mut out);
         assert_eq!(&out[..2], &[0, 16]);
-        assert_eq!(Execute::decode(&mut &out[..], 4), Ok(e));
-        assert!(Execute::decode(&mut &out[..17], 4).is_err());
+        assert_eq!(Execute::decode(&mut &out[..], 4, None), Ok(e));
+        assert!(Execute::decode(&mut &out[..17], 4, None).is_err());
     }
 }

@@ -93,10 +93,10 @@ impl Request {
         Ok(match op {
             Opcode::Startup => Request::Startup(startup::decode(buf)?),
             Opcode::Options => Request::Options,
-            Opcode::Query => Request::Query(Query::decode_in(buf, version, owner)?),
+            Opcode::Query => Request::Query(Query::decode(buf, version, owner)?),
             Opcode::Prepare => Request::Prepare(Prepare::decode(buf)?),
-            Opcode::Execute => Request::Execute(Execute::decode_in(buf, version, owner)?),
-            Opcode::Batch => Request::Batch(Batch::decode_in(buf, version, owner)?),
+            Opcode::Execute => Request::Execute(Execute::decode(buf, version, owner)?),
+            Opcode::Batch => Request::Batch(Batch::decode(buf, version, owner)?),
             Opcode::Register => Request::Register(register::decode(buf)?),
             Opcode::AuthResponse => Request::AuthResponse(auth_response::decode(buf)?),
             Opcode::Error

@@ -77,24 +77,12 @@ impl QueryParameters {
         }
     }
 
-    /// Decodes `<query_parameters>` from the front of `buf`.
+    /// Decodes `<query_parameters>` from the front of `buf`. Bound values share `owner` (the frame
+    /// body `buf` lies in) when given, else are copied.
     ///
     /// # Errors
     /// Any [`WireError`], including unset values under v3.
-    pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, WireError> {
-        Self::decode_in(buf, version, None)
-    }
-
-    /// Like [`QueryParameters::decode`], with values sharing `owner` (the frame body `buf`
-    /// lies in) instead of copied.
-    ///
-    /// # Errors
-    /// As [`QueryParameters::decode`].
-    pub fn decode_in(
-        buf: &mut &[u8],
-        version: u8,
-        owner: Option<&Bytes>,
-    ) -> Result<Self, WireError> {
+    pub fn decode(buf: &mut &[u8], version: u8, owner: Option<&Bytes>) -> Result<Self, WireError> {
         let consistency = wire::read_consistency(buf)?;
         let flags = wire::read_byte(buf)?;
         let mut params = QueryParameters::new(consistency);
@@ -197,26 +185,14 @@ pub struct Query {
 }
 
 impl Query {
-    /// Decodes a QUERY body.
+    /// Decodes a QUERY body. Bound values share `owner` (the frame
+    /// body `buf` lies in) when given, else are copied.
     ///
     /// # Errors
     /// Any [`WireError`].
-    pub fn decode(buf: &mut &[u8], version: u8) -> Result<Self, WireError> {
-        Self::decode_in(buf, version, None)
-    }
-
-    /// Like [`Query::decode`], with values sharing `owner` (see
-    /// [`QueryParameters::decode_in`]).
-    ///
-    /// # Errors
-    /// As [`Query::decode`].
-    pub fn decode_in(
-        buf: &mut &[u8],
-        version: u8,
-        owner: Option<&Bytes>,
-    ) -> Result<Self, WireError> {
+    pub fn decode(buf: &mut &[u8], version: u8, owner: Option<&Bytes>) -> Result<Self, WireError> {
         let query = wire::read_long_string(buf)?.to_owned();
-        let params = QueryParameters::decode_in(buf, version, owner)?;
+        let params = QueryParameters::decode(buf, version, owner)?;
         Ok(Query { query, params })
     }
 
@@ -258,7 +234,7 @@ mod tests {
         let mut out = Vec::new();
         q.encode(&mut out);
         let mut buf = &out[..];
-        assert_eq!(Query::decode(&mut buf, 4), Ok(q));
+        assert_eq!(Query::decode(&mut buf, 4, None), Ok(q));
         assert!(buf.is_empty());
     }
 
@@ -268,7 +244,7 @@ mod tests {
         let mut body = vec![0, 0, 0, 3];
         body.extend_from_slice(b"abc");
         body.extend_from_slice(&[0, 1, 0]);
-        let q = Query::decode(&mut &body[..], 4).unwrap();
+        let q = Query::decode(&mut &body[..], 4, None).unwrap();
         assert_eq!(q.query, "abc");
         assert_eq!(q.params, QueryParameters::default());
     }
@@ -279,9 +255,9 @@ mod tests {
         p.values = vec![RawValue::Unset];
         let mut out = Vec::new();
         p.encode(&mut out);
-        assert!(QueryParameters::decode(&mut &out[..], 4).is_ok());
+        assert!(QueryParameters::decode(&mut &out[..], 4, None).is_ok());
         assert_eq!(
-            QueryParameters::decode(&mut &out[..], 3),
+            QueryParameters::decode(&mut &out[..], 3, None),
             Err(WireError::UnsetNotAllowed)
         );
     }
@@ -294,7 +270,7 @@ mod tests {
         p.encode(&mut out);
         for cut in 0..out.len() {
             assert!(
-                QueryParameters::decode(&mut &out[..cut], 4).is_err(),
+                QueryParameters::decode(&mut &out[..cut], 4, None).is_err(),
                 "cut {cut}"
             );
         }
@@ -304,6 +280,6 @@ mod tests {
     fn huge_value_count_does_not_allocate() {
         // flags VALUES, n = 65535, no values present.
         let body = [0, 1, VALUES, 0xFF, 0xFF];
-        assert!(QueryParameters::decode(&mut &body[..], 4).is_err());
+        assert!(QueryParameters::decode(&mut &body[..], 4, None).is_err());
     }
 }
