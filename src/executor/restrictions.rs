@@ -839,9 +839,6 @@ pub fn bind_partition_keys(
     for (v, c) in partition.iter().zip(table.partition_key()) {
         lists.push(bind_key_values(v, values, &c.name)?);
     }
-    if lists.iter().all(|l| l.len() == 1) {
-        return Ok(vec![lists.iter().flatten().map(Value::to_bytes).collect()]);
-    }
     Ok(cartesian(lists)?
         .iter()
         .map(|k| k.iter().map(Value::to_bytes).collect())
