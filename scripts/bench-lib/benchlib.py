@@ -4,6 +4,7 @@
 Subcommands (standard library only):
   freeport                      print a free TCP port on 127.0.0.1
   cpu-ticks PID                 utime+stime of PID in clock ticks (/proc/PID/stat)
+  machine-ticks                 steal and total CPU ticks of the machine (/proc/stat)
   hwm-kb PID                    peak RSS (VmHWM) of PID in KiB (/proc/PID/status)
   reset-hwm PID                 reset PID's VmHWM to its current RSS (/proc/PID/clear_refs = 5)
   settle PID                    wait until PID is idle (background flushes and compactions done),
@@ -28,6 +29,8 @@ RATIO_TARGETS = {"write": 0.6, "read": 0.7, "mixed": 0.6, "slice": 0.5}
 SCAN_TARGET_ROWS_PER_S = 500_000
 BULK_RSS_TARGET_MB = 1024
 DISK_TARGET_X_RAW = 1.5
+# Runs whose machine lost at least this share of its CPU time to steal get a note in the summary.
+STEAL_NOTE_PCT = 2.0
 
 
 def freeport():
@@ -47,6 +50,17 @@ def ticks(pid):
 
 def cpu_ticks(pid):
     print(ticks(pid))
+
+
+def machine_ticks():
+    """Prints the machine's steal ticks and all its CPU ticks so far (the `cpu` line of
+    /proc/stat): steal is time a vCPU had work but the hypervisor ran another guest."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal guest guest_nice; guest time is already
+    # counted in user and nice
+    steal = fields[7] if len(fields) > 7 else 0
+    print(steal, sum(fields[:8]))
 
 
 def hwm_kb(pid):
@@ -175,6 +189,8 @@ def record(a):
         else:
             work = (cycles + a.warmup_cycles) * res["requests_per_cycle"]
         ticks = a.cpu_ticks[1] - a.cpu_ticks[0]
+        steal0, total0, steal1, total1 = a.machine_ticks
+        rec["steal_pct"] = 100.0 * (steal1 - steal0) / (total1 - total0) if total1 > total0 else None
         rec["server_cpu_s"] = ticks / CLK_TCK
         rec["cpu_us_per_op"] = ticks / CLK_TCK * 1e6 / work if work else None
         # Distinct rows the table holds when the server stops.
@@ -232,7 +248,8 @@ def aggregate(runs):
         return None
     agg = {"runs": len(ok), "unit": ok[0].get("unit", "ops")}
     for key in ("ops_per_s", "p50_ms", "p99_ms", "p999_ms", "mean_ms", "cpu_us_per_op", "disk_bytes_per_row",
-                "load_s", "settle_s", "stop_s", "client_cpu_util", "table_rows", "disk_bytes", "journal_bytes"):
+                "load_s", "settle_s", "stop_s", "client_cpu_util", "table_rows", "disk_bytes", "journal_bytes",
+                "steal_pct"):
         agg[key] = avg(r.get(key) for r in ok)
     agg["rss_mb"] = max((r["rss_mb"] for r in ok if r.get("rss_mb")), default=None)
     agg["per_round"] = [(r["round"], r.get("ops_per_s")) for r in ok]
@@ -286,6 +303,7 @@ def summarize(a):
             ("p99.9 ms", "p999_ms", fmt),
             (f"server CPU us/{unit[:-1]}", "cpu_us_per_op", fmt),
             ("server peak RSS MB", "rss_mb", fmt),
+            ("machine CPU steal %", "steal_pct", fmt),
         ]
         out.append(f"   {'metric':<22}{a_label:>14}{'ringdb':>14}{'ringdb/' + a_label:>16}")
         for label, key, f in rows:
@@ -338,7 +356,8 @@ def summarize(a):
             line = (
                 f"BENCH workload={w} server={name} unit={agg['unit']} ops_per_s={kv(agg['ops_per_s'], 1)} "
                 f"p50_ms={kv(agg['p50_ms'])} p99_ms={kv(agg['p99_ms'])} p999_ms={kv(agg['p999_ms'])} "
-                f"cpu_us_per_op={kv(agg['cpu_us_per_op'], 3)} rss_mb={kv(agg['rss_mb'], 1)} ratio={kv(rt, 3)}"
+                f"cpu_us_per_op={kv(agg['cpu_us_per_op'], 3)} rss_mb={kv(agg['rss_mb'], 1)} ratio={kv(rt, 3)} "
+                f"steal_pct={kv(agg.get('steal_pct'), 2)}"
             )
             if name == "ringdb":
                 line += f" disk_bytes_per_row={kv(agg.get('disk_bytes_per_row'), 1)}"
@@ -354,8 +373,9 @@ def summarize(a):
         out.append("== summary (ratios are ringdb/ceiling; targets are reported, never asserted)")
     out.append(
         f"   {'workload':<22}{a_label + '/s':>12}{'ringdb/s':>12}{'ratio':>8}{'p50 x':>8}{'p99 x':>8}"
-        f"{'cpu x':>8}{'ringdb RSS MB':>15}{'disk B/row':>12}   target"
+        f"{'cpu x':>8}{'ringdb RSS MB':>15}{'disk B/row':>12}{'steal %':>9}   target"
     )
+    stolen = []
     for w, unit, c, g in overview:
         cv = c["ops_per_s"] if c else None
         gv = g["ops_per_s"] if g else None
@@ -386,11 +406,21 @@ def summarize(a):
             disk_ok = d is not None and raw and d <= DISK_TARGET_X_RAW * raw
             target = (f"RSS <= 1 GiB: {'met' if rss_ok else 'not met'}; "
                       f"disk <= {DISK_TARGET_X_RAW}x raw: {'met' if disk_ok else 'not met'}")
+        # the larger of the two sides' steal: either one can skew the ratio
+        steal = max((x["steal_pct"] for x in (c, g) if x and x.get("steal_pct") is not None), default=None)
+        if steal is not None and steal >= STEAL_NOTE_PCT:
+            stolen.append(w)
         out.append(
             f"   {w + ('' if unit == 'ops' else ' (rows/s)'):<22}{fmt(cv):>12}{fmt(gv):>12}{fmt(r):>8}"
             f"{fmt(ratio(g and g['p50_ms'], c and c['p50_ms'])):>8}{fmt(ratio(g and g['p99_ms'], c and c['p99_ms'])):>8}"
             f"{fmt(ratio(g and g['cpu_us_per_op'], c and c['cpu_us_per_op'])):>8}"
-            f"{fmt(g and g['rss_mb']):>15}{fmt(g and g.get('disk_bytes_per_row')):>12}   {target}".rstrip()
+            f"{fmt(g and g['rss_mb']):>15}{fmt(g and g.get('disk_bytes_per_row')):>12}{fmt(steal, 1):>9}   {target}".rstrip()
+        )
+    if stolen:
+        out.append(
+            f"   steal >= {STEAL_NOTE_PCT}% in {', '.join(stolen)}: the host gave this machine's CPUs to other "
+            f"guests during those runs, so their latencies and ratios are partly the host's; compare with a "
+            f"quieter run"
         )
     out.append("")
     out.extend(bench_lines)
@@ -401,6 +431,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("freeport")
+    sub.add_parser("machine-ticks")
     for name in ("cpu-ticks", "hwm-kb", "reset-hwm", "settle"):
         sp = sub.add_parser(name)
         sp.add_argument("pid", type=int)
@@ -413,6 +444,7 @@ def main():
     r.add_argument("--error", default="")
     r.add_argument("--report", required=True)
     r.add_argument("--cpu-ticks", type=int, nargs=2, default=[0, 0])
+    r.add_argument("--machine-ticks", type=int, nargs=4, default=[0, 0, 0, 0])
     r.add_argument("--warmup-cycles", type=int, default=0)
     r.add_argument("--hwm-kb", type=int, default=0)
     r.add_argument("--disk-bytes", type=int, default=0)
@@ -431,6 +463,8 @@ def main():
     a = p.parse_args()
     if a.cmd == "freeport":
         freeport()
+    elif a.cmd == "machine-ticks":
+        machine_ticks()
     elif a.cmd == "cpu-ticks":
         cpu_ticks(a.pid)
     elif a.cmd == "hwm-kb":

@@ -56,9 +56,10 @@ def test_ratios_against_the_ceiling_with_the_issue_targets(tmp_path):
     assert "ringdb vs the protocol ceiling (nullserver)" in out
     # averages 150 k and 55 k: 0.367, below the 0.6 target
     assert line_with(out, "write ").split() == [
-        "write", "150,000", "55,000", "0.367", "1.000", "1.000", "1.000", "100.0", "-",
+        "write", "150,000", "55,000", "0.367", "1.000", "1.000", "1.000", "100.0", "-", "-",
         ">=", "0.6x:", "not", "met",
     ]
+    assert "steal >=" not in out  # records without steal samples get no note
     assert line_with(out, "per round (ceiling vs ringdb ops/s)").endswith(
         "round 1: 100,000 vs 50,000 (0.500); round 2: 200,000 vs 60,000 (0.300)"
     )  # no median below three rounds
@@ -80,3 +81,46 @@ def test_ab_of_two_builds_reports_ratios_to_the_baseline_and_their_median(tmp_pa
     assert line_with(out, "write ").split()[:4] == ["write", "133,333", "173,333", "1.300"]
     assert "met" not in line_with(out, "write ")
     assert (bench_ratio(out, "baseline"), bench_ratio(out, "ringdb")) == ("1", "1.3")
+
+
+def latte_report(path: Path, ops: float) -> Path:
+    """A minimal latte JSON report with the fields `benchlib.py record` reads."""
+    pcts = [50.0, 99.0, 99.9]
+    lat = {"percentiles": [{"value": 1.0}, {"value": 2.0}, {"value": 3.0}], "mean": {"value": 1.0}}
+    path.write_text(json.dumps({"percentiles": pcts, "result": {
+        "request_latency": lat, "cycle_count": 1000, "row_count": 1000, "request_count": 1000,
+        "error_count": 0, "elapsed_time_s": 1.0, "cpu_util": 50.0, "cycle_throughput": {"value": ops},
+        "row_throughput": {"value": ops}, "requests_per_cycle": 1,
+    }}))
+    return path
+
+
+def record(tmp_path: Path, runs_file: Path, server: str, ops: float, machine: list[int]) -> None:
+    report = latte_report(tmp_path / f"{server}.json", ops)
+    subprocess.run(
+        [sys.executable, str(BENCHLIB), "record", "--runs", str(runs_file), "--workload", "read",
+         "--server", server, "--round", "1", "--report", str(report), "--cpu-ticks", "0", "100",
+         "--machine-ticks", *map(str, machine)],
+        check=True,
+    )
+
+
+def test_steal_time_is_recorded_per_run_and_flagged_in_the_summary(tmp_path):
+    runs_file = tmp_path / "runs.jsonl"
+    # the ceiling's run: 150 of 1,000 machine ticks stolen (15%); ringdb's: 2 of 1,000 (0.2%)
+    record(tmp_path, runs_file, "nullserver", 80_000, [100, 5_000, 250, 6_000])
+    record(tmp_path, runs_file, "ringdb", 100_000, [250, 6_000, 252, 7_000])
+    steal = [json.loads(l)["steal_pct"] for l in runs_file.read_text().splitlines()]
+    assert steal == [15.0, 0.2]
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text(json.dumps({"mode": "full", "raw_row_bytes": 112}))
+    out = subprocess.run(
+        [sys.executable, str(BENCHLIB), "summarize", "--runs", str(runs_file), "--settings", str(settings_file)],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert line_with(out, "machine CPU steal %").split()[-3:] == ["15.000", "0.200", "0.013"]
+    # the summary's column holds the larger side's steal, and the note names the workload
+    assert line_with(out, "read ").split()[9] == "15.0"
+    assert line_with(out, "steal >= 2.0% in read:")
+    assert "steal_pct=15" in line_with(out, "BENCH workload=read server=nullserver ")
+    assert "steal_pct=0.2" in line_with(out, "BENCH workload=read server=ringdb ")
