@@ -113,18 +113,36 @@ impl StoredCell {
             .then_with(|| value(self).cmp(&value(other)))
     }
 
-    /// The on-disk bytes.
+    /// The on-disk bytes as a vector (tests compare [`StoredCell::encode_slice`] with it).
+    #[cfg(test)]
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let value_len = match self {
-            StoredCell::Live { value, .. } | StoredCell::Expiring { value, .. } => value.len(),
-            StoredCell::Tombstone { .. } => 0,
+        let (header, len, value) = self.encoding();
+        let mut out = Vec::with_capacity(len + value.len());
+        out.extend_from_slice(&header[..len]);
+        out.extend_from_slice(value);
+        out
+    }
+
+    /// The on-disk bytes as a fjall slice, built in place: one allocation (none for a short
+    /// cell) where encoding to a vector and converting would take two and a second copy.
+    pub(crate) fn encode_slice(&self) -> fjall::Slice {
+        let (header, len, value) = self.encoding();
+        fjall::Slice::from(byteview::ByteView::fused(&header[..len], value))
+    }
+
+    /// The encoded header (its first `len` bytes) and the value bytes that follow it.
+    fn encoding(&self) -> ([u8; ENCODED_HEADER_MAX], usize, &[u8]) {
+        let mut header = [0; ENCODED_HEADER_MAX];
+        let mut len = 0;
+        let mut put = |bytes: &[u8]| {
+            header[len..len + bytes.len()].copy_from_slice(bytes);
+            len += bytes.len();
         };
-        let mut out = Vec::with_capacity(ENCODED_HEADER_MAX + value_len);
-        match self {
+        let value: &[u8] = match self {
             StoredCell::Live { timestamp, value } => {
-                out.push(KIND_LIVE);
-                out.extend_from_slice(&timestamp.to_be_bytes());
-                out.extend_from_slice(value);
+                put(&[KIND_LIVE]);
+                put(&timestamp.to_be_bytes());
+                value
             }
             StoredCell::Expiring {
                 timestamp,
@@ -132,22 +150,23 @@ impl StoredCell {
                 expires_at,
                 value,
             } => {
-                out.push(KIND_EXPIRING);
-                out.extend_from_slice(&timestamp.to_be_bytes());
-                out.extend_from_slice(&ttl.to_be_bytes());
-                out.extend_from_slice(&expires_at.to_be_bytes());
-                out.extend_from_slice(value);
+                put(&[KIND_EXPIRING]);
+                put(&timestamp.to_be_bytes());
+                put(&ttl.to_be_bytes());
+                put(&expires_at.to_be_bytes());
+                value
             }
             StoredCell::Tombstone {
                 timestamp,
                 deleted_at,
             } => {
-                out.push(KIND_TOMBSTONE);
-                out.extend_from_slice(&timestamp.to_be_bytes());
-                out.extend_from_slice(&deleted_at.to_be_bytes());
+                put(&[KIND_TOMBSTONE]);
+                put(&timestamp.to_be_bytes());
+                put(&deleted_at.to_be_bytes());
+                &[]
             }
-        }
-        out
+        };
+        (header, len, value)
     }
 
     /// True when `bytes` encode a live cell without TTL (checks the kind byte only).
@@ -302,8 +321,12 @@ mod tests {
             live(-5, b"xy"),
             tomb(7),
             StoredCell::live(1, Some(3), 10, vec![1]),
+            // past a slice's 20 inline bytes
+            live(i64::MAX, &[0xab; 100]),
+            StoredCell::live(i64::MIN, Some(u32::MAX), i64::MAX, vec![7; 300]),
         ] {
             assert_eq!(StoredCell::decode(&c.encode()).unwrap(), c);
+            assert_eq!(&*c.encode_slice(), c.encode().as_slice());
         }
         assert!(StoredCell::decode(&[]).is_err());
         assert!(StoredCell::decode(&[9; 9]).is_err());

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use smallvec::SmallVec;
 
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
@@ -670,7 +671,7 @@ impl Storage {
 
     /// Locks every stripe whose bit is set in `mask`, in stripe order (every locker takes
     /// its stripes in that order, so this cannot deadlock).
-    pub(crate) fn lock_stripes(&self, mask: u64) -> Vec<MutexGuard<'_, ()>> {
+    pub(crate) fn lock_stripes(&self, mask: u64) -> SmallVec<[MutexGuard<'_, ()>; 2]> {
         (0..LOCK_STRIPES)
             .filter(|i| mask & (1 << i) != 0)
             .map(|i| {

@@ -435,19 +435,20 @@ impl<S: Lookup> ReadCtx<'_, S> {
             .into_iter()
             .chain(row_deletions.then_some(ItemPath::RowDeletion))
             .chain(columns.iter().map(|&c| ItemPath::Cell(c)));
-        let mut items = Vec::new();
+        // Kept as stored: a row that is its liveness item alone is built from these bytes.
+        let mut stored = Vec::new();
         for path in paths {
             row_key.truncate(base);
             path.encode(&mut row_key);
             if let Some(v) = self.snap.lookup(self.ks, &row_key)? {
                 self.items += 1;
-                items.push((path, StoredCell::decode(&v)?));
+                stored.push((path, v));
             }
         }
         let mut rows = Vec::new();
-        if !items.is_empty() {
-            let values = self.start_row(&row_key[prefix.len() + 1..])?.1;
-            self.finish_row(&mut rows, clustering, values, &mut items, dels, false)?;
+        if !stored.is_empty() {
+            let values = self.clustering_of(&row_key[prefix.len() + 1..])?.0;
+            self.finish_stored_row(&mut rows, clustering, values, &mut stored, dels, false)?;
         }
         Ok(rows)
     }

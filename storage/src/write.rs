@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
+use smallvec::SmallVec;
 
 use crate::cell::StoredCell;
 use crate::engine::{Storage, Table};
@@ -147,16 +148,16 @@ struct Staged<'m> {
     table_id: TableId,
     table: Arc<Table>,
     addr: PartitionAddress,
-    items: Vec<Item>,
+    items: Vec<Item<'m>>,
     mutation: &'m Mutation,
     /// The time (seconds) the mutation's TTLs and tombstones were stamped with.
     now: i64,
 }
 
-/// One keyed change of a staged mutation.
-struct Item {
+/// One keyed change of a staged mutation (its values borrowed from the mutation).
+struct Item<'m> {
     key: Vec<u8>,
-    pending: Pending,
+    pending: Pending<'m>,
     /// For a regular row's liveness item or simple cell: the length of the row's key prefix
     /// (everything before the item path), to find the row's other items.
     row: Option<usize>,
@@ -217,7 +218,7 @@ fn element_key_type(table: &Table, column: u32) -> Result<DataType, StorageError
     }
 }
 
-enum Pending {
+enum Pending<'m> {
     Cell(StoredCell),
     Counter {
         delta: i64,
@@ -228,7 +229,7 @@ enum Pending {
     /// the row allows it (see [`crate::bundle`]).
     Row {
         marker: StoredCell,
-        cells: Vec<(u32, Vec<u8>)>,
+        cells: Vec<(u32, &'m [u8])>,
     },
 }
 
@@ -253,10 +254,11 @@ impl Storage {
     /// # Errors
     /// As [`Storage::apply`]; when any mutation fails nothing is written.
     pub fn apply_all(&self, writes: &[(TableId, &Mutation)]) -> Result<(), StorageError> {
+        // Per-write lists hold one entry in place: a single write allocates none of them.
         let staged = writes
             .iter()
             .map(|(table_id, m)| self.stage(*table_id, m))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<SmallVec<[_; 1]>, _>>()?;
         self.inner.disk.check()?;
         let mask = staged
             .iter()
@@ -264,11 +266,11 @@ impl Storage {
         let guards = self.lock_stripes(mask);
         // Routing is read under the stripe locks: a split switches routing and then waits for
         // every stripe, so a write never lands in a partition that has stopped owning it.
-        let views: Vec<_> = staged.iter().map(|s| s.table.ring.current()).collect();
+        let views: SmallVec<[_; 1]> = staged.iter().map(|s| s.table.ring.current()).collect();
         let mut batch = self.write_batch();
-        let mut accounted = Vec::new();
-        let mut written_flags = Vec::with_capacity(staged.len());
-        let mut cached = Vec::new();
+        let mut accounted: SmallVec<[_; 1]> = SmallVec::new();
+        let mut written_flags: SmallVec<[u8; 4]> = SmallVec::new();
+        let mut cached = CacheUpdates::new();
         for (s, view) in staged.iter().zip(&views) {
             let route = view.route(s.addr.token);
             if let Some((delta, new_partition, flags)) =
@@ -284,7 +286,7 @@ impl Storage {
             return self.after_write();
         }
         // Set before the commit, so a reader whose snapshot holds these items sees the flags.
-        let marked: Vec<u8> = staged
+        let marked: SmallVec<[u8; 4]> = staged
             .iter()
             .zip(&written_flags)
             .map(|(s, written)| {
@@ -336,7 +338,7 @@ impl Storage {
         let table = self.table(table_id)?;
         let addr = address(&table, &mutation.partition_key)?;
         let now = self.now();
-        let mut items: Vec<Item> = Vec::new();
+        let mut items: Vec<Item<'m>> = Vec::new();
         let item = |key, pending| Item {
             key,
             pending,
@@ -391,7 +393,7 @@ impl Storage {
             }
             let row_len = Some(row_prefix.len());
             // An INSERT's simple cells written with its timestamp and TTL go with its marker.
-            let mut bundled: Vec<(u32, Vec<u8>)> = Vec::new();
+            let mut bundled: Vec<(u32, &'m [u8])> = Vec::new();
             if let Some(l) = &row.liveness {
                 let ttl = l.ttl.filter(|t| *t > 0);
                 for cw in &row.columns {
@@ -402,7 +404,7 @@ impl Storage {
                     } = &cw.op
                     {
                         if *timestamp == l.timestamp && cell_ttl.filter(|t| *t > 0) == ttl {
-                            bundled.push((cw.column, value.clone()));
+                            bundled.push((cw.column, value.as_slice()));
                         }
                     }
                 }
@@ -411,7 +413,8 @@ impl Storage {
                     bundled.clear();
                 }
             }
-            let bundled_columns: Vec<u32> = bundled.iter().map(|(c, _)| *c).collect();
+            // The row's bundle (with a liveness) is the item at this index, columns sorted.
+            let bundle_at = row.liveness.as_ref().map(|_| items.len());
             if let Some(l) = &row.liveness {
                 items.push(Item {
                     key: path_key(&row_prefix, &ItemPath::Liveness),
@@ -423,7 +426,13 @@ impl Storage {
                 });
             }
             for cw in &row.columns {
-                if bundled_columns.contains(&cw.column) {
+                let in_bundle = match bundle_at.and_then(|at| items.get(at)).map(|i| &i.pending) {
+                    Some(Pending::Row { cells, .. }) => {
+                        cells.binary_search_by_key(&cw.column, |(c, _)| *c).is_ok()
+                    }
+                    _ => false,
+                };
+                if in_bundle {
                     continue;
                 }
                 let mut it = item_of(&table, &row_prefix, cw, now)?;
@@ -461,7 +470,7 @@ impl Storage {
         staged: &Staged<'_>,
         route: &Route<'_>,
         batch: &mut fjall::OwnedWriteBatch,
-        cached: &mut Vec<CacheUpdate>,
+        cached: &mut CacheUpdates,
     ) -> Result<Option<(i64, i64, u8)>, StorageError> {
         let Staged {
             table_id,
@@ -473,7 +482,10 @@ impl Storage {
         } = staged;
         let now = *now;
         let ks = &route.primary.keyspace;
-        let size_key = key::size_cell_key(&addr.prefix);
+        // `key::size_cell_key`, in place for keys of a few fixed-size columns.
+        let mut size_key: SmallVec<[u8; 64]> = SmallVec::with_capacity(addr.prefix.len() + 1);
+        size_key.extend_from_slice(&addr.prefix);
+        size_key.push(key::SECTION_SIZE);
         // A partition the table's filter surely lacks is new: nothing of it to look up.
         let (filter_bits, new_for_sure) = table.ring.filter.probe(&size_key);
         // Read under the stripe lock: a concurrent writer of this partition that stored a
@@ -509,7 +521,7 @@ impl Storage {
                     let row_len = item.row.unwrap_or(item.key.len());
                     for (col, value) in cells {
                         let k = path_key(&item.key[..row_len], &ItemPath::Cell(*col));
-                        if state.reconcile(&k, bundle::with_value(marker, value.clone()))? {
+                        if state.reconcile(&k, bundle::with_value(marker, value.to_vec()))? {
                             state.flags |= content::SEPARATE_CELLS;
                         }
                     }
@@ -546,7 +558,7 @@ impl Storage {
                 continue;
             };
             // As fjall's own slices: the batch, a dual write and the item cache share them.
-            let encoded = fjall::Slice::from(cell.encode());
+            let encoded = cell.encode_slice();
             let key = fjall::Slice::from(k.as_slice());
             let old_total = slot.stored_len.map_or(0, |len| k.len() + len);
             delta += (k.len() + encoded.len()) as i64 - old_total as i64;
@@ -635,6 +647,9 @@ pub(crate) fn item_bytes(
 
 /// An item for the item cache once its batch commits: (partition cache id, key, item).
 type CacheUpdate = (u64, fjall::Slice, fjall::Slice);
+
+/// The items a write's batch gives the item cache (a one-row write's in place).
+type CacheUpdates = SmallVec<[CacheUpdate; 1]>;
 
 /// One key's state while a mutation is reconciled.
 struct Slot {
@@ -736,13 +751,13 @@ impl State<'_> {
         &mut self,
         key: &[u8],
         marker: &StoredCell,
-        cells: &[(u32, Vec<u8>)],
+        cells: &[(u32, &[u8])],
     ) -> Result<bool, StorageError> {
         if let Some(old) = self.load(key)? {
             let (old_marker, old_cells) = bundle::explode(old)?;
             let new_cells: Vec<_> = cells
                 .iter()
-                .map(|(c, v)| (*c, bundle::with_value(marker, v.clone())))
+                .map(|(c, v)| (*c, bundle::with_value(marker, v.to_vec())))
                 .collect();
             let find = |col: u32, list: &'_ [(u32, StoredCell)]| {
                 list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
@@ -838,7 +853,7 @@ fn item_of(
     row_prefix: &[u8],
     cw: &ColumnWrite,
     now: i64,
-) -> Result<Item, StorageError> {
+) -> Result<Item<'static>, StorageError> {
     let col = cw.column;
     let element = |k: &[u8]| -> Result<Vec<u8>, StorageError> {
         let ty = element_key_type(table, col)?;
