@@ -482,10 +482,7 @@ impl Storage {
         } = staged;
         let now = *now;
         let ks = &route.primary.keyspace;
-        // `key::size_cell_key`, in place for keys of a few fixed-size columns.
-        let mut size_key: SmallVec<[u8; 64]> = SmallVec::with_capacity(addr.prefix.len() + 1);
-        size_key.extend_from_slice(&addr.prefix);
-        size_key.push(key::SECTION_SIZE);
+        let size_key = key::size_cell_key(&addr.prefix);
         // A partition the table's filter surely lacks is new: nothing of it to look up.
         let (filter_bits, new_for_sure) = table.ring.filter.probe(&size_key);
         // Read under the stripe lock: a concurrent writer of this partition that stored a

@@ -35,6 +35,7 @@ mod value;
 mod tests;
 
 use cql::types::DataType;
+use smallvec::SmallVec;
 
 pub use value::encode_value;
 pub(crate) use value::{decode_value, escape_bytes, unescape_bytes, KeyReader};
@@ -87,9 +88,13 @@ pub fn partition_prefix(token: i64, serialized_key: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The key of a partition's size cell.
-pub(crate) fn size_cell_key(prefix: &[u8]) -> Vec<u8> {
-    extended(prefix, &[SECTION_SIZE], 0)
+/// The key of a partition's size cell: in place for prefixes of a few fixed-size columns
+/// (every write looks it up or adds it to the partition filter).
+pub(crate) fn size_cell_key(prefix: &[u8]) -> SmallVec<[u8; 64]> {
+    let mut key = SmallVec::with_capacity(prefix.len() + 1);
+    key.extend_from_slice(prefix);
+    key.push(SECTION_SIZE);
+    key
 }
 
 /// `prefix` followed by `tail`, with room for `reserve` more bytes (keys are built by
