@@ -71,7 +71,10 @@ pub fn partitions_from_dir(config: Config) -> Result<(), AdminError> {
         .filter(|k| !crate::schema::is_system_keyspace(&k.name))
     {
         for t in ks.tables.values() {
-            let Ok(parts) = node.storage().physical_partitions(crate::node::table_id(t)) else {
+            let Ok(parts) = node
+                .storage()
+                .physical_partitions(crate::schema::table_id(t))
+            else {
                 continue;
             };
             for p in parts {

@@ -183,3 +183,10 @@ impl From<cql::ParseError> for QueryError {
         QueryError::Syntax(e.to_string())
     }
 }
+
+/// The answer to a request whose execution panicked: the details are in the server log.
+pub(crate) fn internal_error() -> cql::response::Response {
+    cql::response::Response::Error(ErrorBody::ServerError(
+        "Internal error while processing the request; see the server log".into(),
+    ))
+}

@@ -1,15 +1,18 @@
-//! `Node`: everything one ringdb process shares across connections (configuration, catalog,
-//! storage, prepared statements, the schema-event channel) and its startup and shutdown.
+//! `Node`: the state one ringdb process shares across connections (configuration, catalog,
+//! storage and its shards, auth, prepared statements, the schema-event channel), with its
+//! startup and shutdown. Plain state: statements run in `executor`, taking what they need.
 
 use crate::config::{CommitlogSync, Config};
 use crate::prepared::PreparedCache;
-use crate::schema::{self, Catalog, Table};
+use crate::schema::{self, Catalog};
+use crate::shard::{LocalShards, Shards};
 use crate::system::{self, NodeInfo};
 use cql::response::Event;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use storage::{IdleCompaction, Storage, StorageOptions, SyncPolicy, TableId, TableLayout};
+use storage::{IdleCompaction, Storage, StorageOptions, SyncPolicy};
 use tokio::sync::broadcast;
 use tracing::info;
 use uuid::Uuid;
@@ -44,13 +47,14 @@ pub struct Node {
     storage: Storage,
     events: broadcast::Sender<Event>,
     prepared: PreparedCache,
-    partition_locks: crate::executor::lwt::PartitionLocks,
+    /// Every read and write of table data goes through these.
+    shards: LocalShards,
     auth: crate::auth::Auth,
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// Node-wide request slots (`max_concurrent_requests`).
     request_slots: Arc<tokio::sync::Semaphore>,
-    /// Threads answering cheap reads beside the connection workers.
-    reads: crate::read_offload::ReadOffload,
+    /// Reads handed to the read threads since the node started.
+    reads_handed_over: AtomicU64,
 }
 
 fn now_ms() -> i64 {
@@ -76,48 +80,6 @@ fn host_id(dir: &Path) -> std::io::Result<Uuid> {
         }
         Err(e) => Err(e),
     }
-}
-
-/// The storage layout of a catalog table.
-pub fn layout_of(table: &Table) -> TableLayout {
-    TableLayout {
-        partition_key: table.partition_key().map(|c| c.data_type.clone()).collect(),
-        clustering: table
-            .clustering()
-            .map(|c| {
-                let order = match c.order {
-                    schema::ClusteringOrder::Asc => storage::Order::Asc,
-                    schema::ClusteringOrder::Desc => storage::Order::Desc,
-                };
-                (c.data_type.clone(), order)
-            })
-            .collect(),
-        columns: table
-            .columns
-            .iter()
-            .filter(|c| {
-                matches!(
-                    c.kind,
-                    schema::ColumnKind::Regular | schema::ColumnKind::Static
-                )
-            })
-            .map(|c| (c.id, c.data_type.clone()))
-            .collect(),
-        point_row_columns: {
-            let regular = table
-                .columns
-                .iter()
-                .filter(|c| c.kind == schema::ColumnKind::Regular);
-            (!regular.clone().any(|c| c.data_type.is_multi_cell()))
-                .then(|| regular.map(|c| c.id).collect())
-        },
-        gc_grace_seconds: u32::try_from(table.params.gc_grace_seconds).unwrap_or(0),
-    }
-}
-
-/// The storage id of a catalog table.
-pub fn table_id(table: &Table) -> TableId {
-    TableId(table.id.as_u128())
 }
 
 impl Node {
@@ -177,7 +139,7 @@ impl Node {
                 continue;
             }
             for t in ks.tables.values() {
-                storage.create_table(table_id(t), layout_of(t))?;
+                storage.create_table(schema::table_id(t), schema::layout_of(t))?;
             }
         }
         let token = i64::from_be_bytes(
@@ -217,17 +179,9 @@ impl Node {
         let request_slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_requests.max(1),
         ));
-        let reads = crate::read_offload::ReadOffload::start(
-            config.read_threads(),
-            crate::read_offload::OffloadRule {
-                after: Duration::from_micros(config.read_offload_after_us),
-                min_request: Duration::from_micros(config.read_offload_min_request_us),
-                wake: Duration::from_micros(config.read_offload_wake_us),
-            },
-        )
-        .map_err(|e| NodeError::Startup(format!("cannot start the read threads: {e}")))?;
         Ok(Node {
-            reads,
+            reads_handed_over: AtomicU64::new(0),
+            shards: LocalShards::new(storage.clone()),
             config,
             info,
             catalog: RwLock::new(Arc::new(catalog)),
@@ -235,7 +189,6 @@ impl Node {
             storage,
             events,
             prepared: PreparedCache::new(10_000),
-            partition_locks: Default::default(),
             request_slots,
             auth,
             tls,
@@ -252,24 +205,25 @@ impl Node {
         &self.info
     }
 
-    /// The threads answering cheap reads beside the connection workers.
-    pub(crate) fn read_offload(&self) -> &crate::read_offload::ReadOffload {
-        &self.reads
-    }
-
     /// Reads answered on the read threads (`read_threads`) since the node started.
     pub fn reads_handed_over(&self) -> u64 {
-        self.reads.handed_over()
+        self.reads_handed_over.load(Ordering::Relaxed)
     }
 
-    /// The storage engine.
+    /// Counts one read handed to a read thread.
+    pub(crate) fn count_read_handed_over(&self) {
+        self.reads_handed_over.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The storage engine, for what is not table data: ring statistics, administration,
+    /// shutdown. Table data goes through [`Node::shards`].
     pub fn storage(&self) -> &Storage {
         &self.storage
     }
 
-    /// Locks serialising conditional writes per partition.
-    pub fn partition_locks(&self) -> &crate::executor::lwt::PartitionLocks {
-        &self.partition_locks
+    /// The physical partitions of every table: the executor's one way to table data.
+    pub fn shards(&self) -> &dyn Shards {
+        &self.shards
     }
 
     /// Authentication, roles and permissions.

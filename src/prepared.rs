@@ -1,7 +1,7 @@
 //! The prepared-statement cache: ids are the MD5 of keyspace + query text, as Cassandra derives
 //! them, so a driver re-preparing after an eviction or restart gets the same id back.
 
-use crate::executor::CachedPlan;
+use crate::planner::CachedPlan;
 use cql::ast::{QualifiedName, Statement};
 use cql::response::ColumnSpec;
 use cql::response::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
@@ -38,12 +38,6 @@ impl PreparedStatement {
     /// Stores a fresh plan.
     pub(crate) fn set_cached_plan(&self, plan: Arc<CachedPlan>) {
         *self.plan.write().unwrap_or_else(|p| p.into_inner()) = Some(plan);
-    }
-}
-
-impl std::fmt::Debug for CachedPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CachedPlan")
     }
 }
 

@@ -1,7 +1,7 @@
 //! The accept loop: bounded connections, graceful shutdown on SIGINT/SIGTERM, final storage flush.
 
 use crate::config::Config;
-use crate::connection;
+use crate::connection::{self, ReadOffload};
 use crate::node::{Node, NodeError};
 use std::future::Future;
 use std::sync::Arc;
@@ -77,6 +77,13 @@ pub async fn run_with_tls(
     node: Arc<Node>,
     shutdown: impl Future<Output = ()>,
 ) {
+    let reads = match ReadOffload::from_config(node.config()) {
+        Ok(reads) => Arc::new(reads),
+        Err(e) => {
+            error!(error = %e, "cannot start the read threads; not serving");
+            return;
+        }
+    };
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
     let limit = Arc::new(Semaphore::new(node.config().max_connections));
@@ -115,13 +122,14 @@ pub async fn run_with_tls(
         match accepted {
             Ok((socket, peer)) => {
                 let node = node.clone();
+                let reads = reads.clone();
                 let token = token.child_token();
                 tracker.spawn(async move {
                     match tls {
                         Some(acceptor) => {
-                            connection::run_tls(socket, peer, node, acceptor, token).await
+                            connection::run_tls(socket, peer, node, reads, acceptor, token).await
                         }
-                        None => connection::run(socket, peer, node, token).await,
+                        None => connection::run(socket, peer, node, reads, token).await,
                     }
                     drop(permit);
                 });

@@ -2,7 +2,7 @@
 //! password is required), negotiated compression, the logged-in role, current keyspace, event
 //! registration, and encoding responses onto the connection's writer queue.
 
-use crate::connection::{encode_event, Outgoing};
+use crate::connection::writer::{encode_event, Outgoing};
 use crate::node::Node;
 use bytes::{Bytes, BytesMut};
 use cql::compression::Compression;
@@ -14,19 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-/// The CQL version advertised in SUPPORTED and `system.local` (Cassandra 4.1).
-pub const CQL_VERSION: &str = "3.4.6";
-
-/// What a request needs to know about the connection it came on.
-#[derive(Debug, Clone)]
-pub struct SessionContext {
-    /// The keyspace set by `USE`, if any.
-    pub keyspace: Option<Arc<str>>,
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// The role that logged in; `None` for anonymous sessions (`AllowAllAuthenticator`).
-    pub user: Option<Arc<str>>,
-}
+pub use crate::context::SessionContext;
+pub use crate::system::CQL_VERSION;
 
 /// State of one client connection.
 pub struct Session {

@@ -102,7 +102,7 @@ async fn an_idle_table_is_compacted_and_reads_the_same() {
         .await;
     let table = {
         let catalog = server.node.catalog();
-        ringdb::node::table_id(&catalog.keyspaces["ks"].tables["wide"])
+        ringdb::schema::table_id(&catalog.keyspaces["ks"].tables["wide"])
     };
     let storage = server.node.storage().clone();
     let insert = session

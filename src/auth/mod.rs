@@ -19,9 +19,9 @@ pub use permissions::AuthResource;
 pub use roles::{AuthState, Role};
 
 use crate::config::{Authenticator, Authorizer, Config, DEFAULT_SUPERUSER};
+use crate::context::SessionContext;
 use crate::error::QueryError;
-use crate::node::Node;
-use crate::session::SessionContext;
+use crate::schema::Catalog;
 use cql::ast::Statement;
 use cql::response::ResultBody;
 use std::path::PathBuf;
@@ -235,16 +235,19 @@ pub fn is_auth_statement(stmt: &Statement) -> bool {
 /// # Errors
 /// Unauthorized with Cassandra's message, e.g.
 /// `User bob has no SELECT permission on <table ks.t> or any of its parents`.
-pub fn authorize(node: &Node, ctx: &SessionContext, stmt: &Statement) -> Result<(), QueryError> {
-    let auth = node.auth();
+pub fn authorize(
+    auth: &Auth,
+    catalog: &Catalog,
+    ctx: &SessionContext,
+    stmt: &Statement,
+) -> Result<(), QueryError> {
     if !auth.enforces_permissions() || is_auth_statement(stmt) {
         return Ok(());
     }
     let Some(user) = ctx.user.as_deref() else {
         return Err(QueryError::Unauthorized("You have not logged in".into()));
     };
-    let catalog = node.catalog();
-    let needed = permissions::required(stmt, &catalog, ctx.keyspace.as_deref());
+    let needed = permissions::required(stmt, catalog, ctx.keyspace.as_deref());
     if needed.is_empty() {
         return Ok(());
     }
@@ -265,21 +268,21 @@ pub fn authorize(node: &Node, ctx: &SessionContext, stmt: &Statement) -> Result<
 /// # Errors
 /// Invalid, Unauthorized or Syntax errors with Cassandra's messages.
 pub fn execute(
-    node: &Node,
+    auth: &Auth,
+    catalog: &Catalog,
     ctx: &SessionContext,
     stmt: &Statement,
 ) -> Result<ResultBody, QueryError> {
-    statements::execute(node, ctx, stmt)
+    statements::execute(auth, catalog, ctx, stmt)
 }
 
 /// Keeps grants in step with the schema after a DDL statement succeeded: the creator of a
 /// keyspace or table gets every permission on it (with `CassandraAuthorizer`), and the grants
 /// on a dropped keyspace or table go away, as in Cassandra.
-pub fn after_ddl(node: &Node, ctx: &SessionContext, stmt: &Statement, result: &ResultBody) {
+pub fn after_ddl(auth: &Auth, ctx: &SessionContext, stmt: &Statement, result: &ResultBody) {
     if !matches!(result, ResultBody::SchemaChange(_)) {
         return;
     }
-    let auth = node.auth();
     let keyspace_of = |name: &cql::ast::QualifiedName| {
         name.keyspace
             .clone()

@@ -5,9 +5,9 @@
 use super::permissions::AuthResource;
 use super::roles::{AuthState, Role};
 use super::{password, Auth};
+use crate::context::SessionContext;
 use crate::error::QueryError;
-use crate::node::Node;
-use crate::session::SessionContext;
+use crate::schema::Catalog;
 use bytes::Bytes;
 use cql::ast::{OptionValue, Permission, Permissions, RoleOption, Statement};
 use cql::response::{ColumnSpec, ResultBody, ResultMetadata, Rows};
@@ -19,11 +19,11 @@ use std::collections::{BTreeMap, BTreeSet};
 /// # Errors
 /// Invalid, Unauthorized or Syntax errors with Cassandra's messages.
 pub fn execute(
-    node: &Node,
+    auth: &Auth,
+    catalog: &Catalog,
     ctx: &SessionContext,
     stmt: &Statement,
 ) -> Result<ResultBody, QueryError> {
-    let auth = node.auth();
     let user = ctx.user.as_deref();
     match stmt {
         Statement::CreateRole(s) => {
@@ -50,19 +50,16 @@ pub fn execute(
         Statement::GrantRole(s) => grant_role(auth, user, &s.role, &s.grantee, true),
         Statement::RevokeRole(s) => grant_role(auth, user, &s.role, &s.revokee, false),
         Statement::GrantPermissions(s) => {
-            let catalog = node.catalog();
             let resource = AuthResource::from_ast(&s.resource, ctx.keyspace.as_deref())?;
             let perms = requested(&s.permissions, &resource)?;
-            change_permissions(auth, user, &catalog, &perms, &resource, &s.grantee, true)
+            change_permissions(auth, user, catalog, &perms, &resource, &s.grantee, true)
         }
         Statement::RevokePermissions(s) => {
-            let catalog = node.catalog();
             let resource = AuthResource::from_ast(&s.resource, ctx.keyspace.as_deref())?;
             let perms = requested(&s.permissions, &resource)?;
-            change_permissions(auth, user, &catalog, &perms, &resource, &s.revokee, false)
+            change_permissions(auth, user, catalog, &perms, &resource, &s.revokee, false)
         }
         Statement::ListPermissions(s) => {
-            let catalog = node.catalog();
             let resource = s
                 .resource
                 .as_ref()
@@ -75,7 +72,7 @@ pub fn execute(
             list_permissions(
                 auth,
                 user,
-                &catalog,
+                catalog,
                 &perms,
                 resource.as_ref(),
                 s.of.as_deref(),

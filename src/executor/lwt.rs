@@ -7,15 +7,16 @@ use crate::executor::modify::ModifyPlan;
 use crate::executor::order::compare_values;
 use crate::executor::select::serialize_column;
 use crate::executor::terms::{Bound, Markers, Term, Values};
-use crate::node::table_id;
+use crate::schema::table_id;
 use crate::schema::{ColumnKind, Table};
+use crate::shard::{CasError, Shards};
 use bytes::Bytes;
 use cql::ast::{Condition, Conditions, DeleteTarget, Expr, Operator};
 use cql::response::{ColumnSpec, ResultMetadata, Rows};
 use cql::types::{DataType, NativeType, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
-use storage::{ClusteringBound, Slice, Storage};
+use storage::{ClusteringBound, Slice};
 
 /// What a condition looks at in a column.
 #[derive(Debug, Clone)]
@@ -166,31 +167,6 @@ fn plan_one(
     })
 }
 
-/// Serialises conditional writes per partition (striped).
-pub struct PartitionLocks {
-    stripes: Vec<std::sync::Mutex<()>>,
-}
-
-impl Default for PartitionLocks {
-    fn default() -> Self {
-        PartitionLocks {
-            stripes: (0..256).map(|_| std::sync::Mutex::new(())).collect(),
-        }
-    }
-}
-
-impl PartitionLocks {
-    /// Locks the stripe of `(table, partition key)`.
-    pub fn lock(&self, table: u128, pk: &[Vec<u8>]) -> std::sync::MutexGuard<'_, ()> {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        table.hash(&mut h);
-        pk.hash(&mut h);
-        let i = (h.finish() as usize) % self.stripes.len();
-        self.stripes[i].lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 /// The current row a condition is checked against.
 struct Current {
     exists: bool,
@@ -199,7 +175,7 @@ struct Current {
 }
 
 fn read_current(
-    storage: &Storage,
+    shards: &dyn Shards,
     table: &Table,
     pk: &[Vec<u8>],
     clustering: &[Vec<u8>],
@@ -209,7 +185,7 @@ fn read_current(
     } else {
         ClusteringBound::Inclusive(clustering.to_vec())
     };
-    let read = storage.read_partition(
+    let read = shards.read(
         table_id(table),
         pk,
         &Slice {
@@ -352,8 +328,7 @@ fn check(
 /// # Errors
 /// InvalidRequest for statements spanning partitions or rows with IN.
 pub fn execute(
-    storage: &Storage,
-    locks: &PartitionLocks,
+    shards: &dyn Shards,
     plans: &[&ModifyPlan],
     values: &[&Values<'_>],
     timestamp: i64,
@@ -396,39 +371,43 @@ pub fn execute(
         }
     }
     let pk = partition.unwrap_or_default();
-    let _guard = locks.lock(table.id.as_u128(), &pk);
     let mut applied = true;
     let mut shown: Vec<(Vec<usize>, Current, bool)> = Vec::new();
-    for (i, clustering) in &rows_checked {
-        let plan = plans[*i];
-        let current = read_current(storage, &table, &pk, clustering)?;
-        let (ok, show_all, cols) = match plan.conditions() {
-            Some(PlannedConditions::IfNotExists) => (!current.exists, true, Vec::new()),
-            Some(PlannedConditions::IfExists) => (current.exists, true, Vec::new()),
-            Some(PlannedConditions::List(conds)) => {
-                let mut ok = true;
-                let mut cols: Vec<usize> = Vec::new();
-                for c in conds {
-                    if !check(c, &table, &current, values[*i])? {
-                        ok = false;
+    let mut decide = |shards: &dyn Shards| -> Result<Option<storage::Mutation>, QueryError> {
+        applied = true;
+        shown.clear();
+        for (i, clustering) in &rows_checked {
+            let plan = plans[*i];
+            let current = read_current(shards, &table, &pk, clustering)?;
+            let (ok, show_all, cols) = match plan.conditions() {
+                Some(PlannedConditions::IfNotExists) => (!current.exists, true, Vec::new()),
+                Some(PlannedConditions::IfExists) => (current.exists, true, Vec::new()),
+                Some(PlannedConditions::List(conds)) => {
+                    let mut ok = true;
+                    let mut cols: Vec<usize> = Vec::new();
+                    for c in conds {
+                        if !check(c, &table, &current, values[*i])? {
+                            ok = false;
+                        }
+                        if !cols.contains(&c.column) {
+                            cols.push(c.column);
+                        }
                     }
-                    if !cols.contains(&c.column) {
-                        cols.push(c.column);
-                    }
+                    (ok, false, cols)
                 }
-                (ok, false, cols)
+                None => (true, false, Vec::new()),
+            };
+            if !ok {
+                applied = false;
             }
-            None => (true, false, Vec::new()),
-        };
-        if !ok {
-            applied = false;
+            shown.push((cols, current, show_all));
         }
-        shown.push((cols, current, show_all));
-    }
-    if applied {
+        if !applied {
+            return Ok(None);
+        }
         let mut merged: Option<storage::Mutation> = None;
         for (plan, vals) in plans.iter().zip(values) {
-            for m in plan.mutations(vals, Some(timestamp), storage)? {
+            for m in plan.mutations(vals, Some(timestamp), shards)? {
                 match merged.as_mut() {
                     None => merged = Some(m),
                     Some(into) => {
@@ -440,11 +419,12 @@ pub fn execute(
                 }
             }
         }
-        if let Some(m) = merged {
-            storage
-                .apply(table_id(&table), &m)
-                .map_err(|e| crate::error::write_error(e, &table, &m.partition_key))?;
-        }
+        Ok(merged)
+    };
+    match shards.compare_and_set(table_id(&table), &pk, &mut decide) {
+        Ok(_) => {}
+        Err(CasError::Decide(e)) => return Err(e),
+        Err(CasError::Apply(e)) => return Err(crate::error::write_error(e, &table, &pk)),
     }
     Ok(result(&table, applied, &shown, plans.len() > 1))
 }

@@ -9,19 +9,16 @@ use crate::executor::restrictions::{
     Restrictions, SliceBounds,
 };
 use crate::executor::terms::{Bound, BoundBytes, Markers, Term, Values};
+use crate::schema::MAX_TTL;
 use crate::schema::{ColumnKind, Table};
+use crate::shard::Shards;
 use cql::ast::{Assignment, Delete, DeleteTarget, Insert, InsertValues, Update, Using};
 use cql::types::{DataType, NativeType, Value};
 use std::sync::Arc;
-use storage::{
-    ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite, Storage,
-};
+use storage::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite};
 
 /// A collection element: (element key, serialized value).
 type ElementCell = (Vec<u8>, Vec<u8>);
-
-/// Cassandra's maximum TTL: 20 years.
-pub const MAX_TTL: i64 = 630_720_000;
 
 /// What to do to one column.
 #[derive(Debug, Clone)]
@@ -670,10 +667,10 @@ impl ModifyPlan {
         &self,
         values: &Values<'_>,
         default_timestamp: Option<i64>,
-        storage: &Storage,
+        shards: &dyn Shards,
     ) -> Result<Vec<Mutation>, QueryError> {
         if let Some(resolved) = self.resolve_json(values)? {
-            return resolved.mutations(values, default_timestamp, storage);
+            return resolved.mutations(values, default_timestamp, shards);
         }
         let table = &self.table;
         let timestamp = match &self.timestamp {
@@ -761,7 +758,7 @@ impl ModifyPlan {
                     let col = &table.columns[*i];
                     if (col.kind == ColumnKind::Static) == statics {
                         let row = (pk_bytes.as_slice(), clustering);
-                        self.column_writes(col, op, values, (timestamp, ttl), storage, row, out)?;
+                        self.column_writes(col, op, values, (timestamp, ttl), shards, row, out)?;
                     }
                 }
                 Ok::<(), QueryError>(())
@@ -808,7 +805,7 @@ impl ModifyPlan {
         op: &Op,
         values: &Values<'_>,
         (timestamp, ttl): (i64, Option<u32>),
-        storage: &Storage,
+        shards: &dyn Shards,
         (pk, clustering): (&[Vec<u8>], &[Vec<u8>]),
         out: &mut Vec<ColumnWrite>,
     ) -> Result<(), QueryError> {
@@ -904,7 +901,7 @@ impl ModifyPlan {
                     }
                 }
                 Bound::Value(Value::List(remove)) => {
-                    let current = read_collection(storage, &self.table, pk, clustering, col)?;
+                    let current = read_collection(shards, &self.table, pk, clustering, col)?;
                     let remove: Vec<Vec<u8>> = remove.iter().map(Value::to_bytes).collect();
                     for (key, value) in current {
                         if remove.contains(&value) {
@@ -933,7 +930,7 @@ impl ModifyPlan {
                     let Value::Int(idx) = key else {
                         return Err(QueryError::invalid("Invalid list index"));
                     };
-                    let current = read_collection(storage, &self.table, pk, clustering, col)?;
+                    let current = read_collection(shards, &self.table, pk, clustering, col)?;
                     let n = current.len();
                     current
                         .into_iter()
@@ -993,7 +990,7 @@ impl ModifyPlan {
                     let Value::Int(idx) = key else {
                         return Err(QueryError::invalid("Invalid list index"));
                     };
-                    let current = read_collection(storage, &self.table, pk, clustering, col)?;
+                    let current = read_collection(shards, &self.table, pk, clustering, col)?;
                     if let Some((k, _)) = current
                         .into_iter()
                         .nth(usize::try_from(idx).unwrap_or(usize::MAX))
@@ -1113,7 +1110,7 @@ fn element_writes(
 /// The live elements (key, value) of a collection column of one row, for list operations that
 /// need the current positions (Cassandra reads before writing for these too).
 fn read_collection(
-    storage: &Storage,
+    shards: &dyn Shards,
     table: &Table,
     pk: &[Vec<u8>],
     clustering: &[Vec<u8>],
@@ -1134,7 +1131,7 @@ fn read_collection(
         limit: Some(1),
         cursor: None,
     };
-    let read = storage.read_partition(crate::node::table_id(table), pk, &slice)?;
+    let read = shards.read(crate::schema::table_id(table), pk, &slice)?;
     let cells = if col.kind == ColumnKind::Static {
         read.static_cells.get(&col.id).cloned()
     } else {

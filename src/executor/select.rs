@@ -10,8 +10,9 @@ use crate::executor::restrictions::{
 };
 use crate::executor::selection::{plan_group_by, plan_selector, Grouper, Selection};
 use crate::executor::terms::{Bound, Markers, Term, Values};
-use crate::node::table_id;
+use crate::schema::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
+use crate::shard::Shards;
 use bytes::{BufMut, Bytes, BytesMut};
 use cql::ast::{Operator, Order, Select};
 use cql::response::{ColumnSpec, EncodedRows, ResultBody, ResultMetadata, Rows};
@@ -20,7 +21,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use storage::{ColumnValue, Cursor, Slice, Storage, TokenRange};
+use storage::{ColumnValue, Cursor, Slice, TokenRange};
 
 const MIN_TOKEN: i64 = i64::MIN;
 
@@ -333,7 +334,7 @@ impl SelectPlan {
     /// InvalidRequest for bad values, ProtocolError for a foreign paging state.
     pub fn execute(
         &self,
-        storage: &Storage,
+        shards: &dyn Shards,
         values: &Values<'_>,
         page_size: Option<i32>,
         paging_state: Option<&Bytes>,
@@ -438,7 +439,7 @@ impl SelectPlan {
                             limit: Some(batch),
                             cursor: cursor.take(),
                         };
-                        let read = storage.read_partition(table_id(&self.table), pk, &slice);
+                        let read = shards.read(table_id(&self.table), pk, &slice);
                         slices[slice_index] = (slice.start, slice.end);
                         let read = read?;
                         let static_only = read.rows.is_empty()
@@ -532,7 +533,7 @@ impl SelectPlan {
                         .unwrap_or(1000)
                         .clamp(1, 5000);
                     let page_read =
-                        storage.scan(table_id(&self.table), range, batch, cursor.as_ref())?;
+                        shards.scan(table_id(&self.table), range, batch, cursor.as_ref())?;
                     for p in &page_read.partitions {
                         if last_pk.as_ref() != Some(&p.partition_key) {
                             last_pk = Some(p.partition_key.clone());

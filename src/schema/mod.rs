@@ -1,11 +1,13 @@
 //! The schema catalog: keyspaces, tables, columns and user types, with their persisted form.
 
 mod ddl;
+mod layout;
 mod options;
 mod persist;
 
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
-pub use options::{KeyspaceParams, TableParams};
+pub use layout::{layout_of, table_id};
+pub use options::{KeyspaceParams, TableParams, MAX_TTL};
 pub use persist::{load_catalog, save_catalog};
 
 use cql::types::{DataType, UserType};

@@ -1,5 +1,8 @@
 //! Keyspace replication and table options: validation, Cassandra's defaults and normalisation.
 
+/// Cassandra's maximum TTL: 20 years.
+pub const MAX_TTL: i64 = 630_720_000;
+
 use crate::error::QueryError;
 use cql::ast::OptionValue;
 use serde::{Deserialize, Serialize};
@@ -347,10 +350,10 @@ impl TableParams {
                             "default_time_to_live must be greater than or equal to 0 (got {v})"
                         )));
                     }
-                    if i64::from(v) > crate::executor::modify::MAX_TTL {
+                    if i64::from(v) > MAX_TTL {
                         return Err(QueryError::Config(format!(
                             "default_time_to_live must be less than or equal to {} (got {v})",
-                            crate::executor::modify::MAX_TTL
+                            MAX_TTL
                         )));
                     }
                     self.default_time_to_live = v;

@@ -13,6 +13,9 @@ use cql::ast::Statement;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// The CQL version advertised in SUPPORTED and `system.local` (Cassandra 4.1).
+pub const CQL_VERSION: &str = "3.4.6";
+
 /// The one datacenter of a ringdb node.
 pub const DATA_CENTER: &str = "datacenter1";
 /// The one rack of a ringdb node.

@@ -1,7 +1,7 @@
 //! System tables about the token ring and its physical partitions, from storage statistics:
 //! `system.size_estimates`, `system.table_estimates` and `system_views.physical_partitions`.
 
-use crate::node::table_id;
+use crate::schema::table_id;
 use crate::schema::{is_system_keyspace, Catalog};
 use cql::types::Value;
 use storage::Storage;

@@ -1,9 +1,9 @@
 //! Row generation for the system tables, from node facts and the catalog.
 
+use super::CQL_VERSION;
 use super::{is_virtual_keyspace, DATA_CENTER, PARTITIONER, RACK, RELEASE_VERSION};
 use crate::auth::AuthState;
 use crate::schema::{Catalog, Table};
-use crate::session::CQL_VERSION;
 use bytes::Bytes;
 use cql::types::Value;
 use std::collections::BTreeMap;

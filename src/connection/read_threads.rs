@@ -9,11 +9,15 @@
 //! requests arrive no faster than it answers them (say a client that is itself the
 //! bottleneck) keeps every read inline and leaves the spare cores to others.
 
+use crate::config::Config;
+use crate::context::SessionContext;
+use crate::executor::Known;
 use crate::node::Node;
-use crate::session::{Session, SessionContext};
+use crate::prepared::PreparedStatement;
+use crate::session::Session;
 use bytes::BytesMut;
 use cql::request::Request;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
@@ -51,6 +55,8 @@ pub(crate) struct ReadJob {
     pub ctx: SessionContext,
     /// The EXECUTE request.
     pub request: Request,
+    /// Its prepared statement, looked up by the dispatch step.
+    pub prepared: Arc<PreparedStatement>,
     /// The request's protocol version.
     pub version: u8,
     /// The request's stream id.
@@ -62,12 +68,10 @@ pub(crate) struct ReadJob {
 }
 
 /// The read threads and the queue that feeds them.
-pub(crate) struct ReadOffload {
+pub struct ReadOffload {
     tx: Option<flume::Sender<Box<ReadJob>>>,
     /// Reads handed over and not yet answered.
     queued: Arc<AtomicUsize>,
-    /// Reads handed over since the start.
-    handed: AtomicU64,
     /// Most reads waiting for the read threads.
     limit: usize,
     /// Work a connection must have buffered before it hands a read over, in nanoseconds.
@@ -81,6 +85,21 @@ pub(crate) struct ReadOffload {
 }
 
 impl ReadOffload {
+    /// Starts the read threads `config` asks for (`read_threads`, `read_offload_*_us`).
+    ///
+    /// # Errors
+    /// When a thread cannot be started.
+    pub fn from_config(config: &Config) -> std::io::Result<ReadOffload> {
+        ReadOffload::start(
+            config.read_threads(),
+            OffloadRule {
+                after: Duration::from_micros(config.read_offload_after_us),
+                min_request: Duration::from_micros(config.read_offload_min_request_us),
+                wake: Duration::from_micros(config.read_offload_wake_us),
+            },
+        )
+    }
+
     /// Starts `threads` read threads (none: every read runs inline), taking reads while
     /// fewer than `DEPTH` per thread wait, from connections whose requests take
     /// `rule.min_request` or more each and with at least `rule.after` of work buffered
@@ -95,7 +114,6 @@ impl ReadOffload {
             return Ok(ReadOffload {
                 tx: None,
                 queued,
-                handed: AtomicU64::new(0),
                 limit: 0,
                 after_ns,
                 min_request_ns,
@@ -113,7 +131,6 @@ impl ReadOffload {
         Ok(ReadOffload {
             tx: Some(tx),
             queued,
-            handed: AtomicU64::new(0),
             limit: threads.saturating_mul(DEPTH),
             after_ns,
             min_request_ns,
@@ -140,21 +157,15 @@ impl ReadOffload {
             return Err(job);
         };
         self.queued.fetch_add(1, Ordering::Relaxed);
+        // Counted before it leaves: a send fails only once every read thread is gone.
+        job.node.count_read_handed_over();
         match tx.send(job) {
-            Ok(()) => {
-                self.handed.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(e) => {
                 self.queued.fetch_sub(1, Ordering::Relaxed);
                 Err(e.into_inner())
             }
         }
-    }
-
-    /// Reads handed to the read threads since the start.
-    pub(crate) fn handed_over(&self) -> u64 {
-        self.handed.load(Ordering::Relaxed)
     }
 }
 
@@ -198,15 +209,18 @@ fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
             session,
             ctx,
             request,
+            prepared,
             version,
             stream,
             permit,
             slot,
         } = *job;
-        let run = std::panic::AssertUnwindSafe(|| node.execute(&ctx, request, version));
+        let run = std::panic::AssertUnwindSafe(|| {
+            crate::executor::execute(&node, &ctx, request, Known::Prepared(prepared))
+        });
         let response = std::panic::catch_unwind(run).unwrap_or_else(|_| {
             warn!("request panicked");
-            crate::connection::internal_error()
+            crate::error::internal_error()
         });
         drop(slot);
         let p = match pending.take() {

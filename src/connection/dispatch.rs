@@ -1,0 +1,315 @@
+//! The dispatch step: one decoded request frame goes to the session (connection-state
+//! requests), or is routed by its plan to run inline on the connection's task, on a read
+//! thread, or on the blocking pool. Each request's prepared statement is looked up once here
+//! and each QUERY parsed once here; both are handed on to the executor.
+
+use super::answered::{Answered, FLUSH_EVERY_ANSWERS};
+use super::read_threads::{ReadJob, ReadOffload};
+use crate::config::{CommitlogSync, Config};
+use crate::context::SessionContext;
+use crate::error::{internal_error, QueryError};
+use crate::executor::{self, Known};
+use crate::node::Node;
+use crate::planner::Inline;
+use crate::prepared::PreparedStatement;
+use bytes::Bytes;
+use cql::ast::Statement;
+use cql::frame::{self, Frame, Opcode};
+use cql::request::{Consistency, Request};
+use cql::response::{ErrorBody, Response};
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::warn;
+
+/// Where a request runs.
+enum Route {
+    /// On the connection's own task (a read may go to a read thread instead): a prepared
+    /// statement whose current plan is cheap and bounded.
+    Inline(Inline, Arc<PreparedStatement>),
+    /// On the blocking pool, bounded by the timeout of its kind.
+    Pool(RequestKind, Known),
+}
+
+/// Decides where `request` runs, from its plan. One prepared-statement lookup (EXECUTE) or
+/// one parse (QUERY), both handed on.
+///
+/// # Errors
+/// The QUERY's syntax error.
+fn route(node: &Node, ctx: &SessionContext, request: &Request) -> Result<Route, QueryError> {
+    match request {
+        Request::Execute(e) => {
+            let Some(prepared) = node.prepared().get(&e.id) else {
+                // The executor answers Unprepared.
+                return Ok(Route::Pool(RequestKind::Other, Known::Nothing));
+            };
+            if let Some(inline) = runs_inline(node, ctx, &prepared) {
+                return Ok(Route::Inline(inline, prepared));
+            }
+            let kind = RequestKind::of(&prepared.statement);
+            Ok(Route::Pool(kind, Known::Prepared(prepared)))
+        }
+        Request::Query(q) => {
+            let statement = cql::parse_statement(&q.query)?;
+            let kind = RequestKind::of(&statement);
+            Ok(Route::Pool(kind, Known::Parsed(Box::new(statement))))
+        }
+        Request::Batch(_) => Ok(Route::Pool(
+            RequestKind::Write { batch: true },
+            Known::Nothing,
+        )),
+        _ => Ok(Route::Pool(RequestKind::Other, Known::Nothing)),
+    }
+}
+
+/// How a prepared statement may run on the connection's own task: its stored plan is current
+/// and cheap (see [`crate::planner::CachedPlan::runs_inline`]) and fjall would not stall its
+/// writes. `None` (the blocking pool) for anything else, a first execution included.
+fn runs_inline(node: &Node, ctx: &SessionContext, prepared: &PreparedStatement) -> Option<Inline> {
+    let cached = prepared.cached_plan()?;
+    let keyspace = prepared.keyspace.as_ref().or(ctx.keyspace.as_ref());
+    if !cached.is_current(node.catalog().version, keyspace) {
+        return None;
+    }
+    let inline =
+        cached.runs_inline(matches!(node.config().commitlog_sync, CommitlogSync::Batch))?;
+    // A write fjall would stall goes to the blocking pool, where sleeping is harmless and the
+    // node-wide request slots bound the queue (beyond them: Overloaded).
+    let stalled = cached
+        .written_tables()
+        .any(|t| node.shards().write_stalled(crate::schema::table_id(t)));
+    (!stalled).then_some(inline)
+}
+
+/// Routes one request frame, `backlog` more being buffered behind it. Returns false when the
+/// connection must close.
+pub(super) fn dispatch(
+    frame: Frame,
+    session: &Arc<crate::session::Session>,
+    node: &Arc<Node>,
+    reads: &ReadOffload,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    answered: &mut Answered,
+    backlog: usize,
+) -> bool {
+    let header = frame.header;
+    let version = header.version;
+    let stream = header.stream;
+    let established = session.version_or(version);
+    if established != version {
+        session.send_uncompressed(
+            established,
+            stream,
+            &Response::Error(ErrorBody::ProtocolError(format!(
+                "Invalid message version. Got {version} but previous messages on this connection had version {established}"
+            ))),
+        );
+        return true;
+    }
+    let body: Bytes = if header.flags & frame::flags::COMPRESSION != 0 {
+        match session.decompress(&frame.body, node.config().max_frame_bytes as usize) {
+            Ok(b) => b,
+            Err(message) => {
+                session.send(
+                    version,
+                    stream,
+                    &Response::Error(ErrorBody::ProtocolError(message)),
+                );
+                return true;
+            }
+        }
+    } else {
+        frame.body
+    };
+    let request = match Request::decode_shared(header.flags, header.opcode, version, &body) {
+        Ok((r, _custom_payload)) => r,
+        Err(e) => {
+            session.send(
+                version,
+                stream,
+                &Response::Error(ErrorBody::ProtocolError(e.to_string())),
+            );
+            return true;
+        }
+    };
+    if matches!(
+        request,
+        Request::Startup(_) | Request::Options | Request::Register(_) | Request::AuthResponse(_)
+    ) {
+        // Connection-state requests are answered in order, on the reader.
+        session.handle_control(request, version, stream, node);
+        drop(permit);
+        return !session.is_closing();
+    }
+    if !session.is_ready() {
+        let name = Opcode::from_u8(header.opcode)
+            .map(|o| format!("{o:?}").to_uppercase())
+            .unwrap_or_else(|| format!("0x{:02x}", header.opcode));
+        session.send(
+            version,
+            stream,
+            &Response::Error(ErrorBody::ProtocolError(format!(
+                "Unexpected message {name}, expecting {}",
+                session.expecting()
+            ))),
+        );
+        return true;
+    }
+    // Bounded work: past the node-wide limit a request is refused, not queued.
+    let Some(slot) = node.try_start_request() else {
+        session.send(
+            version,
+            stream,
+            &Response::Error(ErrorBody::Overloaded(
+                "Too many requests in flight on this node; retry later".into(),
+            )),
+        );
+        session.release_after_write(permit);
+        return true;
+    };
+    let ctx = session.context();
+    let route = match route(node, &ctx, &request) {
+        Ok(route) => route,
+        Err(e) => {
+            drop(slot);
+            session.send(version, stream, &Response::Error(e.to_error_body()));
+            session.release_after_write(permit);
+            return true;
+        }
+    };
+    let (inline, prepared) = match route {
+        Route::Inline(inline, prepared) => (inline, prepared),
+        Route::Pool(kind, known) => {
+            tracing::trace!(?kind, stream, "request runs on the blocking pool");
+            let timeout = kind.timeout(node.config());
+            let session = session.clone();
+            let node = node.clone();
+            tokio::spawn(async move {
+                let work = tokio::task::spawn_blocking(move || {
+                    let response = executor::execute(&node, &ctx, request, known);
+                    drop(slot);
+                    response
+                });
+                let response = match tokio::time::timeout(timeout, work).await {
+                    Ok(Ok(r)) => r,
+                    Ok(Err(e)) => {
+                        warn!(error = %e, "request task failed");
+                        internal_error()
+                    }
+                    Err(_) => Response::Error(kind.timeout_error()),
+                };
+                session.apply_effects(&response);
+                session.send(version, stream, &response);
+                session.release_after_write(permit);
+            });
+            return true;
+        }
+    };
+    // A read may go to a read thread when this connection has enough work buffered.
+    let times = answered.run_times;
+    let buffered_ns = (backlog as u64).saturating_mul(times.all_ns);
+    let (ctx, request, prepared, permit, slot) =
+        if inline == Inline::Read && reads.wants(times.read_ns, buffered_ns) {
+            let job = Box::new(ReadJob {
+                node: node.clone(),
+                session: session.clone(),
+                ctx,
+                request,
+                prepared,
+                version,
+                stream,
+                permit,
+                slot,
+            });
+            match reads.offer(job) {
+                Ok(()) => return true,
+                Err(job) => (job.ctx, job.request, job.prepared, job.permit, job.slot),
+            }
+        } else {
+            (ctx, request, prepared, permit, slot)
+        };
+    // Cheap and bounded: a hop to the blocking pool would cost more than the work.
+    let started = std::time::Instant::now();
+    let mut response = None;
+    let mut input = Some((request, prepared));
+    let mut run = || {
+        if let Some((request, prepared)) = input.take() {
+            response = Some(executor::execute(
+                node,
+                &ctx,
+                request,
+                Known::Prepared(prepared),
+            ));
+        }
+    };
+    let owed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        node.shards().deferring_sync(&mut run)
+    }));
+    let (response, owed) = match (owed, response) {
+        (Ok(owed), Some(response)) => (response, owed),
+        _ => {
+            warn!("request panicked");
+            (internal_error(), true)
+        }
+    };
+    answered.journal_flush_owed |= owed;
+    let took = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
+    answered.run_times.record(inline, took);
+    drop(slot);
+    if answered.frames.capacity() == 0 {
+        answered.frames.reserve(answered.room);
+        answered.permits.reserve(FLUSH_EVERY_ANSWERS);
+    }
+    session.encode_into(version, stream, &response, &mut answered.frames);
+    answered.permits.push(permit);
+    true
+}
+
+/// What a request does, for its timeout and its timeout error.
+#[derive(Debug, Clone, Copy)]
+enum RequestKind {
+    Read,
+    Write { batch: bool },
+    Other,
+}
+
+impl RequestKind {
+    /// The kind of a statement.
+    fn of(statement: &Statement) -> RequestKind {
+        match statement {
+            Statement::Select(_) => RequestKind::Read,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                RequestKind::Write { batch: false }
+            }
+            Statement::Batch(_) => RequestKind::Write { batch: true },
+            _ => RequestKind::Other,
+        }
+    }
+
+    fn timeout(self, config: &Config) -> Duration {
+        Duration::from_millis(match self {
+            RequestKind::Read => config.read_request_timeout_ms,
+            RequestKind::Write { .. } => config.write_request_timeout_ms,
+            RequestKind::Other => config.request_timeout_ms,
+        })
+    }
+
+    fn timeout_error(self) -> ErrorBody {
+        let message = "Operation timed out - received only 0 responses.".to_string();
+        match self {
+            RequestKind::Read | RequestKind::Other => ErrorBody::ReadTimeout {
+                message,
+                consistency: Consistency::One,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            },
+            RequestKind::Write { batch } => ErrorBody::WriteTimeout {
+                message,
+                consistency: Consistency::One,
+                received: 0,
+                block_for: 1,
+                write_type: if batch { "BATCH" } else { "SIMPLE" }.to_string(),
+            },
+        }
+    }
+}

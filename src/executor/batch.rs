@@ -1,0 +1,85 @@
+//! The BATCH message: each statement (text or prepared id) is planned and bound with its own
+//! values; conditional batches run as one compare-and-set, the others as one atomic write.
+
+use super::terms::{Markers, Values};
+use super::{apply, clock, lwt, modify::ModifyPlan};
+use crate::context::SessionContext;
+use crate::error::QueryError;
+use crate::node::Node;
+use crate::planner::{self, Plan};
+use cql::response::{ColumnSpec, ResultBody};
+use std::sync::Arc;
+
+/// Runs a BATCH message.
+pub(super) fn batch(
+    node: &Node,
+    ctx: &SessionContext,
+    batch: &cql::request::Batch,
+) -> Result<ResultBody, QueryError> {
+    if batch.statements.len() > u16::MAX as usize {
+        return Err(QueryError::invalid("Too many statements in BATCH"));
+    }
+    let ts = batch.timestamp.unwrap_or_else(clock::next_timestamp);
+    let catalog = node.catalog();
+    let shards = node.shards();
+    let mut writes = Vec::new();
+    let mut counters = Vec::new();
+    let mut planned: Vec<(ModifyPlan, Vec<ColumnSpec>, usize)> = Vec::new();
+    for entry in &batch.statements {
+        let (stmt, ctx_ks) = match &entry.kind {
+            cql::request::BatchStatementKind::Query(text) => {
+                (Arc::new(cql::parse_statement(text)?), ctx.keyspace.clone())
+            }
+            cql::request::BatchStatementKind::Prepared(id) => {
+                let p = node
+                    .prepared()
+                    .get(id)
+                    .ok_or_else(|| QueryError::Unprepared(id.clone()))?;
+                (
+                    Arc::new(p.statement.clone()),
+                    p.keyspace.clone().or_else(|| ctx.keyspace.clone()),
+                )
+            }
+        };
+        let inner_ctx = SessionContext {
+            keyspace: ctx_ks,
+            peer: ctx.peer,
+            user: ctx.user.clone(),
+        };
+        crate::auth::authorize(node.auth(), &catalog, &inner_ctx, &stmt)?;
+        let mut markers = Markers::default();
+        let plan = match planner::plan(&catalog, &inner_ctx, &stmt, &mut markers)? {
+            Some(Plan::Modify(m)) => m,
+            _ => {
+                return Err(QueryError::invalid(
+                    "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
+                ))
+            }
+        };
+        counters.push(plan.table().is_counter());
+        planned.push((plan, markers.specs, planned.len()));
+    }
+    let bound: Vec<Values<'_>> = planned
+        .iter()
+        .zip(&batch.statements)
+        .map(|((_, specs, _), entry)| Values::new(&entry.values, None, specs))
+        .collect::<Result<_, _>>()?;
+    if planned.iter().any(|(p, _, _)| p.conditions().is_some()) {
+        let refs: Vec<&ModifyPlan> = planned.iter().map(|(p, _, _)| p).collect();
+        let vals: Vec<&Values<'_>> = bound.iter().collect();
+        return Ok(ResultBody::Rows(lwt::execute(shards, &refs, &vals, ts)?));
+    }
+    for ((plan, _, _), values) in planned.iter().zip(&bound) {
+        for m in plan.mutations(values, Some(ts), shards)? {
+            writes.push((plan.table().clone(), m));
+        }
+    }
+    let kind = match batch.batch_type {
+        cql::request::BatchType::Logged => cql::ast::BatchType::Logged,
+        cql::request::BatchType::Unlogged => cql::ast::BatchType::Unlogged,
+        cql::request::BatchType::Counter => cql::ast::BatchType::Counter,
+    };
+    planner::check_batch_kind(kind, counters.into_iter())?;
+    apply(shards, writes)?;
+    Ok(ResultBody::Void)
+}

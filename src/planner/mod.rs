@@ -1,0 +1,230 @@
+//! Planning: a parsed statement and the catalog give a [`Plan`] (tables resolved, restrictions
+//! and conditions checked, bind markers typed), which the executor runs with bound values.
+
+use crate::context::SessionContext;
+use crate::error::QueryError;
+use crate::executor::modify::ModifyPlan;
+use crate::executor::select::SelectPlan;
+use crate::executor::terms::{Markers, Term};
+use crate::executor::virtual_select::VirtualSelect;
+use crate::schema::{self, Catalog, Table};
+use cql::ast::{BatchType, QualifiedName, Statement};
+use cql::response::ColumnSpec;
+use std::sync::Arc;
+
+/// A statement planned against the catalog.
+pub(crate) enum Plan {
+    /// SELECT on a system table.
+    Virtual(VirtualSelect),
+    /// SELECT on a user table.
+    Select(SelectPlan),
+    /// INSERT, UPDATE or DELETE.
+    Modify(ModifyPlan),
+    /// BEGIN BATCH ... APPLY BATCH, with the batch's own `USING TIMESTAMP`.
+    Batch(Vec<ModifyPlan>, Option<Term>),
+}
+
+/// A prepared statement's plan, kept with the statement so EXECUTE binds values without
+/// re-planning; valid while the catalog version and the keyspace it was planned in hold.
+pub(crate) struct CachedPlan {
+    /// Catalog version the plan was made against.
+    pub(crate) catalog_version: uuid::Uuid,
+    /// Keyspace unqualified names resolved in.
+    pub(crate) keyspace: Option<Arc<str>>,
+    /// The plan.
+    pub(crate) plan: Plan,
+    /// The statement's bind markers, in order.
+    pub(crate) markers: Vec<ColumnSpec>,
+}
+
+impl std::fmt::Debug for CachedPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CachedPlan")
+    }
+}
+
+/// What a request that runs on the connection's own task does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inline {
+    /// Reads only: owes no journal flush, so it may also run on a read thread.
+    Read,
+    /// Writes: its journal flush is shared with the requests answered beside it.
+    Write,
+}
+
+impl CachedPlan {
+    /// True when the plan is still valid for the catalog version and keyspace given.
+    pub(crate) fn is_current(&self, version: uuid::Uuid, keyspace: Option<&Arc<str>>) -> bool {
+        self.catalog_version == version && self.keyspace.as_ref() == keyspace
+    }
+
+    /// The tables the statement writes (none for a SELECT).
+    pub(crate) fn written_tables(&self) -> impl Iterator<Item = &Arc<Table>> {
+        let plans: &[ModifyPlan] = match &self.plan {
+            Plan::Modify(m) => std::slice::from_ref(m),
+            Plan::Batch(plans, _) => plans,
+            Plan::Select(_) | Plan::Virtual(_) => &[],
+        };
+        plans.iter().map(ModifyPlan::table)
+    }
+
+    /// True for statements cheap and bounded enough to run on the connection's own task
+    /// instead of hopping to the blocking pool: unconditional writes (unless every write
+    /// waits for an fsync) and reads of named partitions without filtering or aggregation.
+    pub(crate) fn runs_inline(&self, fsync_per_write: bool) -> Option<Inline> {
+        let inline = match &self.plan {
+            Plan::Select(s) => return s.is_partition_read().then_some(Inline::Read),
+            Plan::Modify(m) => m.conditions().is_none() && !fsync_per_write,
+            Plan::Batch(plans, _) => {
+                !fsync_per_write
+                    && plans.len() <= 16
+                    && plans.iter().all(|p| p.conditions().is_none())
+            }
+            Plan::Virtual(_) => false,
+        };
+        inline.then_some(Inline::Write)
+    }
+}
+
+/// Plans SELECT, INSERT, UPDATE, DELETE and BATCH statements; `None` for the others.
+///
+/// # Errors
+/// Invalid requests with Cassandra's messages (unknown tables, bad restrictions, ...).
+pub(crate) fn plan(
+    catalog: &Catalog,
+    ctx: &SessionContext,
+    stmt: &Statement,
+    markers: &mut Markers,
+) -> Result<Option<Plan>, QueryError> {
+    Ok(Some(match stmt {
+        Statement::Select(select) => {
+            let table = resolve_table(catalog, ctx, &select.table)?;
+            if schema::is_system_keyspace(&table.keyspace) {
+                Plan::Virtual(VirtualSelect::plan(select, table, markers)?)
+            } else {
+                Plan::Select(SelectPlan::plan(select, table, markers)?)
+            }
+        }
+        Statement::Insert(s) => Plan::Modify(ModifyPlan::insert(
+            s,
+            writable_table(catalog, ctx, &s.table)?,
+            markers,
+        )?),
+        Statement::Update(s) => Plan::Modify(ModifyPlan::update(
+            s,
+            writable_table(catalog, ctx, &s.table)?,
+            markers,
+        )?),
+        Statement::Delete(s) => Plan::Modify(ModifyPlan::delete(
+            s,
+            writable_table(catalog, ctx, &s.table)?,
+            markers,
+        )?),
+        Statement::Batch(b) => {
+            let timestamp = match &b.using.timestamp {
+                Some(e) => Some(markers.term_named(
+                    e,
+                    &cql::types::DataType::Native(cql::types::NativeType::Bigint),
+                    "",
+                    "",
+                    "[timestamp]",
+                    "[timestamp]",
+                )?),
+                None => None,
+            };
+            let mut plans = Vec::new();
+            for inner in &b.statements {
+                match plan(catalog, ctx, inner, markers)? {
+                    Some(Plan::Modify(m)) => plans.push(m),
+                    _ => {
+                        return Err(QueryError::invalid(
+                            "Only INSERT, UPDATE and DELETE statements are allowed in a BATCH",
+                        ))
+                    }
+                }
+            }
+            check_batch_kind(b.batch_type, plans.iter().map(|p| p.table().is_counter()))?;
+            if timestamp.is_some() && plans.iter().any(ModifyPlan::has_timestamp) {
+                return Err(QueryError::invalid(
+                    "Timestamp must be set either on BATCH or individual statements",
+                ));
+            }
+            Plan::Batch(plans, timestamp)
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Looks a table up, from the session keyspace when unqualified.
+///
+/// # Errors
+/// Invalid when no keyspace is given or the keyspace or table does not exist.
+pub(crate) fn resolve_table(
+    catalog: &Catalog,
+    ctx: &SessionContext,
+    name: &QualifiedName,
+) -> Result<Arc<Table>, QueryError> {
+    let ks = name
+        .keyspace
+        .as_deref()
+        .or(ctx.keyspace.as_deref())
+        .ok_or_else(|| {
+            QueryError::invalid(
+                "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
+            )
+        })?;
+    if !catalog.keyspaces.contains_key(ks) {
+        return Err(QueryError::invalid(format!("Keyspace {ks} does not exist")));
+    }
+    catalog
+        .table(ks, &name.name)
+        .cloned()
+        .ok_or_else(|| QueryError::invalid(format!("unconfigured table {}", name.name)))
+}
+
+/// A table that statements may write: not one of the system keyspaces'.
+fn writable_table(
+    catalog: &Catalog,
+    ctx: &SessionContext,
+    name: &QualifiedName,
+) -> Result<Arc<Table>, QueryError> {
+    let table = resolve_table(catalog, ctx, name)?;
+    if schema::is_system_keyspace(&table.keyspace) {
+        return Err(QueryError::Unauthorized(format!(
+            "{} keyspace is not user-modifiable.",
+            table.keyspace
+        )));
+    }
+    Ok(table)
+}
+
+/// Counter batches hold only counter updates; other batches none.
+///
+/// # Errors
+/// Invalid with Cassandra's message when a statement does not fit the batch's kind.
+pub(crate) fn check_batch_kind(
+    kind: BatchType,
+    counters: impl Iterator<Item = bool>,
+) -> Result<(), QueryError> {
+    for is_counter in counters {
+        match (kind, is_counter) {
+            (BatchType::Counter, false) => {
+                return Err(QueryError::invalid(
+                    "Cannot include non-counter statement in a counter batch",
+                ))
+            }
+            (BatchType::Logged, true) => {
+                return Err(QueryError::invalid(
+                    "Cannot include a counter statement in a logged batch",
+                ))
+            }
+            (BatchType::Unlogged, true) => {
+                return Err(QueryError::invalid(
+                    "Counter and non-counter mutations cannot exist in the same batch",
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! How a catalog table maps onto storage: its storage id and its [`TableLayout`] (key types,
+//! clustering order, column ids, the point-read columns and gc grace).
+
+use super::{ClusteringOrder, ColumnKind, Table};
+use storage::{TableId, TableLayout};
+
+/// The storage layout of a catalog table.
+pub fn layout_of(table: &Table) -> TableLayout {
+    TableLayout {
+        partition_key: table.partition_key().map(|c| c.data_type.clone()).collect(),
+        clustering: table
+            .clustering()
+            .map(|c| {
+                let order = match c.order {
+                    ClusteringOrder::Asc => storage::Order::Asc,
+                    ClusteringOrder::Desc => storage::Order::Desc,
+                };
+                (c.data_type.clone(), order)
+            })
+            .collect(),
+        columns: table
+            .columns
+            .iter()
+            .filter(|c| matches!(c.kind, ColumnKind::Regular | ColumnKind::Static))
+            .map(|c| (c.id, c.data_type.clone()))
+            .collect(),
+        point_row_columns: {
+            let regular = table
+                .columns
+                .iter()
+                .filter(|c| c.kind == ColumnKind::Regular);
+            (!regular.clone().any(|c| c.data_type.is_multi_cell()))
+                .then(|| regular.map(|c| c.id).collect())
+        },
+        gc_grace_seconds: u32::try_from(table.params.gc_grace_seconds).unwrap_or(0),
+    }
+}
+
+/// The storage id of a catalog table.
+pub fn table_id(table: &Table) -> TableId {
+    TableId(table.id.as_u128())
+}
