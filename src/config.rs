@@ -12,6 +12,7 @@ pub const DEFAULT_SUPERUSER: &str = "cassandra";
 
 /// When an acknowledged write is made durable (Cassandra's `commitlog_sync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(rename_all = "lowercase")]
 pub enum CommitlogSync {
     /// Written to the OS before the ack; fsynced in the background (Cassandra's default).
@@ -23,6 +24,7 @@ pub enum CommitlogSync {
 
 /// Who may connect (Cassandra's `authenticator`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[cfg_attr(test, derive(serde::Serialize))]
 pub enum Authenticator {
     /// Anyone connects without credentials (the embedded quick start).
     #[default]
@@ -33,6 +35,7 @@ pub enum Authenticator {
 
 /// What a logged-in role may do (Cassandra's `authorizer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[cfg_attr(test, derive(serde::Serialize))]
 pub enum Authorizer {
     /// Every statement is allowed.
     #[default]
@@ -43,6 +46,7 @@ pub enum Authorizer {
 
 /// A secret setting: deserialised as a plain string, never printed by `Debug`.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -65,7 +69,8 @@ impl std::fmt::Debug for Secret {
 }
 
 /// Every setting of a ringdb node. Each key of the TOML file has the same name.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Address the CQL listener binds.
@@ -571,3 +576,7 @@ mod tests {
         assert!(toml::from_str::<Config>("no_such_setting = 1").is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod example_tests;
