@@ -2,24 +2,25 @@
 //! keyspace each, see [`crate::ring`]), the meta (system) keyspace, write locks, the split
 //! workers and the commit-log sync policy.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-use smallvec::SmallVec;
 
+use crate::clock::Clock;
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
-use crate::idle_compaction::IdleCompaction;
+use crate::durability::{Durability, SyncPolicy};
 use crate::item_cache::{self, ItemCache};
-use crate::ring::{delete_keyspace, TableRing};
+use crate::open_tables::{OpenTables, Table};
+use crate::options::{Limits, StorageOptions};
+use crate::ring::delete_keyspace;
 use crate::split::Splitter;
+use crate::stripes::{self, Stripes};
 use crate::{StorageError, TableId, TableLayout};
 
 /// The keyspace holding the server's meta data (schema catalog).
@@ -28,163 +29,8 @@ const META_KEYSPACE: &str = "system_meta";
 const STALL_SEALED_MEMTABLES: usize = 3;
 /// L0 tables at which a write is treated as stalling (fjall slows writers from 20).
 const STALL_L0_TABLES: usize = 16;
-/// Number of write-lock stripes (writes to one partition always take the same stripe).
-const LOCK_STRIPES: usize = 64;
-
-/// Whether this thread's writes defer their journal flush (see
-/// [`Storage::deferring_journal_flush`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Deferral {
-    /// Every commit flushes the journal to the OS.
-    Off,
-    /// Commits leave the journal in fjall's buffer; none made yet.
-    Deferring,
-    /// At least one commit left its journal entry in fjall's buffer.
-    Owed,
-}
-
-thread_local! {
-    static DEFERRED: std::cell::Cell<Deferral> = const { std::cell::Cell::new(Deferral::Off) };
-}
-
-/// When an acknowledged write is fsynced, like Cassandra's `commitlog_sync`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncPolicy {
-    /// Every write reaches the OS (fjall's journal buffer is flushed) before `apply` returns;
-    /// the journal is fsynced every `Duration` (at least every second) in the background,
-    /// without blocking writers (see `journal_sync`). Survives a process kill.
-    Periodic(Duration),
-    /// Every write is fsynced before `apply` returns; concurrent writers share one fsync.
-    Batch,
-}
-
-impl Default for SyncPolicy {
-    fn default() -> Self {
-        SyncPolicy::Periodic(Duration::from_secs(10))
-    }
-}
-
-/// The clock storage uses for TTL expiry and deletion times: seconds since the Unix epoch.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// Default [`StorageOptions::physical_partition_max_bytes`]: 30 GiB.
-pub const DEFAULT_PHYSICAL_PARTITION_MAX_BYTES: u64 = 30 << 30;
-/// Default [`StorageOptions::logical_partition_max_bytes`]: 20 GiB.
-pub const DEFAULT_LOGICAL_PARTITION_MAX_BYTES: u64 = 20 << 30;
-/// Default [`StorageOptions::item_cache_bytes`]: 64 MiB.
-pub const DEFAULT_ITEM_CACHE_BYTES: u64 = 64 << 20;
-
-/// Options for [`Storage::open`].
-#[derive(Clone)]
-pub struct StorageOptions {
-    /// Commit-log sync policy.
-    pub sync: SyncPolicy,
-    /// Block cache size in bytes (`None`: fjall's default).
-    pub cache_bytes: Option<u64>,
-    /// Most bytes fjall's journals may take before the oldest memtables are flushed so their
-    /// journal can be deleted (`None`: fjall's default, 512 MiB; at least 64 MiB).
-    pub max_journal_bytes: Option<u64>,
-    /// fjall's flush and compaction threads (`None`: fjall's default, one per core up to 4).
-    pub worker_threads: Option<usize>,
-    /// Clock override for tests (`None`: the system clock).
-    pub clock: Option<Clock>,
-    /// A physical partition storing more than this many bytes (keys + values) is split in
-    /// two in the background. Default 30 GiB.
-    pub physical_partition_max_bytes: u64,
-    /// A write that would take one logical partition (one partition key) past this many bytes
-    /// fails with [`StorageError::PartitionTooLarge`]. Default 20 GiB.
-    pub logical_partition_max_bytes: u64,
-    /// Splits running at the same time, one background thread each (at least 1; one split
-    /// per table at a time). Default 1.
-    pub max_concurrent_splits: usize,
-    /// Writes fail with [`StorageError::DiskFull`] while the data directory's file system has
-    /// less free space than this (0: never). Default 0.
-    pub min_free_disk_bytes: u64,
-    /// Compact physical partitions that stopped taking writes (see [`IdleCompaction`];
-    /// `None`: never). Default `None`.
-    pub idle_compaction: Option<IdleCompaction>,
-    /// Nice value of the background threads (fjall's flush and compaction workers, idle
-    /// compaction, splits), so they yield the cores to the threads answering requests;
-    /// 0..=19, 0 (the default) leaves them at the caller's priority.
-    pub background_nice: i32,
-    /// Whether the background threads also run under Linux's `SCHED_IDLE` scheduling policy
-    /// (see `crate::priority`). Default `false`.
-    pub background_idle_policy: bool,
-    /// Bytes of the item cache (`crate::item_cache`: single items by key, for point reads and
-    /// writes' lookups; 0: off). Default 64 MiB.
-    pub item_cache_bytes: u64,
-}
-
-impl Default for StorageOptions {
-    fn default() -> Self {
-        StorageOptions {
-            sync: SyncPolicy::default(),
-            cache_bytes: None,
-            max_journal_bytes: None,
-            worker_threads: None,
-            clock: None,
-            physical_partition_max_bytes: DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
-            logical_partition_max_bytes: DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
-            max_concurrent_splits: 1,
-            min_free_disk_bytes: 0,
-            idle_compaction: None,
-            background_nice: 0,
-            background_idle_policy: false,
-            item_cache_bytes: DEFAULT_ITEM_CACHE_BYTES,
-        }
-    }
-}
-
-/// The size limits in force.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub(crate) physical_partition_max_bytes: u64,
-    pub(crate) logical_partition_max_bytes: u64,
-}
-
-impl fmt::Debug for StorageOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StorageOptions")
-            .field("sync", &self.sync)
-            .field("cache_bytes", &self.cache_bytes)
-            .field("item_cache_bytes", &self.item_cache_bytes)
-            .field("clock", &self.clock.as_ref().map(|_| "custom"))
-            .field(
-                "physical_partition_max_bytes",
-                &self.physical_partition_max_bytes,
-            )
-            .field(
-                "logical_partition_max_bytes",
-                &self.logical_partition_max_bytes,
-            )
-            .field("max_concurrent_splits", &self.max_concurrent_splits)
-            .field("min_free_disk_bytes", &self.min_free_disk_bytes)
-            .field("worker_threads", &self.worker_threads)
-            .field("idle_compaction", &self.idle_compaction)
-            .field("background_nice", &self.background_nice)
-            .field("background_idle_policy", &self.background_idle_policy)
-            .finish()
-    }
-}
-
 /// A meta-store entry: (key, value).
 pub type MetaEntry = (Vec<u8>, Vec<u8>);
-
-/// One table as storage knows it.
-pub(crate) struct Table {
-    pub(crate) id: TableId,
-    pub(crate) layout: TableLayout,
-    /// Routing to physical partitions (kept across layout updates).
-    pub(crate) ring: Arc<TableRing>,
-}
-
-impl Table {
-    /// The keyspace of the first physical partition (tests poke at raw keys through it).
-    #[cfg(test)]
-    pub(crate) fn keyspace(&self) -> Keyspace {
-        self.ring.current().parts[0].keyspace.clone()
-    }
-}
 
 /// Size statistics a planner can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -201,41 +47,16 @@ pub struct TableStats {
     pub physical_partitions: u64,
 }
 
-/// Group commit for [`SyncPolicy::Batch`]: a writer whose commit is already covered by a
-/// finished fsync returns at once; otherwise one writer fsyncs for everyone committed so far.
-#[derive(Default)]
-struct GroupSync {
-    committed: AtomicU64,
-    synced: Mutex<u64>,
-}
-
-impl GroupSync {
-    fn commit_and_wait(&self, db: &Database) -> Result<(), StorageError> {
-        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
-        if *synced >= mine {
-            return Ok(());
-        }
-        let target = self.committed.load(Ordering::SeqCst);
-        db.persist(PersistMode::SyncData)?;
-        *synced = target;
-        Ok(())
-    }
-}
-
-/// The open tables by id (a fast hash: every request looks its table up).
-type Tables = HashMap<TableId, Arc<Table>, foldhash::fast::RandomState>;
-
+/// What every handle of one store shares.
 pub(crate) struct Inner {
     pub(crate) db: Database,
     pub(crate) meta: Keyspace,
-    tables: RwLock<Tables>,
-    locks: Vec<Mutex<()>>,
+    pub(crate) tables: Arc<OpenTables>,
+    pub(crate) stripes: Arc<Stripes>,
     pub(crate) limits: Limits,
     pub(crate) splitter: Splitter,
     gc: GcRegistry,
-    sync: SyncPolicy,
-    group_sync: GroupSync,
+    pub(crate) durability: Durability,
     clock: Option<Clock>,
     pub(crate) items_read: AtomicU64,
     /// Recently read and written items (see `crate::item_cache`).
@@ -282,7 +103,7 @@ pub struct Storage {
 impl fmt::Debug for Storage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Storage")
-            .field("sync", &self.inner.sync)
+            .field("sync", &self.inner.durability.policy())
             .finish_non_exhaustive()
     }
 }
@@ -325,21 +146,20 @@ impl Storage {
         }
         let storage = Storage {
             inner: Arc::new(Inner {
+                durability: Durability::new(db.clone(), options.sync),
                 db,
                 meta,
-                tables: RwLock::new(HashMap::default()),
-                locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+                tables: Arc::default(),
+                stripes: Arc::default(),
                 limits: Limits {
                     physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
                     logical_partition_max_bytes: options.logical_partition_max_bytes,
                 },
                 splitter: Splitter::default(),
                 gc,
-                sync: options.sync,
-                group_sync: GroupSync::default(),
                 clock: options.clock,
                 items_read: AtomicU64::new(0),
-                item_cache: ItemCache::new(options.item_cache_bytes, LOCK_STRIPES),
+                item_cache: ItemCache::new(options.item_cache_bytes, stripes::COUNT),
                 stop_background: Mutex::new(stops),
                 background: Mutex::new(background),
                 disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
@@ -396,12 +216,11 @@ impl Storage {
             }
         };
         self.inner.gc.register(id, &layout);
-        let table = Arc::new(Table {
+        self.inner.tables.insert(Table {
             id,
             layout,
             ring: ring.clone(),
         });
-        self.write_tables().insert(id, table);
         for p in &ring.current().parts {
             self.maybe_queue_split(id, p);
         }
@@ -420,7 +239,7 @@ impl Storage {
             .split_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        self.write_tables().remove(&id);
+        self.inner.tables.remove(id);
         self.inner.gc.unregister(id);
         let view = table.ring.current();
         let cached: Vec<u64> = view
@@ -433,7 +252,7 @@ impl Storage {
             self.inner.db.delete_keyspace(p.keyspace.clone())?;
         }
         for name in self.inner.db.list_keyspace_names() {
-            if let Some((t, pid)) = crate::ring::parse_keyspace_name(&name) {
+            if let Some((t, pid)) = crate::names::parse_keyspace_name(&name) {
                 if t == id {
                     delete_keyspace(&self.inner.db, id, pid)?;
                 }
@@ -456,7 +275,7 @@ impl Storage {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         table.ring.cancel.store(false, Ordering::SeqCst);
-        let all = self.lock_stripes(u64::MAX);
+        let all = self.inner.stripes.lock(u64::MAX);
         let mut retired = Vec::new();
         let mut cleared = Ok(());
         for p in &table.ring.current().parts {
@@ -555,22 +374,7 @@ impl Storage {
     /// result and whether a [`Storage::flush_journal`] is owed before any of those writes may
     /// be acknowledged. Under [`SyncPolicy::Batch`] nothing is deferred (every write fsyncs).
     pub fn deferring_journal_flush<R>(&self, work: impl FnOnce() -> R) -> (R, bool) {
-        if self.inner.sync == SyncPolicy::Batch {
-            return (work(), false);
-        }
-        /// Turns deferral off again even if `work` panics.
-        struct Reset;
-        impl Drop for Reset {
-            fn drop(&mut self) {
-                DEFERRED.with(|d| d.set(Deferral::Off));
-            }
-        }
-        DEFERRED.with(|d| d.set(Deferral::Deferring));
-        let reset = Reset;
-        let result = work();
-        let owed = DEFERRED.with(|d| d.get()) == Deferral::Owed;
-        drop(reset);
-        (result, owed)
+        self.inner.durability.deferring(work)
     }
 
     /// Writes fjall's buffered journal to the OS: one system call for every write deferred by
@@ -579,21 +383,7 @@ impl Storage {
     /// # Errors
     /// [`StorageError::Fjall`] on I/O failure (fjall is then poisoned and refuses writes).
     pub fn flush_journal(&self) -> Result<(), StorageError> {
-        self.inner.db.persist(PersistMode::Buffer)?;
-        Ok(())
-    }
-
-    /// A write batch that flushes the journal to the OS on commit, unless the calling thread
-    /// is inside [`Storage::deferring_journal_flush`] (then the flush is owed by the caller).
-    pub(crate) fn write_batch(&self) -> fjall::OwnedWriteBatch {
-        let batch = self.inner.db.batch();
-        DEFERRED.with(|d| match d.get() {
-            Deferral::Off => batch,
-            Deferral::Deferring | Deferral::Owed => {
-                d.set(Deferral::Owed);
-                batch.durability(None)
-            }
-        })
+        self.inner.durability.flush_journal()
     }
 
     /// True while a write to `table` would stall inside fjall: a physical partition has a
@@ -617,77 +407,22 @@ impl Storage {
 
     /// Seconds since the Unix epoch, from the configured clock.
     pub(crate) fn now(&self) -> i64 {
-        match &self.inner.clock {
-            Some(clock) => clock(),
-            None => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64),
-        }
+        crate::clock::now(self.inner.clock.as_ref())
     }
 
+    /// The open table `id`.
     pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
-        self.inner
-            .tables
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&id)
-            .cloned()
-            .ok_or(StorageError::UnknownTable(id))
-    }
-
-    /// The active memtable of every physical partition of every table.
-    pub(crate) fn active_memtables(&self) -> Vec<Arc<lsm_tree::Memtable>> {
-        self.tables_snapshot()
-            .iter()
-            .flat_map(|table| table.ring.current().parts.clone())
-            .map(|part| fjall::AbstractTree::active_memtable(&part.keyspace.tree))
-            .collect()
-    }
-
-    /// Every open table.
-    pub(crate) fn tables_snapshot(&self) -> Vec<Arc<Table>> {
-        Self::tables_of(&self.inner)
-    }
-
-    fn tables_of(inner: &Inner) -> Vec<Arc<Table>> {
-        let tables = inner.tables.read().unwrap_or_else(|p| p.into_inner());
-        tables.values().cloned().collect()
+        self.inner.tables.get(id)
     }
 
     /// [`Storage::persist_stats`] on an `Inner` (also used while it drops).
     pub(crate) fn persist_stats_of(inner: &Inner) -> Result<(), StorageError> {
-        crate::ring::persist_stats(inner, &Self::tables_of(inner))
-    }
-
-    fn write_tables(&self) -> std::sync::RwLockWriteGuard<'_, Tables> {
-        self.inner.tables.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The lock stripe (0..64) owning `(table, token)`.
-    pub(crate) fn stripe(table: TableId, token: i64) -> usize {
-        let h = (table.0 as u64) ^ ((table.0 >> 64) as u64) ^ (token as u64);
-        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % LOCK_STRIPES
-    }
-
-    /// Locks every stripe whose bit is set in `mask`, in stripe order (every locker takes
-    /// its stripes in that order, so this cannot deadlock).
-    pub(crate) fn lock_stripes(&self, mask: u64) -> SmallVec<[MutexGuard<'_, ()>; 2]> {
-        (0..LOCK_STRIPES)
-            .filter(|i| mask & (1 << i) != 0)
-            .map(|i| {
-                self.inner.locks[i]
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-            })
-            .collect()
+        crate::ring::persist_stats(inner, &inner.tables.all())
     }
 
     /// Applies the sync policy after a committed write (journal already written to the OS).
     pub(crate) fn after_write(&self) -> Result<(), StorageError> {
-        match self.inner.sync {
-            SyncPolicy::Periodic(_) => Ok(()),
-            SyncPolicy::Batch => self.inner.group_sync.commit_and_wait(&self.inner.db),
-        }
+        self.inner.durability.after_write()
     }
 }
 

@@ -23,7 +23,7 @@ use std::sync::{mpsc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::engine::{Inner, Storage};
+use crate::engine::Inner;
 use crate::memtable_keeper::MemtableKeeper;
 
 /// Most table files held at once (newly written tables are the ones compaction deletes soon).
@@ -155,7 +155,7 @@ pub(crate) fn spawn(
                 let Some(inner) = storage.upgrade() else {
                     return;
                 };
-                let active = Storage { inner }.active_memtables();
+                let active = inner.tables.active_memtables();
                 let freed = memtables.pass(active);
                 let reaped = reaper.pass(&db_dir);
                 if reaped > 0 || freed > 0 {

@@ -117,7 +117,7 @@ impl Storage {
         compact: bool,
     ) -> Duration {
         let mut seen = HashSet::new();
-        for table in self.tables_snapshot() {
+        for table in self.inner.tables.all() {
             let view = table.ring.current();
             for part in &view.parts {
                 let key = (table.id, part.id);

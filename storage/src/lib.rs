@@ -60,9 +60,12 @@
 mod blocked_bloom;
 mod bundle;
 mod cell;
+mod clock;
 mod compaction;
 mod content;
+mod cursor;
 mod disk;
+mod durability;
 mod engine;
 pub mod error;
 mod file_reaper;
@@ -71,12 +74,21 @@ mod item_cache;
 mod journal_sync;
 pub mod key;
 mod memtable_keeper;
+mod mutation;
+mod names;
 mod one_table;
+mod open_tables;
+mod options;
+mod partition_address;
 mod partition_filter;
 mod priority;
 mod read;
 mod ring;
+mod row;
+mod scan_page;
+mod slice;
 mod split;
+mod stripes;
 pub mod table;
 pub mod token;
 mod write;
@@ -101,16 +113,20 @@ mod split_tests;
 mod tests;
 
 pub use cell::CellValue;
-pub use engine::{
-    Clock, MetaEntry, Storage, StorageOptions, SyncPolicy, TableStats, DEFAULT_ITEM_CACHE_BYTES,
-    DEFAULT_LOGICAL_PARTITION_MAX_BYTES, DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
-};
+pub use clock::Clock;
+pub use durability::SyncPolicy;
+pub use engine::{MetaEntry, Storage, TableStats};
 pub use error::StorageError;
 pub use idle_compaction::IdleCompaction;
 pub use key::{ClusteringBound, Order};
-pub use read::{
-    ColumnValue, Cursor, PartitionSlice, Row, ScanPage, ScannedPartition, Slice, TokenRange,
-};
+pub use cursor::Cursor;
+pub use row::{ColumnValue, Row};
+pub use scan_page::{ScanPage, ScannedPartition, TokenRange};
+pub use slice::{PartitionSlice, Slice};
 pub use ring::{PartitionState, PhysicalPartitionInfo, SizeEstimate};
 pub use table::{TableId, TableLayout, DEFAULT_GC_GRACE_SECONDS};
-pub use write::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite};
+pub use options::{
+    StorageOptions, DEFAULT_ITEM_CACHE_BYTES, DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
+    DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
+};
+pub use mutation::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite};

@@ -14,120 +14,17 @@ use fjall::{AbstractTree, Keyspace, Readable, Snapshot};
 use lsm_tree::{Guard as _, IterGuardImpl};
 
 use crate::cell::{CellValue, CellView, StoredCell};
-use crate::engine::{Storage, Table};
+use crate::cursor::{Cursor, ScanPosition};
+use crate::engine::Storage;
+use crate::open_tables::Table;
+use crate::stripes::Stripes;
 use crate::key::{self, ClusteringBound, ItemPath, KeyReader};
+use crate::partition_address::address;
+use crate::row::{ColumnValue, Row};
+use crate::scan_page::{ScanPage, ScannedPartition, TokenRange};
+use crate::slice::{PartitionSlice, Slice};
 use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
-use crate::write::address;
 use crate::{bundle, content, one_table, StorageError, TableId};
-
-/// A live column value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ColumnValue {
-    /// A simple, frozen or counter cell.
-    Simple(CellValue),
-    /// The live elements of a non-frozen collection, in element-key order: (element key,
-    /// protocol-serialized, then the cell; a set element's value is empty).
-    Collection(Vec<(Vec<u8>, CellValue)>),
-}
-
-/// A live row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
-    /// Clustering values, protocol-serialized (decimals come back canonical).
-    pub clustering: Vec<Vec<u8>>,
-    /// Live columns by column id (absent = null).
-    pub cells: BTreeMap<u32, ColumnValue>,
-}
-
-/// An opaque paging position, to be handed back unchanged to continue a read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor(Vec<u8>);
-
-impl Cursor {
-    /// The bytes to put into a paging state.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    /// Rebuilds a cursor from paging-state bytes (validated when used).
-    pub fn from_bytes(bytes: Vec<u8>) -> Cursor {
-        Cursor(bytes)
-    }
-}
-
-const CURSOR_SLICE: u8 = 1;
-const CURSOR_AFTER_PARTITION: u8 = 2;
-const CURSOR_IN_PARTITION: u8 = 3;
-
-/// Which rows of a partition to read.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Slice {
-    /// Start bound (in clustering order, whatever the direction).
-    pub start: ClusteringBound,
-    /// End bound.
-    pub end: ClusteringBound,
-    /// Return rows in reverse clustering order.
-    pub reversed: bool,
-    /// At most this many rows (`None`: all).
-    pub limit: Option<usize>,
-    /// Continue after the row a previous page ended on.
-    pub cursor: Option<Cursor>,
-}
-
-/// The result of [`Storage::read_partition`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PartitionSlice {
-    /// Live static columns.
-    pub static_cells: BTreeMap<u32, ColumnValue>,
-    /// Live rows in the slice, in the requested order.
-    pub rows: Vec<Row>,
-    /// Set when the limit stopped the read and more rows may follow.
-    pub cursor: Option<Cursor>,
-    /// Stored items this read pulled from fjall.
-    pub items_read: u64,
-}
-
-/// A token range `(start, end]`; an `end` of [`MIN_TOKEN`] means the end of the ring.
-/// A range with `start >= end` (and `end` not MIN) is empty: callers unwrap ranges first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenRange {
-    /// Exclusive start ([`MIN_TOKEN`]: the start of the ring).
-    pub start: i64,
-    /// Inclusive end ([`MIN_TOKEN`]: the end of the ring).
-    pub end: i64,
-}
-
-impl TokenRange {
-    /// The whole ring.
-    pub const FULL: TokenRange = TokenRange {
-        start: MIN_TOKEN,
-        end: MIN_TOKEN,
-    };
-}
-
-/// One partition in a scan page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScannedPartition {
-    /// Its token.
-    pub token: i64,
-    /// Partition-key components, protocol-serialized.
-    pub partition_key: Vec<Vec<u8>>,
-    /// Live static columns.
-    pub static_cells: BTreeMap<u32, ColumnValue>,
-    /// Live rows (in this page).
-    pub rows: Vec<Row>,
-}
-
-/// The result of [`Storage::scan`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ScanPage {
-    /// Partitions in token order (then key bytes).
-    pub partitions: Vec<ScannedPartition>,
-    /// Set when the limit stopped the scan.
-    pub cursor: Option<Cursor>,
-    /// Stored items this scan pulled from fjall.
-    pub items_read: u64,
-}
 
 /// A row being assembled: encoded clustering, decoded clustering, stored items.
 type PendingRow = (Vec<u8>, Vec<Vec<u8>>, Vec<(ItemPath, StoredCell)>);
@@ -235,7 +132,7 @@ impl Lookup for Cached<'_> {
         if let Some(v) = inner.item_cache.get_unlocked(self.part, key, self.stripe) {
             return Ok(Some(v));
         }
-        let _stripe = self.storage.lock_stripes(1 << self.stripe);
+        let _stripe = inner.stripes.lock(1 << self.stripe);
         let v = Published(inner.db.visible_seqno()).lookup(ks, key)?;
         if let Some(v) = &v {
             inner.item_cache.before_fill();
@@ -659,7 +556,7 @@ impl Storage {
         slice: &Slice,
     ) -> Result<PartitionSlice, StorageError> {
         let table = self.table(table_id)?;
-        let addr = address(&table, partition_key)?;
+        let addr = address(&table.layout, partition_key)?;
         let clustering = &table.layout.clustering;
         let mut lo = key::start_bytes(clustering, &slice.start)?;
         // Routing first, then the snapshot: the partition a view routes to keeps every write
@@ -684,7 +581,7 @@ impl Storage {
                 snap: Cached {
                     storage: self,
                     part: part.cache_id.load(Ordering::Relaxed),
-                    stripe: Self::stripe(table_id, addr.token),
+                    stripe: Stripes::of(table_id, addr.token),
                 },
                 table: &table,
                 ks: &part.keyspace,
@@ -707,10 +604,7 @@ impl Storage {
         // The end is encoded only past the one-row path, which reads at `lo` alone.
         let mut hi = key::end_bytes(clustering, &slice.end)?;
         if let Some(cursor) = &slice.cursor {
-            let after = match cursor.0.split_first() {
-                Some((&CURSOR_SLICE, c)) => c,
-                _ => return Err(StorageError::InvalidCursor),
-            };
+            let after = cursor.slice_position()?;
             if slice.reversed {
                 hi = hi.min(after.to_vec());
             } else {
@@ -768,11 +662,7 @@ impl Storage {
             None => ctx.rows(&addr.prefix, &dels, &lo, &hi, slice.reversed, limit)?,
         };
         self.count_items(ctx.items);
-        let cursor = last.map(|c| {
-            let mut bytes = vec![CURSOR_SLICE];
-            bytes.extend(c);
-            Cursor(bytes)
-        });
+        let cursor = last.map(|c| Cursor::in_slice(&c));
         Ok(PartitionSlice {
             static_cells,
             rows,
@@ -814,23 +704,14 @@ impl Storage {
         // (partition prefix, encoded clustering to continue after)
         let mut resume: Option<(Vec<u8>, Vec<u8>)> = None;
         if let Some(c) = cursor {
-            match c.0.split_first() {
-                Some((&CURSOR_AFTER_PARTITION, prefix)) => {
+            match c.scan_position()? {
+                ScanPosition::AfterPartition(prefix) => {
                     position = position.max(after_partition(prefix));
                 }
-                Some((&CURSOR_IN_PARTITION, rest)) => {
-                    let (len, rest) = rest
-                        .split_first_chunk::<4>()
-                        .ok_or(StorageError::InvalidCursor)?;
-                    let len = u32::from_be_bytes(*len) as usize;
-                    if rest.len() < len {
-                        return Err(StorageError::InvalidCursor);
-                    }
-                    let (prefix, c) = rest.split_at(len);
+                ScanPosition::InPartition { prefix, after } => {
                     position = position.max(prefix.to_vec());
-                    resume = Some((prefix.to_vec(), c.to_vec()));
+                    resume = Some((prefix.to_vec(), after.to_vec()));
                 }
-                _ => return Err(StorageError::InvalidCursor),
             }
         }
         let view = table.ring.current();
@@ -875,7 +756,7 @@ impl Storage {
                     });
                 }
                 if let Some(c) = last {
-                    page.cursor = Some(in_partition_cursor(&prefix, &c));
+                    page.cursor = Some(Cursor::in_partition(&prefix, &c));
                     break;
                 }
                 position = after_partition(&prefix);
@@ -906,7 +787,7 @@ impl Storage {
                             Some(p) => p,
                             None => prev_prefix(&position)?,
                         };
-                        page.cursor = Some(Cursor([&[CURSOR_AFTER_PARTITION][..], &last].concat()));
+                        page.cursor = Some(Cursor::after_partition(&last));
                         stopped = true;
                         break;
                     }
@@ -951,7 +832,7 @@ impl Storage {
                             if let Some(full) = current.take() {
                                 full.finish(&ctx, &mut page, pk_len, &mut remaining)?;
                             }
-                            page.cursor = Some(in_partition_cursor(&prefix, &c));
+                            page.cursor = Some(Cursor::in_partition(&prefix, &c));
                             stopped = true;
                             break;
                         }
@@ -1066,16 +947,6 @@ impl StreamedPartition {
         *remaining = remaining.saturating_sub(used);
         Ok(self.prefix)
     }
-}
-
-/// A cursor that resumes inside the partition `prefix`, after the row with encoded
-/// clustering `after`.
-fn in_partition_cursor(prefix: &[u8], after: &[u8]) -> Cursor {
-    let mut bytes = vec![CURSOR_IN_PARTITION];
-    bytes.extend_from_slice(&(prefix.len() as u32).to_be_bytes());
-    bytes.extend_from_slice(prefix);
-    bytes.extend_from_slice(after);
-    Cursor(bytes)
 }
 
 fn after_partition(prefix: &[u8]) -> Vec<u8> {

@@ -30,12 +30,12 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use crate::content::ContentFlags;
-use crate::engine::{Inner, Storage, Table};
+use crate::engine::{Inner, Storage};
+use crate::open_tables::Table;
+use crate::names::{keyspace_name, parse_keyspace_name, table_meta_prefix};
 use crate::token::{MAX_TOKEN, MIN_TOKEN};
 use crate::{StorageError, TableId};
 
-/// Prefix of every meta key storage itself owns (server keys must not start with `\0`).
-pub(crate) const STORAGE_META_PREFIX: &[u8] = b"\0storage\0";
 const MAP_FORMAT: u8 = 1;
 /// `oversized_at` value meaning "not flagged".
 const NOT_OVERSIZED: u64 = u64::MAX;
@@ -262,15 +262,6 @@ impl Reader<'_> {
     }
 }
 
-pub(crate) fn table_meta_prefix(kind: &str, table: TableId) -> Vec<u8> {
-    let mut k = STORAGE_META_PREFIX.to_vec();
-    k.extend_from_slice(kind.as_bytes());
-    k.push(0);
-    k.extend_from_slice(format!("{table}").as_bytes());
-    k.push(0);
-    k
-}
-
 fn map_version_key(table: TableId, version: u64) -> Vec<u8> {
     let mut k = table_meta_prefix("ring", table);
     k.push(b'v');
@@ -288,21 +279,6 @@ fn stats_key(table: TableId, id: u64) -> Vec<u8> {
     let mut k = table_meta_prefix("stats", table);
     k.extend_from_slice(&id.to_be_bytes());
     k
-}
-
-/// The keyspace name of physical partition `id` of `table`.
-pub(crate) fn keyspace_name(table: TableId, id: u64) -> String {
-    format!("t{table}_p{id}")
-}
-
-/// Parses a keyspace name made by [`keyspace_name`].
-pub(crate) fn parse_keyspace_name(name: &str) -> Option<(TableId, u64)> {
-    let rest = name.strip_prefix('t')?;
-    let (table, id) = rest.split_once("_p")?;
-    Some((
-        TableId(u128::from_str_radix(table, 16).ok()?),
-        id.parse().ok()?,
-    ))
 }
 
 /// One physical partition at run time.
@@ -690,7 +666,7 @@ impl Storage {
 
     /// Every table created (or reopened) through [`Storage::create_table`], by id.
     pub fn list_tables(&self) -> Vec<TableId> {
-        let mut ids: Vec<TableId> = self.tables_snapshot().iter().map(|t| t.id).collect();
+        let mut ids: Vec<TableId> = self.inner.tables.all().iter().map(|t| t.id).collect();
         ids.sort();
         ids
     }
@@ -816,9 +792,5 @@ mod tests {
         bad.ranges[1].end = 7;
         assert!(RoutingMap::decode(&bad.encode()).is_err());
         assert!(RoutingMap::decode(&map.encode()[..10]).is_err());
-        assert_eq!(
-            parse_keyspace_name(&keyspace_name(TableId(0xabc), 17)),
-            Some((TableId(0xabc), 17))
-        );
     }
 }

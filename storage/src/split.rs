@@ -41,7 +41,9 @@ use std::time::{Duration, Instant};
 
 use fjall::{Keyspace, Readable, Snapshot};
 
-use crate::engine::{Inner, Storage, Table};
+use crate::engine::{Inner, Storage};
+use crate::open_tables::Table;
+use crate::stripes::Stripes;
 use crate::key::{self, decode_size, size_cell_key, split_partition_prefix};
 use crate::ring::{
     open_keyspace, ActiveSplit, PendingSplit, Physical, RangeEntry, RingView, TableRing,
@@ -311,7 +313,7 @@ impl Storage {
         let (split_view, snap) = {
             // Holding every stripe: each write commits either before the snapshot (and is
             // copied from it) or after it, dual-written (and counted by its delta).
-            let _all = self.lock_stripes(u64::MAX);
+            let _all = self.inner.stripes.lock(u64::MAX);
             let split_view = ring.install(RingView {
                 map: map.clone(),
                 parts: view.parts.clone(),
@@ -372,7 +374,7 @@ impl Storage {
         parts.insert(i + 1, upper.clone());
         {
             // No write is in flight: every dual write is counted in both partitions.
-            let _all = self.lock_stripes(u64::MAX);
+            let _all = self.inner.stripes.lock(u64::MAX);
             ring.install(RingView {
                 map: map.clone(),
                 parts,
@@ -443,7 +445,7 @@ impl Storage {
             let (k, v) = g.into_inner()?;
             base += (k.len() + v.len()) as u64;
             partitions.see(&k)?;
-            mask |= 1 << Storage::stripe(table, key::token_of(&k));
+            mask |= 1 << Stripes::of(table, key::token_of(&k));
             chunk_bytes += k.len() + v.len();
             match &mut chunk {
                 Some((_, last)) => *last = k.to_vec(),
@@ -478,11 +480,11 @@ impl Storage {
         last: &[u8],
         mask: u64,
     ) -> Result<(), StorageError> {
-        let _locks = self.lock_stripes(mask);
+        let _locks = self.inner.stripes.lock(mask);
         let mut batch = self.inner.db.batch();
         for g in src.keyspace.range(first..=last) {
             let (k, v) = g.into_inner()?;
-            if mask & (1 << Storage::stripe(table, key::token_of(&k))) == 0 {
+            if mask & (1 << Stripes::of(table, key::token_of(&k))) == 0 {
                 continue; // created after the snapshot: dual-written from the start
             }
             batch.insert(&upper.keyspace, k, v);

@@ -23,125 +23,15 @@ use cql::types::{DataType, NativeType};
 use smallvec::SmallVec;
 
 use crate::cell::StoredCell;
-use crate::engine::{Storage, Table};
+use crate::engine::Storage;
+use crate::open_tables::Table;
+use crate::stripes::Stripes;
 use crate::item_cache::ItemCache;
-use crate::key::{self, ClusteringBound, ItemPath};
+use crate::key::{self, ItemPath};
+use crate::mutation::{ColumnOp, ColumnWrite, Deletion, Mutation};
 use crate::ring::Route;
-use crate::{bundle, content, token, StorageError, TableId};
-
-/// A deletion at a write timestamp (microseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deletion {
-    /// Data written at or before this timestamp is shadowed.
-    pub timestamp: i64,
-}
-
-/// The primary-key liveness marker that INSERT writes (UPDATE does not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Liveness {
-    /// Write timestamp (microseconds).
-    pub timestamp: i64,
-    /// TTL in seconds (`None` or 0: no expiry).
-    pub ttl: Option<u32>,
-}
-
-/// A clustering range deletion (`DELETE ... WHERE ck > x AND ck <= y`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeDeletion {
-    /// Start bound (a clustering prefix, inclusive or exclusive).
-    pub start: ClusteringBound,
-    /// End bound.
-    pub end: ClusteringBound,
-    /// The deletion.
-    pub deletion: Deletion,
-}
-
-/// One change to one column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ColumnOp {
-    /// Sets a simple (or frozen) cell.
-    Set {
-        /// Protocol-serialized value.
-        value: Vec<u8>,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-        /// TTL in seconds.
-        ttl: Option<u32>,
-    },
-    /// Deletes a simple cell (a cell tombstone).
-    Delete {
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-    },
-    /// Deletes a whole collection (before an overwrite `SET c = {...}`, or `DELETE c`).
-    DeleteCollection {
-        /// Write timestamp; use `timestamp - 1` for the overwrite case, as Cassandra does.
-        timestamp: i64,
-    },
-    /// Sets one collection element: list (key = a timeuuid), set (key = element, value
-    /// empty), map (key = map key), non-frozen UDT (key = field index as a smallint).
-    SetElement {
-        /// Element key, protocol-serialized.
-        key: Vec<u8>,
-        /// Element value, protocol-serialized.
-        value: Vec<u8>,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-        /// TTL in seconds.
-        ttl: Option<u32>,
-    },
-    /// Deletes one collection element.
-    DeleteElement {
-        /// Element key, protocol-serialized.
-        key: Vec<u8>,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-    },
-    /// Adds `delta` to a counter.
-    AddCounter {
-        /// Increment (negative to decrement).
-        delta: i64,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-    },
-}
-
-/// A change to one column of a row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ColumnWrite {
-    /// Column id (from the server's schema).
-    pub column: u32,
-    /// What happens to it.
-    pub op: ColumnOp,
-}
-
-/// Changes to one row.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RowWrite {
-    /// Full clustering, protocol-serialized, one value per clustering column.
-    pub clustering: Vec<Vec<u8>>,
-    /// The liveness marker (INSERT).
-    pub liveness: Option<Liveness>,
-    /// A row deletion (`DELETE FROM t WHERE pk = .. AND ck = ..`).
-    pub deletion: Option<Deletion>,
-    /// Column changes.
-    pub columns: Vec<ColumnWrite>,
-}
-
-/// Everything that changes in one partition, applied atomically.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Mutation {
-    /// Partition-key components, protocol-serialized, in key order.
-    pub partition_key: Vec<Vec<u8>>,
-    /// A partition deletion.
-    pub partition_deletion: Option<Deletion>,
-    /// Clustering range deletions.
-    pub range_deletions: Vec<RangeDeletion>,
-    /// Static column changes.
-    pub static_columns: Vec<ColumnWrite>,
-    /// Row changes.
-    pub rows: Vec<RowWrite>,
-}
+use crate::partition_address::{address, PartitionAddress};
+use crate::{bundle, content, StorageError, TableId};
 
 /// A mutation turned into keyed items, ready to be reconciled and written.
 struct Staged<'m> {
@@ -161,48 +51,6 @@ struct Item<'m> {
     /// For a regular row's liveness item or simple cell: the length of the row's key prefix
     /// (everything before the item path), to find the row's other items.
     row: Option<usize>,
-}
-
-/// The serialized key, token and key prefix of a partition.
-pub(crate) struct PartitionAddress {
-    pub(crate) token: i64,
-    pub(crate) prefix: Vec<u8>,
-}
-
-pub(crate) fn address(
-    table: &Table,
-    components: &[impl AsRef<[u8]>],
-) -> Result<PartitionAddress, StorageError> {
-    if components.len() != table.layout.partition_key.len() {
-        return Err(StorageError::InvalidRequest(format!(
-            "{} partition key components for a {}-column partition key",
-            components.len(),
-            table.layout.partition_key.len()
-        )));
-    }
-    if components.len() > 1 && components.iter().any(|c| c.as_ref().len() > 0xffff) {
-        return Err(StorageError::InvalidRequest(
-            "partition key component longer than 65535 bytes".into(),
-        ));
-    }
-    let address = |serialized: &[u8]| {
-        if serialized.is_empty() {
-            return Err(StorageError::InvalidRequest("key may not be empty".into()));
-        }
-        let token = token::token(serialized);
-        Ok(PartitionAddress {
-            token,
-            prefix: key::partition_prefix(token, serialized),
-        })
-    };
-    match components {
-        // A one-column key serializes as itself: no copy, no list of parts.
-        [single] => address(single.as_ref()),
-        _ => {
-            let parts: Vec<&[u8]> = components.iter().map(AsRef::as_ref).collect();
-            address(&token::serialize_partition_key(&parts))
-        }
-    }
 }
 
 /// The element-key type of a collection column.
@@ -262,12 +110,12 @@ impl Storage {
         self.inner.disk.check()?;
         let mask = staged
             .iter()
-            .fold(0u64, |m, s| m | 1 << Self::stripe(s.table_id, s.addr.token));
-        let guards = self.lock_stripes(mask);
+            .fold(0u64, |m, s| m | 1 << Stripes::of(s.table_id, s.addr.token));
+        let guards = self.inner.stripes.lock(mask);
         // Routing is read under the stripe locks: a split switches routing and then waits for
         // every stripe, so a write never lands in a partition that has stopped owning it.
         let views: SmallVec<[_; 1]> = staged.iter().map(|s| s.table.ring.current()).collect();
-        let mut batch = self.write_batch();
+        let mut batch = self.inner.durability.batch();
         let mut accounted: SmallVec<[_; 1]> = SmallVec::new();
         let mut written_flags: SmallVec<[u8; 4]> = SmallVec::new();
         let mut cached = CacheUpdates::new();
@@ -336,7 +184,7 @@ impl Storage {
         mutation: &'m Mutation,
     ) -> Result<Staged<'m>, StorageError> {
         let table = self.table(table_id)?;
-        let addr = address(&table, &mutation.partition_key)?;
+        let addr = address(&table.layout, &mutation.partition_key)?;
         let now = self.now();
         let mut items: Vec<Item<'m>> = Vec::new();
         let item = |key, pending| Item {
