@@ -15,47 +15,30 @@ use crate::clock::Clock;
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
 use crate::durability::{Durability, SyncPolicy};
-use crate::item_cache::{self, ItemCache};
+use crate::item_cache::ItemCache;
 use crate::open_tables::{OpenTables, Table};
 use crate::options::{Limits, StorageOptions};
-use crate::ring::delete_keyspace;
+use crate::ring_store::RingStore;
 use crate::split::Splitter;
 use crate::stripes::{self, Stripes};
-use crate::{StorageError, TableId, TableLayout};
+use crate::{StorageError, TableId};
 
 /// The keyspace holding the server's meta data (schema catalog).
 const META_KEYSPACE: &str = "system_meta";
-/// Sealed memtables at which a write is treated as stalling (fjall halts writers at 4).
-const STALL_SEALED_MEMTABLES: usize = 3;
-/// L0 tables at which a write is treated as stalling (fjall slows writers from 20).
-const STALL_L0_TABLES: usize = 16;
 /// A meta-store entry: (key, value).
 pub type MetaEntry = (Vec<u8>, Vec<u8>);
-
-/// Size statistics a planner can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TableStats {
-    /// Approximate number of stored items (cells, markers, tombstones).
-    pub approximate_items: u64,
-    /// Bytes on disk (SSTables and blobs, journal excluded).
-    pub disk_bytes: u64,
-    /// Stored key + value bytes, unflushed writes included (the split accounting).
-    pub bytes: u64,
-    /// Logical partitions stored.
-    pub partitions: u64,
-    /// Physical partitions.
-    pub physical_partitions: u64,
-}
 
 /// What every handle of one store shares.
 pub(crate) struct Inner {
     pub(crate) db: Database,
     pub(crate) meta: Keyspace,
+    /// Where each table's routing map and statistics are kept.
+    pub(crate) rings: RingStore,
     pub(crate) tables: Arc<OpenTables>,
     pub(crate) stripes: Arc<Stripes>,
     pub(crate) limits: Limits,
     pub(crate) splitter: Splitter,
-    gc: GcRegistry,
+    pub(crate) gc: GcRegistry,
     pub(crate) durability: Durability,
     clock: Option<Clock>,
     pub(crate) items_read: AtomicU64,
@@ -66,13 +49,13 @@ pub(crate) struct Inner {
     background: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) disk: DiskGuard,
     /// Priority of background threads started after open (partition filter builds).
-    background_priority: crate::priority::Background,
+    pub(crate) background_priority: crate::priority::Background,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.splitter.stop();
-        if let Err(e) = Storage::persist_stats_of(self) {
+        if let Err(e) = self.rings.save_stats(&self.tables.all()) {
             tracing::error!("saving partition statistics failed: {e}");
         }
         if let Ok(mut stops) = self.stop_background.lock() {
@@ -147,6 +130,7 @@ impl Storage {
         let storage = Storage {
             inner: Arc::new(Inner {
                 durability: Durability::new(db.clone(), options.sync),
+                rings: RingStore::new(db.clone(), meta.clone()),
                 db,
                 meta,
                 tables: Arc::default(),
@@ -181,7 +165,7 @@ impl Storage {
 
     /// Starts a background thread with `spawn`, which gets the receiver that tells it to
     /// stop; the storage stops it (drops the sender) and joins it when it closes.
-    fn start_background(
+    pub(crate) fn start_background(
         &self,
         spawn: impl FnOnce(mpsc::Receiver<()>) -> std::io::Result<JoinHandle<()>>,
     ) -> std::io::Result<()> {
@@ -190,133 +174,6 @@ impl Storage {
         lock(&self.inner.stop_background).push(tx);
         lock(&self.inner.background).push(handle);
         Ok(())
-    }
-
-    /// Creates a table, or opens it (after a restart, or to update its layout). Idempotent.
-    /// Opening loads the table's routing map and finishes or rolls back a split that a crash
-    /// interrupted.
-    ///
-    /// # Errors
-    /// [`StorageError::Fjall`] when a keyspace cannot be created, [`StorageError::Corrupt`]
-    /// for an unreadable routing map.
-    pub fn create_table(&self, id: TableId, layout: TableLayout) -> Result<(), StorageError> {
-        let existing = self.table(id).ok();
-        let ring = match existing {
-            Some(t) => t.ring.clone(),
-            None => {
-                let ring = Arc::new(self.load_ring(id)?);
-                if !ring.filter.is_complete() {
-                    self.start_background(|stop| {
-                        let (db, priority) =
-                            (self.inner.db.clone(), self.inner.background_priority);
-                        crate::partition_filter::spawn(db, id, ring.clone(), priority, stop)
-                    })?;
-                }
-                ring
-            }
-        };
-        self.inner.gc.register(id, &layout);
-        self.inner.tables.insert(Table {
-            id,
-            layout,
-            ring: ring.clone(),
-        });
-        for p in &ring.current().parts {
-            self.maybe_queue_split(id, p);
-        }
-        Ok(())
-    }
-
-    /// Drops a table and all its data (a running split of it is rolled back first).
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
-    pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
-        let table = self.table(id)?;
-        table.ring.cancel.store(true, Ordering::SeqCst);
-        let _split = table
-            .ring
-            .split_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        self.inner.tables.remove(id);
-        self.inner.gc.unregister(id);
-        let view = table.ring.current();
-        let cached: Vec<u64> = view
-            .parts
-            .iter()
-            .map(|p| p.cache_id.load(Ordering::Relaxed))
-            .collect();
-        self.inner.item_cache.forget_partitions(&cached);
-        for p in &view.parts {
-            self.inner.db.delete_keyspace(p.keyspace.clone())?;
-        }
-        for name in self.inner.db.list_keyspace_names() {
-            if let Some((t, pid)) = crate::names::parse_keyspace_name(&name) {
-                if t == id {
-                    delete_keyspace(&self.inner.db, id, pid)?;
-                }
-            }
-        }
-        self.forget_ring(id)?;
-        self.after_write()
-    }
-
-    /// Removes every row of a table (the table and its physical partitions stay).
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
-    pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
-        let table = self.table(id)?;
-        table.ring.cancel.store(true, Ordering::SeqCst);
-        let _split = table
-            .ring
-            .split_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        table.ring.cancel.store(false, Ordering::SeqCst);
-        let all = self.inner.stripes.lock(u64::MAX);
-        let mut retired = Vec::new();
-        let mut cleared = Ok(());
-        for p in &table.ring.current().parts {
-            // Before the clear: a clear that fails part-way leaves no entry in use.
-            retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
-            if let Err(e) = p.keyspace.clear() {
-                cleared = Err(e);
-                break;
-            }
-            p.bytes.store(0, Ordering::Relaxed);
-            p.partitions.store(0, Ordering::Relaxed);
-            p.set_oversized(false);
-        }
-        if cleared.is_ok() {
-            // Every stripe is held over an empty table: an interrupted filter build is moot.
-            table.ring.filter.mark_complete();
-        }
-        drop(all);
-        // No lookup reaches the retired ids' entries any more; the scan runs without stripes.
-        self.inner.item_cache.forget_partitions(&retired);
-        cleared?;
-        self.after_write()
-    }
-
-    /// Size statistics of a table (summed over its physical partitions).
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`].
-    pub fn table_stats(&self, id: TableId) -> Result<TableStats, StorageError> {
-        let view = self.table(id)?.ring.current();
-        let mut stats = TableStats {
-            physical_partitions: view.parts.len() as u64,
-            ..TableStats::default()
-        };
-        for p in &view.parts {
-            stats.approximate_items += p.keyspace.approximate_len() as u64;
-            stats.disk_bytes += p.keyspace.disk_space();
-            stats.bytes += p.bytes();
-            stats.partitions += p.partitions();
-        }
-        Ok(stats)
     }
 
     /// Stores a meta value (the server's schema catalog) in the system keyspace.
@@ -386,20 +243,6 @@ impl Storage {
         self.inner.durability.flush_journal()
     }
 
-    /// True while a write to `table` would stall inside fjall: a physical partition has a
-    /// backlog of sealed memtables waiting for flush, or of L0 tables waiting for compaction
-    /// (fjall then sleeps in the writer). Callers use it to keep such writes off threads that
-    /// must not sleep.
-    pub fn write_stalled(&self, table: TableId) -> bool {
-        let Ok(t) = self.table(table) else {
-            return false;
-        };
-        t.ring.current().parts.iter().any(|p| {
-            p.keyspace.sealed_memtable_count() >= STALL_SEALED_MEMTABLES
-                || p.keyspace.l0_table_count() >= STALL_L0_TABLES
-        })
-    }
-
     /// Total number of stored items all reads have pulled from fjall so far.
     pub fn items_read(&self) -> u64 {
         self.inner.items_read.load(Ordering::Relaxed)
@@ -413,11 +256,6 @@ impl Storage {
     /// The open table `id`.
     pub(crate) fn table(&self, id: TableId) -> Result<Arc<Table>, StorageError> {
         self.inner.tables.get(id)
-    }
-
-    /// [`Storage::persist_stats`] on an `Inner` (also used while it drops).
-    pub(crate) fn persist_stats_of(inner: &Inner) -> Result<(), StorageError> {
-        crate::ring::persist_stats(inner, &inner.tables.all())
     }
 
     /// Applies the sync policy after a committed write (journal already written to the OS).

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use fjall::{AbstractTree, Keyspace};
 
 use crate::engine::{Inner, Storage};
-use crate::ring::Physical;
+use crate::physical::Physical;
 use crate::{StorageError, TableId};
 
 /// When a physical partition counts as idle and which ones are compacted.

@@ -161,7 +161,7 @@ pub(crate) fn build(
     let snapshot = db.snapshot();
     let mut scanned = 0usize;
     for part in &ring.current().parts {
-        let mut partitions = crate::ring::PartitionCounter::default();
+        let mut partitions = crate::counting::PartitionCounter::default();
         for guard in snapshot.iter(&part.keyspace) {
             let key = guard.key()?;
             if partitions.see(&key)? {

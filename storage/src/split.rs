@@ -29,7 +29,7 @@
 //!
 //! Until step 4 the source holds every acknowledged write, so a crash before the switch rolls
 //! the split back on open (the new keyspace is deleted); a crash after it redoes the trim (see
-//! [`Storage::load_ring`]). Reads never see untrimmed keys: they are routed, and scans bounded,
+//! [`crate::ring_recovery::open_ring`]). Reads never see untrimmed keys: they are routed, and scans bounded,
 //! by token range. Errors roll back the same way; drop and truncate cancel a running split.
 //! Only the switch is fsynced: a lost prepare record leaves a stray keyspace, deleted on open.
 
@@ -45,9 +45,10 @@ use crate::engine::{Inner, Storage};
 use crate::open_tables::Table;
 use crate::stripes::Stripes;
 use crate::key::{self, decode_size, size_cell_key, split_partition_prefix};
-use crate::ring::{
-    open_keyspace, ActiveSplit, PendingSplit, Physical, RangeEntry, RingView, TableRing,
-};
+use crate::counting::{item_bytes, PartitionCounter};
+use crate::physical::{open_keyspace, trim, Physical};
+use crate::ring::{ActiveSplit, RingView, TableRing};
+use crate::routing_map::{token_key_bounds, PendingSplit, RangeEntry, RoutingMap};
 use crate::{StorageError, TableId};
 
 /// Bytes copied per locked chunk.
@@ -135,7 +136,7 @@ fn worker(shared: Arc<Shared>, weak: Weak<Inner>, index: usize) {
         let storage = Storage { inner };
         match job {
             None => {
-                if let Err(e) = storage.persist_stats() {
+                if let Err(e) = storage.inner.rings.save_stats(&storage.inner.tables.all()) {
                     tracing::error!("saving partition statistics failed: {e}");
                 }
             }
@@ -279,7 +280,7 @@ impl Storage {
                 let mut map = view.map.clone();
                 map.version += 1;
                 map.ranges[i].oversized = true;
-                self.save_map(table.id, &map, &[], &[], false)?;
+                self.inner.rings.save_map(table.id, &map, &[], &[], false)?;
                 ring.install(RingView {
                     map,
                     parts: view.parts.clone(),
@@ -303,7 +304,7 @@ impl Storage {
             upper: upper_id,
             at,
         });
-        self.save_map(table.id, &map, &[], &[], false)?;
+        self.inner.rings.save_map(table.id, &map, &[], &[], false)?;
         let upper = Arc::new(Physical::new(
             upper_id,
             open_keyspace(db, table.id, upper_id)?,
@@ -369,7 +370,7 @@ impl Storage {
             },
         );
         map.garbage.push(src.id);
-        self.save_map(table.id, &map, &[], &[], true)?;
+        self.inner.rings.save_map(table.id, &map, &[], &[], true)?;
         let mut parts = view.parts.clone();
         parts.insert(i + 1, upper.clone());
         {
@@ -382,7 +383,7 @@ impl Storage {
             });
             src.account(-(upper.bytes() as i64), -(upper.partitions() as i64));
         }
-        self.persist_stats()?;
+        self.inner.rings.save_stats(&self.inner.tables.all())?;
         let switched = started.elapsed();
         #[cfg(test)]
         if self.crash_at(SplitStep::Switched) {
@@ -396,11 +397,11 @@ impl Storage {
             // `source` is also held by the current view: two references remain.
             std::thread::sleep(Duration::from_millis(1));
         }
-        let (lo, hi) = crate::ring::token_key_bounds(start, at);
-        crate::ring::trim(db, &source.keyspace, &lo, hi.as_deref())?;
+        let (lo, hi) = token_key_bounds(start, at);
+        trim(db, &source.keyspace, &lo, hi.as_deref())?;
         map.version += 1;
         map.garbage.retain(|g| *g != source.id);
-        self.save_map(table.id, &map, &[], &[], false)?;
+        self.inner.rings.save_map(table.id, &map, &[], &[], false)?;
         let current = ring.current();
         ring.install(RingView {
             map,
@@ -429,10 +430,10 @@ impl Storage {
         (at, end): (i64, i64),
         upper: &Physical,
     ) -> Result<Copy, StorageError> {
-        let (lo, hi) = crate::ring::token_key_bounds(at, end);
+        let (lo, hi) = token_key_bounds(at, end);
         // (bytes, logical partitions) of the snapshot.
         let mut base = 0u64;
-        let mut partitions = crate::ring::PartitionCounter::default();
+        let mut partitions = PartitionCounter::default();
         let mut chunk: Option<(Vec<u8>, Vec<u8>)> = None;
         let mut mask = 0u64;
         let mut chunk_bytes = 0usize;
@@ -499,7 +500,7 @@ impl Storage {
         table: TableId,
         ring: &TableRing,
         view: &RingView,
-        mut map: crate::ring::RoutingMap,
+        mut map: RoutingMap,
         upper: Arc<Physical>,
     ) -> Result<(), StorageError> {
         map.version += 1;
@@ -509,7 +510,7 @@ impl Storage {
             parts: view.parts.clone(),
             split: None,
         });
-        self.save_map(table, &map, &[], &[], false)?;
+        self.inner.rings.save_map(table, &map, &[], &[], false)?;
         wait_unused(&upper);
         self.inner.db.delete_keyspace(upper.keyspace.clone())?;
         tracing::warn!(%table, "split rolled back");
@@ -533,7 +534,7 @@ fn partition_sizes(
     end: i64,
 ) -> Result<Vec<(i64, u64)>, StorageError> {
     let mut out: Vec<(i64, u64)> = Vec::new();
-    let (mut position, hi) = crate::ring::token_key_bounds(start, end);
+    let (mut position, hi) = token_key_bounds(start, end);
     loop {
         let next = match &hi {
             Some(hi) => snap.range(ks, position.clone()..hi.clone()).next(),
@@ -546,7 +547,7 @@ fn partition_sizes(
         let size_key = size_cell_key(&prefix);
         let size = match snap.get(ks, &size_key)? {
             Some(v) => decode_size(&v)? + (size_key.len() + v.len()) as u64,
-            None => crate::write::item_bytes(snap.prefix(ks, &prefix))?,
+            None => item_bytes(snap.prefix(ks, &prefix))?,
         };
         match out.last_mut() {
             Some((t, s)) if *t == token => *s += size,

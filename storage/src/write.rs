@@ -26,6 +26,7 @@ use crate::cell::StoredCell;
 use crate::engine::Storage;
 use crate::open_tables::Table;
 use crate::stripes::Stripes;
+use crate::counting::item_bytes;
 use crate::item_cache::ItemCache;
 use crate::key::{self, ItemPath};
 use crate::mutation::{ColumnOp, ColumnWrite, Deletion, Mutation};
@@ -476,18 +477,6 @@ impl Storage {
         }
         Ok(Some((delta, i64::from(new_partition), state.flags)))
     }
-}
-
-/// The bytes (keys and values) of `items`, e.g. those stored under a partition prefix.
-pub(crate) fn item_bytes(
-    items: impl IntoIterator<Item = fjall::Guard>,
-) -> Result<u64, StorageError> {
-    let mut sum = 0u64;
-    for guard in items {
-        let (k, v) = guard.into_inner()?;
-        sum += (k.len() + v.len()) as u64;
-    }
-    Ok(sum)
 }
 
 /// An item for the item cache once its batch commits: (partition cache id, key, item).
