@@ -5,15 +5,16 @@
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use crate::clock::Clock;
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
+use crate::file_reaper::FileReaper;
+use crate::idle_compaction::IdleCompactor;
+use crate::journal_sync::JournalSync;
 use crate::durability::{Durability, SyncPolicy};
 use crate::item_cache::ItemCache;
 use crate::open_tables::{OpenTables, Table};
@@ -21,6 +22,8 @@ use crate::options::{Limits, StorageOptions};
 use crate::ring_store::RingStore;
 use crate::split::Splitter;
 use crate::stripes::{self, Stripes};
+use crate::worker::Workers;
+use crate::split_worker;
 use crate::{StorageError, TableId};
 
 /// The keyspace holding the server's meta data (schema catalog).
@@ -28,7 +31,8 @@ const META_KEYSPACE: &str = "system_meta";
 /// A meta-store entry: (key, value).
 pub type MetaEntry = (Vec<u8>, Vec<u8>);
 
-/// What every handle of one store shares.
+/// What every handle of one store shares: the handles each operation needs, and the
+/// background workers that hold clones of some of them.
 pub(crate) struct Inner {
     pub(crate) db: Database,
     pub(crate) meta: Keyspace,
@@ -38,37 +42,23 @@ pub(crate) struct Inner {
     pub(crate) stripes: Arc<Stripes>,
     pub(crate) limits: Limits,
     pub(crate) splitter: Splitter,
+    /// gc-grace and clustering per table, for the compaction filters.
     pub(crate) gc: GcRegistry,
     pub(crate) durability: Durability,
     clock: Option<Clock>,
     pub(crate) items_read: AtomicU64,
     /// Recently read and written items (see `crate::item_cache`).
     pub(crate) item_cache: ItemCache,
-    /// Stops the background threads (journal syncer, file reaper) when dropped.
-    stop_background: Mutex<Vec<mpsc::Sender<()>>>,
-    background: Mutex<Vec<JoinHandle<()>>>,
-    pub(crate) disk: DiskGuard,
-    /// Priority of background threads started after open (partition filter builds).
-    pub(crate) background_priority: crate::priority::Background,
+    pub(crate) disk: Arc<DiskGuard>,
+    /// The background threads (stopped and joined when the store closes).
+    pub(crate) workers: Workers,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.splitter.stop();
-        if let Err(e) = self.rings.save_stats(&self.tables.all()) {
+        self.workers.stop();
+        if let Err(e) = self.splitter.save_stats() {
             tracing::error!("saving partition statistics failed: {e}");
-        }
-        if let Ok(mut stops) = self.stop_background.lock() {
-            stops.clear();
-        }
-        if let Ok(handles) = self.background.get_mut() {
-            // A background thread may hold the last handle (the idle compactor between passes).
-            let me = std::thread::current().id();
-            for handle in handles.drain(..) {
-                if handle.thread().id() != me {
-                    let _ = handle.join();
-                }
-            }
         }
         if let Err(e) = self.db.persist(PersistMode::SyncAll) {
             tracing::error!("final journal sync failed: {e}");
@@ -120,60 +110,51 @@ impl Storage {
         };
         let db = crate::priority::run_lowered(priority, || builder.open())??;
         let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
-        let (mut stops, mut background) = (Vec::new(), Vec::new());
-        if let SyncPolicy::Periodic(every) = options.sync {
-            let (tx, rx) = mpsc::channel::<()>();
-            let db_dir = dir.as_ref().to_path_buf();
-            background.push(crate::journal_sync::spawn(db.clone(), db_dir, every, rx)?);
-            stops.push(tx);
-        }
-        let storage = Storage {
-            inner: Arc::new(Inner {
-                durability: Durability::new(db.clone(), options.sync),
-                rings: RingStore::new(db.clone(), meta.clone()),
-                db,
-                meta,
-                tables: Arc::default(),
-                stripes: Arc::default(),
-                limits: Limits {
-                    physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
-                    logical_partition_max_bytes: options.logical_partition_max_bytes,
-                },
-                splitter: Splitter::default(),
-                gc,
-                clock: options.clock,
-                items_read: AtomicU64::new(0),
-                item_cache: ItemCache::new(options.item_cache_bytes, stripes::COUNT),
-                stop_background: Mutex::new(stops),
-                background: Mutex::new(background),
-                disk: DiskGuard::new(dir.as_ref().to_path_buf(), options.min_free_disk_bytes),
-                background_priority: priority,
-            }),
+        let rings = RingStore::new(db.clone(), meta.clone());
+        let (tables, stripes) = (Arc::<OpenTables>::default(), Arc::<Stripes>::default());
+        let limits = Limits {
+            physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
+            logical_partition_max_bytes: options.logical_partition_max_bytes,
         };
-        storage.start_split_workers(options.max_concurrent_splits, priority)?;
-        storage.start_background(|stop| {
-            let db_dir = dir.as_ref().to_path_buf();
-            crate::file_reaper::spawn(db_dir, Arc::downgrade(&storage.inner), priority, stop)
-        })?;
-        if let Some(idle) = options.idle_compaction {
-            storage.start_background(|stop| {
-                crate::idle_compaction::spawn(Arc::downgrade(&storage.inner), idle, priority, stop)
-            })?;
+        let splitter = Splitter::new(
+            db.clone(),
+            rings.clone(),
+            tables.clone(),
+            stripes.clone(),
+            limits.physical_partition_max_bytes,
+        );
+        let db_dir = dir.as_ref().to_path_buf();
+        let disk = Arc::new(DiskGuard::new(db_dir.clone(), options.min_free_disk_bytes));
+        let inner = Arc::new(Inner {
+            durability: Durability::new(db.clone(), options.sync),
+            db,
+            meta,
+            rings,
+            tables,
+            stripes,
+            limits,
+            splitter,
+            gc,
+            clock: options.clock,
+            items_read: AtomicU64::new(0),
+            item_cache: ItemCache::new(options.item_cache_bytes, stripes::COUNT),
+            disk,
+            workers: Workers::new(priority),
+        });
+        let workers = &inner.workers;
+        if let SyncPolicy::Periodic(every) = options.sync {
+            workers.start(JournalSync::new(inner.db.clone(), db_dir.clone(), every))?;
         }
-        Ok(storage)
-    }
-
-    /// Starts a background thread with `spawn`, which gets the receiver that tells it to
-    /// stop; the storage stops it (drops the sender) and joins it when it closes.
-    pub(crate) fn start_background(
-        &self,
-        spawn: impl FnOnce(mpsc::Receiver<()>) -> std::io::Result<JoinHandle<()>>,
-    ) -> std::io::Result<()> {
-        let (tx, rx) = mpsc::channel::<()>();
-        let handle = spawn(rx)?;
-        lock(&self.inner.stop_background).push(tx);
-        lock(&self.inner.background).push(handle);
-        Ok(())
+        split_worker::start(workers, &inner.splitter, options.max_concurrent_splits)?;
+        workers.start(FileReaper::new(db_dir, inner.tables.clone()))?;
+        if let Some(idle) = options.idle_compaction {
+            workers.start(IdleCompactor::new(
+                inner.tables.clone(),
+                inner.disk.clone(),
+                idle,
+            ))?;
+        }
+        Ok(Storage { inner })
     }
 
     /// Stores a meta value (the server's schema catalog) in the system keyspace.
@@ -262,9 +243,4 @@ impl Storage {
     pub(crate) fn after_write(&self) -> Result<(), StorageError> {
         self.inner.durability.after_write()
     }
-}
-
-/// Locks `m`, ignoring poisoning (the guarded lists stay valid if a holder panicked).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

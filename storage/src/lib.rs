@@ -70,6 +70,7 @@ mod durability;
 mod engine;
 pub mod error;
 mod file_reaper;
+mod filter_builder;
 mod idle_compaction;
 mod item_cache;
 mod journal_sync;
@@ -93,11 +94,14 @@ mod row;
 mod scan_page;
 mod slice;
 mod split;
+mod split_queue;
+mod split_worker;
 mod stripes;
 pub mod table;
 mod table_admin;
 mod table_info;
 pub mod token;
+mod worker;
 mod write;
 
 #[cfg(test)]

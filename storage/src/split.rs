@@ -30,31 +30,31 @@
 //! Until step 4 the source holds every acknowledged write, so a crash before the switch rolls
 //! the split back on open (the new keyspace is deleted); a crash after it redoes the trim (see
 //! [`crate::ring_recovery::open_ring`]). Reads never see untrimmed keys: they are routed, and scans bounded,
-//! by token range. Errors roll back the same way; drop and truncate cancel a running split.
+//! by token range. Errors roll back the same way; drop and truncate cancel a running split, and
+//! so does closing the store.
 //! Only the switch is fsynced: a lost prepare record leaves a stray keyspace, deleted on open.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::thread::JoinHandle;
+use std::sync::Arc;
+#[cfg(test)]
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fjall::{Keyspace, Readable, Snapshot};
+use fjall::{Database, Keyspace, Readable, Snapshot};
 
-use crate::engine::{Inner, Storage};
-use crate::open_tables::Table;
-use crate::stripes::Stripes;
-use crate::key::{self, decode_size, size_cell_key, split_partition_prefix};
 use crate::counting::{item_bytes, PartitionCounter};
+use crate::key::{self, decode_size, size_cell_key, split_partition_prefix};
+use crate::open_tables::{OpenTables, Table};
 use crate::physical::{open_keyspace, trim, Physical};
 use crate::ring::{ActiveSplit, RingView, TableRing};
+use crate::ring_store::RingStore;
 use crate::routing_map::{token_key_bounds, PendingSplit, RangeEntry, RoutingMap};
+use crate::split_queue::SplitQueue;
+use crate::stripes::Stripes;
 use crate::{StorageError, TableId};
 
 /// Bytes copied per locked chunk.
 const CHUNK_BYTES: usize = 256 << 10;
-/// How often the maintenance thread saves size statistics.
-const STATS_EVERY: Duration = Duration::from_secs(5);
 
 /// Steps at which tests can simulate a crash (the split stops, leaving its state as is).
 #[cfg(test)]
@@ -66,90 +66,21 @@ pub(crate) enum SplitStep {
     Switched,
 }
 
-#[derive(Default)]
-struct State {
-    queue: VecDeque<(TableId, u64)>,
-    running: usize,
-    stop: bool,
-}
-
-#[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
-    work: Condvar,
-    idle: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The split queue and its worker threads.
-#[derive(Default)]
+/// What a split needs of the store: the database, the open tables, the write-lock stripes,
+/// the ring store and the split queue; cheap to clone (each split worker holds one).
+#[derive(Clone)]
 pub(crate) struct Splitter {
-    shared: Arc<Shared>,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    db: Database,
+    rings: RingStore,
+    tables: Arc<OpenTables>,
+    stripes: Arc<Stripes>,
+    /// A physical partition storing more than this is split.
+    max_bytes: u64,
+    /// Partitions waiting for a split worker (see `crate::split_worker`).
+    pub(crate) queue: Arc<SplitQueue>,
+    /// The step at which tests make the next split stop as if the process crashed.
     #[cfg(test)]
-    pub(crate) crash_at: Mutex<Option<SplitStep>>,
-}
-
-impl Splitter {
-    /// Stops the workers (joining all but the current thread).
-    pub(crate) fn stop(&self) {
-        self.shared.lock().stop = true;
-        self.shared.work.notify_all();
-        let me = std::thread::current().id();
-        let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
-        for h in handles {
-            if h.thread().id() != me {
-                let _ = h.join();
-            }
-        }
-    }
-}
-
-fn worker(shared: Arc<Shared>, weak: Weak<Inner>, index: usize) {
-    loop {
-        let job = {
-            let mut state = shared.lock();
-            loop {
-                if state.stop {
-                    return;
-                }
-                if let Some(job) = state.queue.pop_front() {
-                    state.running += 1;
-                    break Some(job);
-                }
-                let (s, timeout) = shared
-                    .work
-                    .wait_timeout(state, STATS_EVERY)
-                    .unwrap_or_else(|p| p.into_inner());
-                state = s;
-                if timeout.timed_out() && index == 0 {
-                    break None;
-                }
-            }
-        };
-        let Some(inner) = weak.upgrade() else { return };
-        let storage = Storage { inner };
-        match job {
-            None => {
-                if let Err(e) = storage.inner.rings.save_stats(&storage.inner.tables.all()) {
-                    tracing::error!("saving partition statistics failed: {e}");
-                }
-            }
-            Some((table, id)) => {
-                if let Err(e) = storage.run_split(table, id, false) {
-                    tracing::error!(%table, id, "split failed: {e}");
-                }
-                let mut state = shared.lock();
-                state.running -= 1;
-                shared.idle.notify_all();
-            }
-        }
-    }
+    pub(crate) crash_at: Arc<Mutex<Option<SplitStep>>>,
 }
 
 /// How a copy ended.
@@ -160,59 +91,47 @@ enum Copy {
     Crashed,
 }
 
-impl Storage {
-    pub(crate) fn start_split_workers(
-        &self,
-        n: usize,
-        priority: crate::priority::Background,
-    ) -> Result<(), StorageError> {
-        let splitter = &self.inner.splitter;
-        let mut workers = splitter.workers.lock().unwrap_or_else(|p| p.into_inner());
-        for index in 0..n.max(1) {
-            let shared = splitter.shared.clone();
-            let weak = Arc::downgrade(&self.inner);
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("storage-split-{index}"))
-                    .spawn(move || {
-                        crate::priority::lower_current_thread(priority);
-                        worker(shared, weak, index)
-                    })?,
-            );
+impl Splitter {
+    /// Splits the physical partitions of `tables` (stored in `db`, their maps in `rings`)
+    /// that store more than `max_bytes`, fencing writes with `stripes`.
+    pub(crate) fn new(
+        db: Database,
+        rings: RingStore,
+        tables: Arc<OpenTables>,
+        stripes: Arc<Stripes>,
+        max_bytes: u64,
+    ) -> Splitter {
+        Splitter {
+            db,
+            rings,
+            tables,
+            stripes,
+            max_bytes,
+            queue: Arc::default(),
+            #[cfg(test)]
+            crash_at: Arc::default(),
         }
-        Ok(())
     }
 
     /// Queues a split of `part` when it is over the threshold (once).
-    pub(crate) fn maybe_queue_split(&self, table: TableId, part: &Physical) {
-        if part.bytes() > self.inner.limits.physical_partition_max_bytes
+    pub(crate) fn maybe_queue(&self, table: TableId, part: &Physical) {
+        if part.bytes() > self.max_bytes
             && !part.is_oversized()
             && !part.split_queued.swap(true, Ordering::AcqRel)
         {
-            let shared = &self.inner.splitter.shared;
-            shared.lock().queue.push_back((table, part.id));
-            shared.work.notify_one();
+            self.queue.push(table, part.id);
         }
     }
 
-    /// Blocks until no split is queued or running (splits started by the splits it waited
-    /// for included).
-    pub fn wait_for_splits(&self) {
-        let shared = &self.inner.splitter.shared;
-        let mut state = shared.lock();
-        while !(state.stop || state.queue.is_empty() && state.running == 0) {
-            state = shared.idle.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
+    /// Saves the size statistics of every physical partition.
+    pub(crate) fn save_stats(&self) -> Result<(), StorageError> {
+        self.rings.save_stats(&self.tables.all())
     }
 
-    /// Splits the table's largest physical partition now, in the calling thread, whatever its
-    /// size. Returns `false` when it holds fewer than two distinct tokens (nothing to split).
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`]; [`StorageError::Fjall`] on I/O failure (the split is
-    /// rolled back).
-    pub fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
-        let view = self.table(table)?.ring.current();
+    /// Splits the table's largest physical partition now, whatever its size (see
+    /// [`crate::Storage::split_now`]).
+    pub(crate) fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
+        let view = self.tables.get(table)?.ring.current();
         let Some(largest) = view.parts.iter().max_by_key(|p| p.bytes()) else {
             return Ok(false);
         };
@@ -229,7 +148,7 @@ impl Storage {
         id: u64,
         force: bool,
     ) -> Result<bool, StorageError> {
-        let table = self.table(table_id)?;
+        let table = self.tables.get(table_id)?;
         let ring = table.ring.clone();
         let _split = ring.split_lock.lock().unwrap_or_else(|p| p.into_inner());
         if ring.cancel.load(Ordering::SeqCst) {
@@ -242,7 +161,7 @@ impl Storage {
         let src = &view.parts[i];
         // Cleared first: writes during this split may queue the (smaller) source again.
         src.split_queued.store(false, Ordering::Release);
-        if !force && src.bytes() <= self.inner.limits.physical_partition_max_bytes {
+        if !force && src.bytes() <= self.max_bytes {
             return Ok(false);
         }
         self.split(&table, &ring, view, i)
@@ -250,12 +169,7 @@ impl Storage {
 
     #[cfg(test)]
     fn crash_at(&self, step: SplitStep) -> bool {
-        let crash = *self
-            .inner
-            .splitter
-            .crash_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let crash = *self.crash_at.lock().unwrap_or_else(|p| p.into_inner());
         crash == Some(step)
     }
 
@@ -270,7 +184,7 @@ impl Storage {
         let src = &view.parts[i];
         let (start, end) = (view.map.start(i), view.map.ranges[i].end);
         let source_bytes = src.bytes();
-        let db = &self.inner.db;
+        let db = &self.db;
 
         // 1. Choose the split token.
         let sizes = partition_sizes(&db.snapshot(), &src.keyspace, start, end)?;
@@ -280,7 +194,7 @@ impl Storage {
                 let mut map = view.map.clone();
                 map.version += 1;
                 map.ranges[i].oversized = true;
-                self.inner.rings.save_map(table.id, &map, &[], &[], false)?;
+                self.rings.save_map(table.id, &map, &[], &[], false)?;
                 ring.install(RingView {
                     map,
                     parts: view.parts.clone(),
@@ -304,7 +218,7 @@ impl Storage {
             upper: upper_id,
             at,
         });
-        self.inner.rings.save_map(table.id, &map, &[], &[], false)?;
+        self.rings.save_map(table.id, &map, &[], &[], false)?;
         let upper = Arc::new(Physical::new(
             upper_id,
             open_keyspace(db, table.id, upper_id)?,
@@ -314,7 +228,7 @@ impl Storage {
         let (split_view, snap) = {
             // Holding every stripe: each write commits either before the snapshot (and is
             // copied from it) or after it, dual-written (and counted by its delta).
-            let _all = self.inner.stripes.lock(u64::MAX);
+            let _all = self.stripes.lock(u64::MAX);
             let split_view = ring.install(RingView {
                 map: map.clone(),
                 parts: view.parts.clone(),
@@ -370,12 +284,12 @@ impl Storage {
             },
         );
         map.garbage.push(src.id);
-        self.inner.rings.save_map(table.id, &map, &[], &[], true)?;
+        self.rings.save_map(table.id, &map, &[], &[], true)?;
         let mut parts = view.parts.clone();
         parts.insert(i + 1, upper.clone());
         {
             // No write is in flight: every dual write is counted in both partitions.
-            let _all = self.inner.stripes.lock(u64::MAX);
+            let _all = self.stripes.lock(u64::MAX);
             ring.install(RingView {
                 map: map.clone(),
                 parts,
@@ -383,7 +297,7 @@ impl Storage {
             });
             src.account(-(upper.bytes() as i64), -(upper.partitions() as i64));
         }
-        self.inner.rings.save_stats(&self.inner.tables.all())?;
+        self.save_stats()?;
         let switched = started.elapsed();
         #[cfg(test)]
         if self.crash_at(SplitStep::Switched) {
@@ -401,7 +315,7 @@ impl Storage {
         trim(db, &source.keyspace, &lo, hi.as_deref())?;
         map.version += 1;
         map.garbage.retain(|g| *g != source.id);
-        self.inner.rings.save_map(table.id, &map, &[], &[], false)?;
+        self.rings.save_map(table.id, &map, &[], &[], false)?;
         let current = ring.current();
         ring.install(RingView {
             map,
@@ -415,8 +329,8 @@ impl Storage {
             total_ms = started.elapsed().as_millis() as u64,
             "split finished"
         );
-        self.maybe_queue_split(table.id, &source);
-        self.maybe_queue_split(table.id, &upper);
+        self.maybe_queue(table.id, &source);
+        self.maybe_queue(table.id, &upper);
         Ok(true)
     }
 
@@ -453,7 +367,7 @@ impl Storage {
                 None => chunk = Some((k.to_vec(), k.to_vec())),
             }
             if chunk_bytes >= CHUNK_BYTES || iter.peek().is_none() {
-                if ring.cancel.load(Ordering::SeqCst) {
+                if ring.cancel.load(Ordering::SeqCst) || self.queue.signal().stopped() {
                     return Ok(Copy::Cancelled);
                 }
                 if let Some((first, last)) = chunk.take() {
@@ -481,8 +395,8 @@ impl Storage {
         last: &[u8],
         mask: u64,
     ) -> Result<(), StorageError> {
-        let _locks = self.inner.stripes.lock(mask);
-        let mut batch = self.inner.db.batch();
+        let _locks = self.stripes.lock(mask);
+        let mut batch = self.db.batch();
         for g in src.keyspace.range(first..=last) {
             let (k, v) = g.into_inner()?;
             if mask & (1 << Stripes::of(table, key::token_of(&k))) == 0 {
@@ -510,9 +424,9 @@ impl Storage {
             parts: view.parts.clone(),
             split: None,
         });
-        self.inner.rings.save_map(table, &map, &[], &[], false)?;
+        self.rings.save_map(table, &map, &[], &[], false)?;
         wait_unused(&upper);
-        self.inner.db.delete_keyspace(upper.keyspace.clone())?;
+        self.db.delete_keyspace(upper.keyspace.clone())?;
         tracing::warn!(%table, "split rolled back");
         Ok(())
     }

@@ -1,10 +1,13 @@
-//! Table administration on [`Storage`]: create (or reopen), drop and truncate tables, and
-//! inspect them (sizes, physical partitions, write stalls).
+//! Table administration on [`Storage`]: create (or reopen), drop and truncate tables; split,
+//! flush and compact them on demand; inspect them (sizes, physical partitions, sorted runs,
+//! write stalls).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::engine::Storage;
+use crate::filter_builder::FilterBuilder;
+use crate::idle_compaction::{compact, runs};
 use crate::item_cache;
 use crate::open_tables::Table;
 use crate::physical::delete_keyspace;
@@ -32,11 +35,8 @@ impl Storage {
             None => {
                 let ring = Arc::new(open_ring(&self.inner.rings, id)?);
                 if !ring.filter.is_complete() {
-                    self.start_background(|stop| {
-                        let (db, priority) =
-                            (self.inner.db.clone(), self.inner.background_priority);
-                        crate::partition_filter::spawn(db, id, ring.clone(), priority, stop)
-                    })?;
+                    let builder = FilterBuilder::new(self.inner.db.clone(), id, ring.clone());
+                    self.inner.workers.start(builder)?;
                 }
                 ring
             }
@@ -48,7 +48,7 @@ impl Storage {
             ring: ring.clone(),
         });
         for p in &ring.current().parts {
-            self.maybe_queue_split(id, p);
+            self.inner.splitter.maybe_queue(id, p);
         }
         Ok(())
     }
@@ -190,5 +190,63 @@ impl Storage {
         ids.sort();
         ids
     }
-}
 
+    /// Blocks until no split is queued or running (splits started by the splits it waited
+    /// for included).
+    pub fn wait_for_splits(&self) {
+        self.inner.splitter.queue.wait_idle();
+    }
+
+    /// Splits the table's largest physical partition now, in the calling thread, whatever its
+    /// size. Returns `false` when it holds fewer than two distinct tokens (nothing to split).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`]; [`StorageError::Fjall`] on I/O failure (the split is
+    /// rolled back).
+    pub fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
+        self.inner.splitter.split_now(table)
+    }
+
+    /// Flushes and compacts every physical partition of `table` into one sorted run now,
+    /// whatever its size (what the idle thread does to small idle trees). Returns the runs
+    /// left per physical partition (1 for a non-empty tree).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn compact_table(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
+        let table = self.table(table)?;
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let view = table.ring.current();
+        let mut left = Vec::with_capacity(view.parts.len());
+        for part in &view.parts {
+            compact(&part.keyspace)?;
+            left.push(runs(&part.keyspace));
+        }
+        Ok(left)
+    }
+
+    /// Writes the memtables of `table`'s physical partitions to tables now (Cassandra's
+    /// `nodetool flush`); returns when they are on disk.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn flush_table(&self, table: TableId) -> Result<(), StorageError> {
+        for part in &self.table(table)?.ring.current().parts {
+            part.keyspace.rotate_memtable_and_wait()?;
+        }
+        Ok(())
+    }
+
+    /// Sorted runs a range read of each of `table`'s physical partitions merges.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn sorted_runs(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
+        let view = self.table(table)?.ring.current();
+        Ok(view.parts.iter().map(|p| runs(&p.keyspace)).collect())
+    }
+}

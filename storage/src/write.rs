@@ -173,7 +173,7 @@ impl Storage {
         }
         drop(guards);
         for (table_id, route, ..) in &accounted {
-            self.maybe_queue_split(*table_id, route.primary);
+            self.inner.splitter.maybe_queue(*table_id, route.primary);
         }
         self.after_write()
     }
