@@ -117,7 +117,9 @@ mod tests {
                 after: b"row"
             }
         );
-        assert!(Cursor::from_bytes(vec![IN_PARTITION, 0, 0, 0, 9]).scan_position().is_err());
+        assert!(Cursor::from_bytes(vec![IN_PARTITION, 0, 0, 0, 9])
+            .scan_position()
+            .is_err());
         assert!(Cursor::from_bytes(Vec::new()).slice_position().is_err());
     }
 }

@@ -12,18 +12,18 @@ use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use crate::clock::Clock;
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
+use crate::durability::{Durability, SyncPolicy};
 use crate::file_reaper::FileReaper;
 use crate::idle_compaction::IdleCompactor;
-use crate::journal_sync::JournalSync;
-use crate::durability::{Durability, SyncPolicy};
 use crate::item_cache::ItemCache;
+use crate::journal_sync::JournalSync;
 use crate::open_tables::{OpenTables, Table};
 use crate::options::{Limits, StorageOptions};
 use crate::ring_store::RingStore;
 use crate::split::Splitter;
+use crate::split_worker;
 use crate::stripes::{self, Stripes};
 use crate::worker::Workers;
-use crate::split_worker;
 use crate::{StorageError, TableId};
 
 /// The keyspace holding the server's meta data (schema catalog).
@@ -227,6 +227,11 @@ impl Storage {
     /// Total number of stored items all reads have pulled from fjall so far.
     pub fn items_read(&self) -> u64 {
         self.inner.items_read.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` more stored items pulled from fjall by a read (see [`Storage::items_read`]).
+    pub(crate) fn count_items(&self, n: u64) {
+        self.inner.items_read.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Seconds since the Unix epoch, from the configured clock.

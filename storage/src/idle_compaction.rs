@@ -474,20 +474,15 @@ mod tests {
             after: Duration::from_secs(5),
             max_bytes: u64::MAX,
         };
-        let mut compactor = IdleCompactor::new(db.inner.tables.clone(), db.inner.disk.clone(), options);
+        let mut compactor =
+            IdleCompactor::new(db.inner.tables.clone(), db.inner.disk.clone(), options);
         let t0 = Instant::now();
         let runs = |db: &Storage| [db.sorted_runs(T).unwrap(), db.sorted_runs(other).unwrap()];
         // first seen: not idle yet
-        assert_eq!(
-            compactor.pass(t0, true),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(t0, true), Duration::ZERO);
         let later = t0 + Duration::from_secs(6);
         // idle, but in the cooldown
-        assert_eq!(
-            compactor.pass(later, false),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(later, false), Duration::ZERO);
         assert_eq!(runs(&db), [[3], [3]]);
         // one partition per pass
         assert!(compactor.pass(later, true) > Duration::ZERO);
@@ -499,15 +494,9 @@ mod tests {
         assert!(compactor.pass(later, true) > Duration::ZERO);
         assert_eq!(runs(&db), [[1], [1]]);
         // compacted once: nothing more to do until written again
-        assert_eq!(
-            compactor.pass(later, true),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(later, true), Duration::ZERO);
         write_to(&db, other, 1, 1, "again", 50);
-        assert_eq!(
-            compactor.pass(later, true),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(later, true), Duration::ZERO);
         assert_eq!(runs(&db), [[1], [2]], "written: not idle");
     }
 

@@ -114,18 +114,18 @@ impl RingStore {
         }
     }
 
-/// Writes the size statistics of every physical partition of `tables` in one batch.
+    /// Writes the size statistics of every physical partition of `tables` in one batch.
     pub(crate) fn save_stats(&self, tables: &[Arc<Table>]) -> Result<(), StorageError> {
-    let meta = &self.meta;
-    let mut batch = self.db.batch();
-    for t in tables {
-        for p in &t.ring.current().parts {
-            batch.insert(meta, stats_key(t.id, p.id), encode_stats(p));
+        let meta = &self.meta;
+        let mut batch = self.db.batch();
+        for t in tables {
+            for p in &t.ring.current().parts {
+                batch.insert(meta, stats_key(t.id, p.id), encode_stats(p));
+            }
         }
+        batch.commit()?;
+        Ok(())
     }
-    batch.commit()?;
-    Ok(())
-}
 
     /// Removes a dropped table's routing map and statistics from the meta keyspace.
     pub(crate) fn forget(&self, table: TableId) -> Result<(), StorageError> {

@@ -139,7 +139,11 @@ impl Workers {
 
     /// Starts `activity` on a thread of its own, woken and stopped by `signal` (which other
     /// threads may share).
-    pub(crate) fn start_with(&self, signal: Signal, activity: impl Activity) -> std::io::Result<()> {
+    pub(crate) fn start_with(
+        &self,
+        signal: Signal,
+        activity: impl Activity,
+    ) -> std::io::Result<()> {
         let (priority, theirs) = (self.priority, signal.clone());
         let handle = std::thread::Builder::new()
             .name(activity.name())
@@ -253,7 +257,10 @@ mod tests {
         let started = Instant::now();
         workers.stop();
         assert!(signal.stopped());
-        assert!(started.elapsed() < Duration::from_secs(10), "not a full wait");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not a full wait"
+        );
         assert_eq!(steps.load(Ordering::SeqCst), 1);
     }
 
