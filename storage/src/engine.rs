@@ -1,6 +1,9 @@
-//! `Storage`: opens the fjall `Database`, keeps each table's physical partitions (one fjall
-//! keyspace each, see [`crate::ring`]), the meta (system) keyspace, write locks, the split
-//! workers and the commit-log sync policy.
+//! `Storage`: opens the fjall `Database` and its meta (system) keyspace, builds the handles
+//! every operation shares (`Inner`: the open tables, write-lock stripes, ring store, splitter,
+//! item cache, durability) and starts the background workers, which hold clones of the few
+//! handles each needs; the last handle's drop stops and joins them. Also the meta store (the
+//! server's schema catalog) and the journal-flush API. Reads, writes and table administration
+//! are `impl Storage` blocks of their own modules (`read`, `scan`, `write`, `table_admin`).
 
 use std::fmt;
 use std::path::Path;
@@ -57,7 +60,7 @@ pub(crate) struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.workers.stop();
-        if let Err(e) = self.splitter.save_stats() {
+        if let Err(e) = self.rings.save_stats(&self.tables.all()) {
             tracing::error!("saving partition statistics failed: {e}");
         }
         if let Err(e) = self.db.persist(PersistMode::SyncAll) {

@@ -8,8 +8,9 @@
 //! stores a first one). Unflushed memtable writes count at once. `partitions` counts logical
 //! partitions (a write that creates a partition adds one; scans count distinct prefixes).
 //! Both are persisted in the meta keyspace ([`crate::ring_store`]) every few seconds by the
-//! maintenance thread, after every split and on close; after a crash they can lag by the
-//! writes of the last few seconds (a recovered split recounts exactly).
+//! first split worker ([`crate::split_worker`]), after every split and on close; after a
+//! crash they can lag by the writes of the last few seconds (a recovered split recounts
+//! exactly).
 //! These are logical bytes, not compressed bytes on disk, which keeps the split threshold
 //! independent of compression and compaction timing.
 

@@ -1,7 +1,8 @@
 //! Online splits of physical partitions.
 //!
-//! A physical partition whose bytes pass `physical_partition_max_bytes` is queued to a
-//! background worker, which splits it while reads and writes go on. The source keeps the
+//! A physical partition whose bytes pass `physical_partition_max_bytes` is queued
+//! ([`crate::split_queue`]) to a background worker ([`crate::split_worker`]), which splits it
+//! with a [`Splitter`] while reads and writes go on. The source keeps the
 //! lower half of its range; the upper half moves to one new keyspace:
 //!
 //! 1. **Choose** the token `at` that best halves its bytes, walking the logical partitions'
@@ -29,10 +30,10 @@
 //!
 //! Until step 4 the source holds every acknowledged write, so a crash before the switch rolls
 //! the split back on open (the new keyspace is deleted); a crash after it redoes the trim (see
-//! [`crate::ring_recovery::open_ring`]). Reads never see untrimmed keys: they are routed, and scans bounded,
-//! by token range. Errors roll back the same way; drop and truncate cancel a running split, and
-//! so does closing the store.
-//! Only the switch is fsynced: a lost prepare record leaves a stray keyspace, deleted on open.
+//! [`crate::ring_recovery::open_ring`]). Reads never see untrimmed keys: they are routed, and
+//! scans bounded, by token range. Errors roll back the same way; drop and truncate cancel a
+//! running split, and so does closing the store. Only the switch is fsynced: a lost prepare
+//! record leaves a stray keyspace, deleted on open.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -46,14 +46,17 @@ pub(crate) enum Next {
 /// Wakes the threads of an activity early, or stops them; cheap to clone. Several threads
 /// may share one (a pool taking jobs from one queue): each wake lets one of them through.
 #[derive(Clone, Default)]
-pub(crate) struct Signal(Arc<SignalState>);
+pub(crate) struct Signal(Arc<Shared>);
 
+/// What the threads sharing a [`Signal`] see.
 #[derive(Default)]
-struct SignalState {
-    state: Mutex<Flags>,
+struct Shared {
+    flags: Mutex<Flags>,
+    /// Notified when a flag changes.
     changed: Condvar,
 }
 
+/// A signal's state.
 #[derive(Default)]
 struct Flags {
     stopped: bool,
@@ -110,7 +113,7 @@ impl Signal {
     }
 
     fn lock(&self) -> MutexGuard<'_, Flags> {
-        self.0.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.flags.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

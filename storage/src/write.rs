@@ -1,12 +1,12 @@
-//! Mutations: everything one statement (or batch) changes in one partition, applied as one
-//! atomic fjall write batch.
+//! Writes: a mutation (everything one statement or batch changes in one partition) applied
+//! as one atomic fjall write batch.
 //!
-//! Each physical key holds exactly one [`StoredCell`]: the winner of Cassandra's reconciliation
-//! (a row's liveness item may carry the row's INSERTed cells as a bundle, see
-//! [`crate::bundle`]). So a write reads the keys it touches (under the partition's lock stripe)
-//! and writes only where the new cell wins; deletions are their own keys and shadow older
-//! cells at read time. The same lock makes counter read-modify-write safe under concurrent
-//! increments.
+//! Each physical key holds exactly one [`crate::cell::StoredCell`]: the winner of Cassandra's
+//! reconciliation (a row's liveness item may carry the row's INSERTed cells as a bundle, see
+//! [`crate::bundle`]). So a write reads the keys it touches (under the partition's lock
+//! stripe, see [`crate::reconcile`]) and writes only where the new cell wins; deletions are
+//! their own keys and shadow older cells at read time. The same lock makes counter
+//! read-modify-write safe under concurrent increments.
 //!
 //! A batch that changes a partition's size also rewrites the partition's size cell (see
 //! [`crate::key`]), which is how the logical partition cap is enforced; a new partition without
