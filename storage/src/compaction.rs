@@ -28,9 +28,9 @@ use cql::types::DataType;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 
 use crate::cell::StoredCell;
-use crate::engine::Clock;
+use crate::clock::Clock;
 use crate::key::{self, ItemPath, KeyReader, Order};
-use crate::ring::parse_keyspace_name;
+use crate::names::parse_keyspace_name;
 use crate::{TableId, TableLayout};
 
 #[derive(Clone)]
@@ -90,12 +90,7 @@ impl GcRegistry {
     }
 
     fn now(&self) -> i64 {
-        match &self.clock {
-            Some(clock) => clock(),
-            None => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64),
-        }
+        crate::clock::now(self.clock.as_ref())
     }
 }
 

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use fjall::{Keyspace, OwnedWriteBatch};
 
+use crate::mutation::Mutation;
+use crate::names::table_meta_prefix;
 use crate::{StorageError, TableId};
 
 /// Partition deletions, static cells or range tombstones (the partition's head).
@@ -55,7 +57,7 @@ pub(crate) struct ContentFlags {
 }
 
 fn key(table: TableId, name: &str) -> Vec<u8> {
-    let mut k = crate::ring::table_meta_prefix("content", table);
+    let mut k = table_meta_prefix("content", table);
     k.extend_from_slice(name.as_bytes());
     k
 }
@@ -125,12 +127,12 @@ impl ContentFlags {
 
     /// The meta-key prefix of a table's flags (removed when the table is dropped).
     pub(crate) fn meta_prefix(table: TableId) -> Vec<u8> {
-        crate::ring::table_meta_prefix("content", table)
+        table_meta_prefix("content", table)
     }
 }
 
 /// The flags a mutation's items need.
-pub(crate) fn flags_of(m: &crate::write::Mutation) -> u8 {
+pub(crate) fn flags_of(m: &Mutation) -> u8 {
     let mut flags = 0;
     if m.partition_deletion.is_some()
         || !m.range_deletions.is_empty()

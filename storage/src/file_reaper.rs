@@ -19,12 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Weak};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::{Inner, Storage};
 use crate::memtable_keeper::MemtableKeeper;
+use crate::open_tables::OpenTables;
+use crate::worker::{Activity, Next, Signal};
 
 /// Most table files held at once (newly written tables are the ones compaction deletes soon).
 const MAX_HELD: usize = 256;
@@ -134,35 +134,46 @@ fn newest(mut files: Vec<(u64, PathBuf)>, cap: usize) -> HashSet<PathBuf> {
     files.into_iter().map(|(_, path)| path).collect()
 }
 
-/// Starts the reaper thread over the store in `db_dir`, which also frees the flushed
-/// memtables of the storage behind `storage` (see [`crate::memtable_keeper`]), at the
-/// background `priority` (it holds no lock the writers need, and freeing a memtable
-/// takes tens of milliseconds of CPU); it stops when `stop` receives or is dropped, or the
-/// storage goes (its descriptors are closed then).
-pub(crate) fn spawn(
+/// The reaper's activity over the store in `db_dir`: every [`TICK`], it closes deleted files
+/// ([`Reaper`]) and frees the flushed memtables of the open tables ([`MemtableKeeper`]). It
+/// runs at the background priority (it holds no lock the writers need, and freeing a memtable
+/// takes tens of milliseconds of CPU); its descriptors are closed when it stops.
+pub(crate) struct FileReaper {
     db_dir: PathBuf,
-    storage: Weak<Inner>,
-    priority: crate::priority::Background,
-    stop: mpsc::Receiver<()>,
-) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("storage-reaper".into())
-        .spawn(move || {
-            crate::priority::lower_current_thread(priority);
-            let mut reaper = Reaper::default();
-            let mut memtables = MemtableKeeper::default();
-            while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
-                let Some(inner) = storage.upgrade() else {
-                    return;
-                };
-                let active = Storage { inner }.active_memtables();
-                let freed = memtables.pass(active);
-                let reaped = reaper.pass(&db_dir);
-                if reaped > 0 || freed > 0 {
-                    tracing::debug!(reaped, freed, "closed deleted files, freed memtables");
-                }
-            }
-        })
+    tables: Arc<OpenTables>,
+    reaper: Reaper,
+    memtables: MemtableKeeper,
+}
+
+impl FileReaper {
+    /// A reaper of the files in `db_dir` and of the memtables of `tables`.
+    pub(crate) fn new(db_dir: PathBuf, tables: Arc<OpenTables>) -> FileReaper {
+        FileReaper {
+            db_dir,
+            tables,
+            reaper: Reaper::default(),
+            memtables: MemtableKeeper::default(),
+        }
+    }
+}
+
+impl Activity for FileReaper {
+    fn name(&self) -> String {
+        "storage-reaper".into()
+    }
+
+    fn first(&self) -> Next {
+        Next::After(TICK)
+    }
+
+    fn step(&mut self, _signal: &Signal) -> Next {
+        let freed = self.memtables.pass(self.tables.active_memtables());
+        let reaped = self.reaper.pass(&self.db_dir);
+        if reaped > 0 || freed > 0 {
+            tracing::debug!(reaped, freed, "closed deleted files, freed memtables");
+        }
+        Next::After(TICK)
+    }
 }
 
 #[cfg(test)]

@@ -18,15 +18,15 @@
 //! its memtable is left alone: a memtable answers point reads faster than a table does.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Weak;
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fjall::{AbstractTree, Keyspace};
 
-use crate::engine::{Inner, Storage};
-use crate::ring::Physical;
+use crate::disk::DiskGuard;
+use crate::open_tables::OpenTables;
+use crate::physical::Physical;
+use crate::worker::{Activity, Next, Signal};
 use crate::{StorageError, TableId};
 
 /// When a physical partition counts as idle and which ones are compacted.
@@ -68,35 +68,53 @@ struct Watch {
     done: bool,
 }
 
-/// Starts the idle-compaction thread; it stops when `stop` is dropped or the storage goes.
-pub(crate) fn spawn(
-    weak: Weak<Inner>,
+/// The idle-compaction activity: watches every physical partition of the open tables.
+pub(crate) struct IdleCompactor {
+    tables: Arc<OpenTables>,
+    /// Whether the file system has room for a compaction's second copy.
+    disk: Arc<DiskGuard>,
     options: IdleCompaction,
-    priority: crate::priority::Background,
-    stop: mpsc::Receiver<()>,
-) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("storage-idle".into())
-        .spawn(move || {
-            crate::priority::lower_current_thread(priority);
-            let mut watches = HashMap::new();
-            let mut resume_at = Instant::now();
-            loop {
-                match stop.recv_timeout(poll_interval(options.after)) {
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
-                }
-                let Some(inner) = weak.upgrade() else { return };
-                let storage = Storage { inner };
-                let now = Instant::now();
-                let spent = storage.compact_idle(&options, &mut watches, now, now >= resume_at);
-                resume_at = Instant::now() + spent * DUTY_CYCLE;
-            }
-        })
+    watches: HashMap<(TableId, u64), Watch>,
+    /// No compaction before this (the duty cycle).
+    resume_at: Instant,
+}
+
+impl IdleCompactor {
+    /// Compacts the idle partitions of `tables` as `options` say, with room on `disk`.
+    pub(crate) fn new(
+        tables: Arc<OpenTables>,
+        disk: Arc<DiskGuard>,
+        options: IdleCompaction,
+    ) -> IdleCompactor {
+        IdleCompactor {
+            tables,
+            disk,
+            options,
+            watches: HashMap::new(),
+            resume_at: Instant::now(),
+        }
+    }
+}
+
+impl Activity for IdleCompactor {
+    fn name(&self) -> String {
+        "storage-idle".into()
+    }
+
+    fn first(&self) -> Next {
+        Next::After(poll_interval(self.options.after))
+    }
+
+    fn step(&mut self, _signal: &Signal) -> Next {
+        let now = Instant::now();
+        let spent = self.pass(now, now >= self.resume_at);
+        self.resume_at = Instant::now() + spent * DUTY_CYCLE;
+        Next::After(poll_interval(self.options.after))
+    }
 }
 
 /// Sorted runs a range read merges: the memtables, each L0 table, each deeper level.
-fn runs(keyspace: &Keyspace) -> usize {
+pub(crate) fn runs(keyspace: &Keyspace) -> usize {
     let tree = &keyspace.tree;
     let memtables = usize::from(tree.get_highest_memtable_seqno().is_some());
     let l0 = tree.level_table_count(0).unwrap_or(0);
@@ -106,18 +124,13 @@ fn runs(keyspace: &Keyspace) -> usize {
     memtables + l0 + levels
 }
 
-impl Storage {
+impl IdleCompactor {
     /// One pass over every physical partition: notes which were written and, when `compact`,
     /// compacts the first one idle long enough. Returns the time spent compacting.
-    fn compact_idle(
-        &self,
-        options: &IdleCompaction,
-        watches: &mut HashMap<(TableId, u64), Watch>,
-        now: Instant,
-        compact: bool,
-    ) -> Duration {
+    fn pass(&mut self, now: Instant, compact: bool) -> Duration {
+        let (options, watches) = (&self.options, &mut self.watches);
         let mut seen = HashSet::new();
-        for table in self.tables_snapshot() {
+        for table in self.tables.all() {
             let view = table.ring.current();
             for part in &view.parts {
                 let key = (table.id, part.id);
@@ -149,7 +162,7 @@ impl Storage {
                 };
                 watch.done = true;
                 let started = Instant::now();
-                let free = || self.inner.disk.free_bytes();
+                let free = || self.disk.free_bytes();
                 match compact_if_worth_it(part, options.max_bytes, free) {
                     // the rest waits for the duty cycle (and is looked at again next pass)
                     Ok(true) => return started.elapsed(),
@@ -163,49 +176,6 @@ impl Storage {
         }
         watches.retain(|k, _| seen.contains(k));
         Duration::ZERO
-    }
-
-    /// Flushes and compacts every physical partition of `table` into one sorted run now,
-    /// whatever its size (what the idle thread does to small idle trees). Returns the runs
-    /// left per physical partition (1 for a non-empty tree).
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
-    pub fn compact_table(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
-        let table = self.table(table)?;
-        let _split = table
-            .ring
-            .split_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let view = table.ring.current();
-        let mut left = Vec::with_capacity(view.parts.len());
-        for part in &view.parts {
-            compact(&part.keyspace)?;
-            left.push(runs(&part.keyspace));
-        }
-        Ok(left)
-    }
-
-    /// Writes the memtables of `table`'s physical partitions to tables now (Cassandra's
-    /// `nodetool flush`); returns when they are on disk.
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
-    pub fn flush_table(&self, table: TableId) -> Result<(), StorageError> {
-        for part in &self.table(table)?.ring.current().parts {
-            part.keyspace.rotate_memtable_and_wait()?;
-        }
-        Ok(())
-    }
-
-    /// Sorted runs a range read of each of `table`'s physical partitions merges.
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`].
-    pub fn sorted_runs(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
-        let view = self.table(table)?.ring.current();
-        Ok(view.parts.iter().map(|p| runs(&p.keyspace)).collect())
     }
 }
 
@@ -279,7 +249,7 @@ fn compact_if_worth_it(
 }
 
 /// Flushes the memtable and merges every table into one run.
-fn compact(ks: &Keyspace) -> Result<(), StorageError> {
+pub(crate) fn compact(ks: &Keyspace) -> Result<(), StorageError> {
     ks.rotate_memtable_and_wait()?;
     ks.major_compact()?;
     Ok(())
@@ -287,12 +257,12 @@ fn compact(ks: &Keyspace) -> Result<(), StorageError> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, HashMap};
+    use std::collections::BTreeMap;
     use std::time::{Duration, Instant};
 
     use cql::types::{DataType, NativeType};
 
-    use super::IdleCompaction;
+    use super::{IdleCompaction, IdleCompactor};
     use crate::*;
 
     const T: TableId = TableId(7);
@@ -504,40 +474,29 @@ mod tests {
             after: Duration::from_secs(5),
             max_bytes: u64::MAX,
         };
-        let mut watches = HashMap::new();
+        let mut compactor =
+            IdleCompactor::new(db.inner.tables.clone(), db.inner.disk.clone(), options);
         let t0 = Instant::now();
         let runs = |db: &Storage| [db.sorted_runs(T).unwrap(), db.sorted_runs(other).unwrap()];
         // first seen: not idle yet
-        assert_eq!(
-            db.compact_idle(&options, &mut watches, t0, true),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(t0, true), Duration::ZERO);
         let later = t0 + Duration::from_secs(6);
         // idle, but in the cooldown
-        assert_eq!(
-            db.compact_idle(&options, &mut watches, later, false),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(later, false), Duration::ZERO);
         assert_eq!(runs(&db), [[3], [3]]);
         // one partition per pass
-        assert!(db.compact_idle(&options, &mut watches, later, true) > Duration::ZERO);
+        assert!(compactor.pass(later, true) > Duration::ZERO);
         let after_one = runs(&db);
         assert!(
             after_one == [[1], [3]] || after_one == [[3], [1]],
             "{after_one:?}"
         );
-        assert!(db.compact_idle(&options, &mut watches, later, true) > Duration::ZERO);
+        assert!(compactor.pass(later, true) > Duration::ZERO);
         assert_eq!(runs(&db), [[1], [1]]);
         // compacted once: nothing more to do until written again
-        assert_eq!(
-            db.compact_idle(&options, &mut watches, later, true),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(later, true), Duration::ZERO);
         write_to(&db, other, 1, 1, "again", 50);
-        assert_eq!(
-            db.compact_idle(&options, &mut watches, later, true),
-            Duration::ZERO
-        );
+        assert_eq!(compactor.pass(later, true), Duration::ZERO);
         assert_eq!(runs(&db), [[1], [2]], "written: not idle");
     }
 

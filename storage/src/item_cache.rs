@@ -6,7 +6,7 @@
 //!
 //! It never answers with a value older than the newest committed one, because every change
 //! to it happens under the write-lock stripe of the item's partition (see
-//! [`crate::engine::Storage::lock_stripes`]):
+//! [`crate::stripes::Stripes::lock`]):
 //! - a writer, holding the stripe, replaces the entry of every key it commits before it
 //!   releases the stripe (and so before the write is acknowledged);
 //! - a reader that misses takes the stripe, reads the item at the newest published sequence

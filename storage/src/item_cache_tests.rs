@@ -83,7 +83,7 @@ fn cached(db: &Storage, pk: i32) -> bool {
 /// Row (pk, 0)'s liveness item in the item cache: its partition's cache id and its key.
 fn cache_key(db: &Storage, pk: i32) -> (u64, Vec<u8>) {
     let table = db.table(T).expect("table");
-    let addr = crate::write::address(&table, &[int(pk)]).expect("address");
+    let addr = crate::partition_address::address(&table.layout, &[int(pk)]).expect("address");
     let view = table.ring.current();
     let part = view.part(addr.token).cache_id.load(AtomicOrdering::Relaxed);
     let mut k = addr.prefix.clone();

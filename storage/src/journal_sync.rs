@@ -15,33 +15,54 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fjall::{Database, PersistMode};
 
+use crate::worker::{Activity, Next, Signal};
+
 /// The longest the syncer waits between two syncs, whatever the policy's period.
 const MAX_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Starts the thread that syncs the journal of `db` (stored in `dir`) every `period` (capped
-/// at one second) until `stop` receives or is dropped.
-pub(crate) fn spawn(
+/// The activity syncing the journal of one store.
+pub(crate) struct JournalSync {
     db: Database,
+    /// Where `db` keeps its journal.
     dir: PathBuf,
-    period: Duration,
-    stop: mpsc::Receiver<()>,
-) -> io::Result<JoinHandle<()>> {
-    let every = period.min(MAX_SYNC_INTERVAL);
-    std::thread::Builder::new()
-        .name("storage-sync".into())
-        .spawn(move || {
-            while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(every) {
-                if let Err(e) = sync_journals(&db, &dir) {
-                    tracing::error!("periodic journal sync failed: {e}");
-                }
-            }
-        })
+    every: Duration,
+}
+
+impl JournalSync {
+    /// Syncs the journal of `db` (stored in `dir`) every `period`, capped at one second.
+    pub(crate) fn new(db: Database, dir: PathBuf, period: Duration) -> JournalSync {
+        JournalSync {
+            db,
+            dir,
+            every: period.min(MAX_SYNC_INTERVAL),
+        }
+    }
+}
+
+impl Activity for JournalSync {
+    fn name(&self) -> String {
+        "storage-sync".into()
+    }
+
+    /// Not lowered: its period bounds what a power loss can take of the acknowledged writes.
+    fn lowered(&self) -> bool {
+        false
+    }
+
+    fn first(&self) -> Next {
+        Next::After(self.every)
+    }
+
+    fn step(&mut self, _signal: &Signal) -> Next {
+        if let Err(e) = sync_journals(&self.db, &self.dir) {
+            tracing::error!("periodic journal sync failed: {e}");
+        }
+        Next::After(self.every)
+    }
 }
 
 /// Fsyncs every journal file in `dir` without fjall's journal lock; falls back to fjall's

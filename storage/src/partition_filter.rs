@@ -7,7 +7,7 @@
 //! stored) of every partition the table stores once it is *complete*:
 //! - a new table's filter is complete from the start (it holds nothing, nor does the table);
 //! - a table opened from disk starts incomplete and a builder thread adds every stored
-//!   partition from one snapshot ([`build`]) while holding the table's
+//!   partition from one snapshot ([`crate::filter_builder`]) while holding the table's
 //!   `split_lock` (no split moves keys between keyspaces meanwhile);
 //! - every write adds the key of a partition it creates, under the partition's stripe lock and
 //!   before its batch commits (a failed commit leaves a harmless extra key). Filters exist
@@ -21,16 +21,9 @@
 //! line per stage ([`crate::blocked_bloom`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, RwLock};
-use std::thread::JoinHandle;
-use std::time::Instant;
-
-use fjall::{Database, Readable};
+use std::sync::RwLock;
 
 use crate::blocked_bloom::{BlockedBloom, KeyBits};
-use crate::error::StorageError;
-use crate::ring::TableRing;
-use crate::table::TableId;
 
 // False positives of each stage: ~0.0002% at capacity (32 bits a key, see
 // `crate::blocked_bloom`). A false positive costs a sum of the partition's items, a range read
@@ -40,8 +33,6 @@ use crate::table::TableId;
 // a 10 M-row load still filled ~250 MB of cache (peak RSS 898 MB); at 0.001%, 648 MB.
 /// Keys the first stage of a table holds (64 KiB).
 const MIN_CAPACITY: usize = 16 * 1024;
-/// Keys scanned between checks for a cancelled build or a stopping storage.
-const CHECK_EVERY: usize = 4096;
 
 /// One fixed-size bloom filter and how many keys were added to it.
 struct Stage {
@@ -135,79 +126,6 @@ impl PartitionFilter {
             .map(|s| s.bloom.memory_bytes())
             .sum()
     }
-}
-
-/// How a build ended.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Build {
-    /// Every stored partition was added and the filter marked complete.
-    Complete,
-    /// Drop or truncate asked the table's background work to stop, or the storage stopped.
-    Stopped,
-}
-
-/// Adds every partition `ring` stores to its partition filter, from one snapshot, holding the
-/// table's `split_lock`; marks the filter complete unless `stop` says to give up (checked
-/// every few thousand keys, and the table's cancel flag with it: drop and truncate).
-pub(crate) fn build(
-    db: &Database,
-    ring: &TableRing,
-    stop: &dyn Fn() -> bool,
-) -> Result<Build, StorageError> {
-    let _split = ring.split_lock.lock().unwrap_or_else(|p| p.into_inner());
-    if ring.filter.is_complete() {
-        return Ok(Build::Complete);
-    }
-    let snapshot = db.snapshot();
-    let mut scanned = 0usize;
-    for part in &ring.current().parts {
-        let mut partitions = crate::ring::PartitionCounter::default();
-        for guard in snapshot.iter(&part.keyspace) {
-            let key = guard.key()?;
-            if partitions.see(&key)? {
-                let size_key = crate::key::size_cell_key(partitions.prefix());
-                ring.filter.add(KeyBits::of(&size_key));
-            }
-            scanned += 1;
-            if scanned % CHECK_EVERY == 0 && (stop() || ring.cancel.load(Ordering::SeqCst)) {
-                return Ok(Build::Stopped);
-            }
-        }
-    }
-    ring.filter.mark_complete();
-    Ok(Build::Complete)
-}
-
-/// Starts the thread that builds `ring`'s filter (at the background `priority`); it
-/// gives up when `stop`'s sender is dropped.
-pub(crate) fn spawn(
-    db: Database,
-    table: TableId,
-    ring: Arc<TableRing>,
-    priority: crate::priority::Background,
-    stop: mpsc::Receiver<()>,
-) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("storage-filter".into())
-        .spawn(move || {
-            crate::priority::lower_current_thread(priority);
-            let started = Instant::now();
-            let stopped = || matches!(stop.try_recv(), Err(mpsc::TryRecvError::Disconnected));
-            match build(&db, &ring, &stopped) {
-                Ok(Build::Complete) => tracing::info!(
-                    %table,
-                    seconds = started.elapsed().as_secs_f64(),
-                    filter_bytes = ring.filter.memory_bytes(),
-                    "partition filter built"
-                ),
-                Ok(Build::Stopped) => tracing::debug!(%table, "partition filter build stopped"),
-                Err(e) => tracing::warn!(
-                    %table,
-                    error = %e,
-                    "partition filter build failed; writes keep looking partitions up"
-                ),
-            }
-        })
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Online splits of physical partitions.
 //!
-//! A physical partition whose bytes pass `physical_partition_max_bytes` is queued to a
-//! background worker, which splits it while reads and writes go on. The source keeps the
+//! A physical partition whose bytes pass `physical_partition_max_bytes` is queued
+//! ([`crate::split_queue`]) to a background worker ([`crate::split_worker`]), which splits it
+//! with a [`Splitter`] while reads and writes go on. The source keeps the
 //! lower half of its range; the upper half moves to one new keyspace:
 //!
 //! 1. **Choose** the token `at` that best halves its bytes, walking the logical partitions'
@@ -29,29 +30,32 @@
 //!
 //! Until step 4 the source holds every acknowledged write, so a crash before the switch rolls
 //! the split back on open (the new keyspace is deleted); a crash after it redoes the trim (see
-//! [`Storage::load_ring`]). Reads never see untrimmed keys: they are routed, and scans bounded,
-//! by token range. Errors roll back the same way; drop and truncate cancel a running split.
-//! Only the switch is fsynced: a lost prepare record leaves a stray keyspace, deleted on open.
+//! [`crate::ring_recovery::open_ring`]). Reads never see untrimmed keys: they are routed, and
+//! scans bounded, by token range. Errors roll back the same way; drop and truncate cancel a
+//! running split, and so does closing the store. Only the switch is fsynced: a lost prepare
+//! record leaves a stray keyspace, deleted on open.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::thread::JoinHandle;
+use std::sync::Arc;
+#[cfg(test)]
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fjall::{Keyspace, Readable, Snapshot};
+use fjall::{Database, Keyspace, Readable, Snapshot};
 
-use crate::engine::{Inner, Storage, Table};
+use crate::counting::{item_bytes, PartitionCounter};
 use crate::key::{self, decode_size, size_cell_key, split_partition_prefix};
-use crate::ring::{
-    open_keyspace, ActiveSplit, PendingSplit, Physical, RangeEntry, RingView, TableRing,
-};
+use crate::open_tables::{OpenTables, Table};
+use crate::physical::{open_keyspace, trim, Physical};
+use crate::ring::{ActiveSplit, RingView, TableRing};
+use crate::ring_store::RingStore;
+use crate::routing_map::{token_key_bounds, PendingSplit, RangeEntry, RoutingMap};
+use crate::split_queue::SplitQueue;
+use crate::stripes::Stripes;
 use crate::{StorageError, TableId};
 
 /// Bytes copied per locked chunk.
 const CHUNK_BYTES: usize = 256 << 10;
-/// How often the maintenance thread saves size statistics.
-const STATS_EVERY: Duration = Duration::from_secs(5);
 
 /// Steps at which tests can simulate a crash (the split stops, leaving its state as is).
 #[cfg(test)]
@@ -63,90 +67,21 @@ pub(crate) enum SplitStep {
     Switched,
 }
 
-#[derive(Default)]
-struct State {
-    queue: VecDeque<(TableId, u64)>,
-    running: usize,
-    stop: bool,
-}
-
-#[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
-    work: Condvar,
-    idle: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The split queue and its worker threads.
-#[derive(Default)]
+/// What a split needs of the store: the database, the open tables, the write-lock stripes,
+/// the ring store and the split queue; cheap to clone (each split worker holds one).
+#[derive(Clone)]
 pub(crate) struct Splitter {
-    shared: Arc<Shared>,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    db: Database,
+    rings: RingStore,
+    tables: Arc<OpenTables>,
+    stripes: Arc<Stripes>,
+    /// A physical partition storing more than this is split.
+    max_bytes: u64,
+    /// Partitions waiting for a split worker (see `crate::split_worker`).
+    pub(crate) queue: Arc<SplitQueue>,
+    /// The step at which tests make the next split stop as if the process crashed.
     #[cfg(test)]
-    pub(crate) crash_at: Mutex<Option<SplitStep>>,
-}
-
-impl Splitter {
-    /// Stops the workers (joining all but the current thread).
-    pub(crate) fn stop(&self) {
-        self.shared.lock().stop = true;
-        self.shared.work.notify_all();
-        let me = std::thread::current().id();
-        let handles = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
-        for h in handles {
-            if h.thread().id() != me {
-                let _ = h.join();
-            }
-        }
-    }
-}
-
-fn worker(shared: Arc<Shared>, weak: Weak<Inner>, index: usize) {
-    loop {
-        let job = {
-            let mut state = shared.lock();
-            loop {
-                if state.stop {
-                    return;
-                }
-                if let Some(job) = state.queue.pop_front() {
-                    state.running += 1;
-                    break Some(job);
-                }
-                let (s, timeout) = shared
-                    .work
-                    .wait_timeout(state, STATS_EVERY)
-                    .unwrap_or_else(|p| p.into_inner());
-                state = s;
-                if timeout.timed_out() && index == 0 {
-                    break None;
-                }
-            }
-        };
-        let Some(inner) = weak.upgrade() else { return };
-        let storage = Storage { inner };
-        match job {
-            None => {
-                if let Err(e) = storage.persist_stats() {
-                    tracing::error!("saving partition statistics failed: {e}");
-                }
-            }
-            Some((table, id)) => {
-                if let Err(e) = storage.run_split(table, id, false) {
-                    tracing::error!(%table, id, "split failed: {e}");
-                }
-                let mut state = shared.lock();
-                state.running -= 1;
-                shared.idle.notify_all();
-            }
-        }
-    }
+    pub(crate) crash_at: Arc<Mutex<Option<SplitStep>>>,
 }
 
 /// How a copy ended.
@@ -157,59 +92,47 @@ enum Copy {
     Crashed,
 }
 
-impl Storage {
-    pub(crate) fn start_split_workers(
-        &self,
-        n: usize,
-        priority: crate::priority::Background,
-    ) -> Result<(), StorageError> {
-        let splitter = &self.inner.splitter;
-        let mut workers = splitter.workers.lock().unwrap_or_else(|p| p.into_inner());
-        for index in 0..n.max(1) {
-            let shared = splitter.shared.clone();
-            let weak = Arc::downgrade(&self.inner);
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("storage-split-{index}"))
-                    .spawn(move || {
-                        crate::priority::lower_current_thread(priority);
-                        worker(shared, weak, index)
-                    })?,
-            );
+impl Splitter {
+    /// Splits the physical partitions of `tables` (stored in `db`, their maps in `rings`)
+    /// that store more than `max_bytes`, fencing writes with `stripes`.
+    pub(crate) fn new(
+        db: Database,
+        rings: RingStore,
+        tables: Arc<OpenTables>,
+        stripes: Arc<Stripes>,
+        max_bytes: u64,
+    ) -> Splitter {
+        Splitter {
+            db,
+            rings,
+            tables,
+            stripes,
+            max_bytes,
+            queue: Arc::default(),
+            #[cfg(test)]
+            crash_at: Arc::default(),
         }
-        Ok(())
     }
 
     /// Queues a split of `part` when it is over the threshold (once).
-    pub(crate) fn maybe_queue_split(&self, table: TableId, part: &Physical) {
-        if part.bytes() > self.inner.limits.physical_partition_max_bytes
+    pub(crate) fn maybe_queue(&self, table: TableId, part: &Physical) {
+        if part.bytes() > self.max_bytes
             && !part.is_oversized()
             && !part.split_queued.swap(true, Ordering::AcqRel)
         {
-            let shared = &self.inner.splitter.shared;
-            shared.lock().queue.push_back((table, part.id));
-            shared.work.notify_one();
+            self.queue.push(table, part.id);
         }
     }
 
-    /// Blocks until no split is queued or running (splits started by the splits it waited
-    /// for included).
-    pub fn wait_for_splits(&self) {
-        let shared = &self.inner.splitter.shared;
-        let mut state = shared.lock();
-        while !(state.stop || state.queue.is_empty() && state.running == 0) {
-            state = shared.idle.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
+    /// Saves the size statistics of every physical partition.
+    pub(crate) fn save_stats(&self) -> Result<(), StorageError> {
+        self.rings.save_stats(&self.tables.all())
     }
 
-    /// Splits the table's largest physical partition now, in the calling thread, whatever its
-    /// size. Returns `false` when it holds fewer than two distinct tokens (nothing to split).
-    ///
-    /// # Errors
-    /// [`StorageError::UnknownTable`]; [`StorageError::Fjall`] on I/O failure (the split is
-    /// rolled back).
-    pub fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
-        let view = self.table(table)?.ring.current();
+    /// Splits the table's largest physical partition now, whatever its size (see
+    /// [`crate::Storage::split_now`]).
+    pub(crate) fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
+        let view = self.tables.get(table)?.ring.current();
         let Some(largest) = view.parts.iter().max_by_key(|p| p.bytes()) else {
             return Ok(false);
         };
@@ -226,7 +149,7 @@ impl Storage {
         id: u64,
         force: bool,
     ) -> Result<bool, StorageError> {
-        let table = self.table(table_id)?;
+        let table = self.tables.get(table_id)?;
         let ring = table.ring.clone();
         let _split = ring.split_lock.lock().unwrap_or_else(|p| p.into_inner());
         if ring.cancel.load(Ordering::SeqCst) {
@@ -239,7 +162,7 @@ impl Storage {
         let src = &view.parts[i];
         // Cleared first: writes during this split may queue the (smaller) source again.
         src.split_queued.store(false, Ordering::Release);
-        if !force && src.bytes() <= self.inner.limits.physical_partition_max_bytes {
+        if !force && src.bytes() <= self.max_bytes {
             return Ok(false);
         }
         self.split(&table, &ring, view, i)
@@ -247,12 +170,7 @@ impl Storage {
 
     #[cfg(test)]
     fn crash_at(&self, step: SplitStep) -> bool {
-        let crash = *self
-            .inner
-            .splitter
-            .crash_at
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let crash = *self.crash_at.lock().unwrap_or_else(|p| p.into_inner());
         crash == Some(step)
     }
 
@@ -267,7 +185,7 @@ impl Storage {
         let src = &view.parts[i];
         let (start, end) = (view.map.start(i), view.map.ranges[i].end);
         let source_bytes = src.bytes();
-        let db = &self.inner.db;
+        let db = &self.db;
 
         // 1. Choose the split token.
         let sizes = partition_sizes(&db.snapshot(), &src.keyspace, start, end)?;
@@ -277,7 +195,7 @@ impl Storage {
                 let mut map = view.map.clone();
                 map.version += 1;
                 map.ranges[i].oversized = true;
-                self.save_map(table.id, &map, &[], &[], false)?;
+                self.rings.save_map(table.id, &map, &[], &[], false)?;
                 ring.install(RingView {
                     map,
                     parts: view.parts.clone(),
@@ -301,7 +219,7 @@ impl Storage {
             upper: upper_id,
             at,
         });
-        self.save_map(table.id, &map, &[], &[], false)?;
+        self.rings.save_map(table.id, &map, &[], &[], false)?;
         let upper = Arc::new(Physical::new(
             upper_id,
             open_keyspace(db, table.id, upper_id)?,
@@ -311,7 +229,7 @@ impl Storage {
         let (split_view, snap) = {
             // Holding every stripe: each write commits either before the snapshot (and is
             // copied from it) or after it, dual-written (and counted by its delta).
-            let _all = self.lock_stripes(u64::MAX);
+            let _all = self.stripes.lock(u64::MAX);
             let split_view = ring.install(RingView {
                 map: map.clone(),
                 parts: view.parts.clone(),
@@ -367,12 +285,12 @@ impl Storage {
             },
         );
         map.garbage.push(src.id);
-        self.save_map(table.id, &map, &[], &[], true)?;
+        self.rings.save_map(table.id, &map, &[], &[], true)?;
         let mut parts = view.parts.clone();
         parts.insert(i + 1, upper.clone());
         {
             // No write is in flight: every dual write is counted in both partitions.
-            let _all = self.lock_stripes(u64::MAX);
+            let _all = self.stripes.lock(u64::MAX);
             ring.install(RingView {
                 map: map.clone(),
                 parts,
@@ -380,7 +298,7 @@ impl Storage {
             });
             src.account(-(upper.bytes() as i64), -(upper.partitions() as i64));
         }
-        self.persist_stats()?;
+        self.save_stats()?;
         let switched = started.elapsed();
         #[cfg(test)]
         if self.crash_at(SplitStep::Switched) {
@@ -394,11 +312,11 @@ impl Storage {
             // `source` is also held by the current view: two references remain.
             std::thread::sleep(Duration::from_millis(1));
         }
-        let (lo, hi) = crate::ring::token_key_bounds(start, at);
-        crate::ring::trim(db, &source.keyspace, &lo, hi.as_deref())?;
+        let (lo, hi) = token_key_bounds(start, at);
+        trim(db, &source.keyspace, &lo, hi.as_deref())?;
         map.version += 1;
         map.garbage.retain(|g| *g != source.id);
-        self.save_map(table.id, &map, &[], &[], false)?;
+        self.rings.save_map(table.id, &map, &[], &[], false)?;
         let current = ring.current();
         ring.install(RingView {
             map,
@@ -412,8 +330,8 @@ impl Storage {
             total_ms = started.elapsed().as_millis() as u64,
             "split finished"
         );
-        self.maybe_queue_split(table.id, &source);
-        self.maybe_queue_split(table.id, &upper);
+        self.maybe_queue(table.id, &source);
+        self.maybe_queue(table.id, &upper);
         Ok(true)
     }
 
@@ -427,10 +345,10 @@ impl Storage {
         (at, end): (i64, i64),
         upper: &Physical,
     ) -> Result<Copy, StorageError> {
-        let (lo, hi) = crate::ring::token_key_bounds(at, end);
+        let (lo, hi) = token_key_bounds(at, end);
         // (bytes, logical partitions) of the snapshot.
         let mut base = 0u64;
-        let mut partitions = crate::ring::PartitionCounter::default();
+        let mut partitions = PartitionCounter::default();
         let mut chunk: Option<(Vec<u8>, Vec<u8>)> = None;
         let mut mask = 0u64;
         let mut chunk_bytes = 0usize;
@@ -443,14 +361,14 @@ impl Storage {
             let (k, v) = g.into_inner()?;
             base += (k.len() + v.len()) as u64;
             partitions.see(&k)?;
-            mask |= 1 << Storage::stripe(table, key::token_of(&k));
+            mask |= 1 << Stripes::of(table, key::token_of(&k));
             chunk_bytes += k.len() + v.len();
             match &mut chunk {
                 Some((_, last)) => *last = k.to_vec(),
                 None => chunk = Some((k.to_vec(), k.to_vec())),
             }
             if chunk_bytes >= CHUNK_BYTES || iter.peek().is_none() {
-                if ring.cancel.load(Ordering::SeqCst) {
+                if ring.cancel.load(Ordering::SeqCst) || self.queue.signal().stopped() {
                     return Ok(Copy::Cancelled);
                 }
                 if let Some((first, last)) = chunk.take() {
@@ -478,11 +396,11 @@ impl Storage {
         last: &[u8],
         mask: u64,
     ) -> Result<(), StorageError> {
-        let _locks = self.lock_stripes(mask);
-        let mut batch = self.inner.db.batch();
+        let _locks = self.stripes.lock(mask);
+        let mut batch = self.db.batch();
         for g in src.keyspace.range(first..=last) {
             let (k, v) = g.into_inner()?;
-            if mask & (1 << Storage::stripe(table, key::token_of(&k))) == 0 {
+            if mask & (1 << Stripes::of(table, key::token_of(&k))) == 0 {
                 continue; // created after the snapshot: dual-written from the start
             }
             batch.insert(&upper.keyspace, k, v);
@@ -497,7 +415,7 @@ impl Storage {
         table: TableId,
         ring: &TableRing,
         view: &RingView,
-        mut map: crate::ring::RoutingMap,
+        mut map: RoutingMap,
         upper: Arc<Physical>,
     ) -> Result<(), StorageError> {
         map.version += 1;
@@ -507,9 +425,9 @@ impl Storage {
             parts: view.parts.clone(),
             split: None,
         });
-        self.save_map(table, &map, &[], &[], false)?;
+        self.rings.save_map(table, &map, &[], &[], false)?;
         wait_unused(&upper);
-        self.inner.db.delete_keyspace(upper.keyspace.clone())?;
+        self.db.delete_keyspace(upper.keyspace.clone())?;
         tracing::warn!(%table, "split rolled back");
         Ok(())
     }
@@ -531,7 +449,7 @@ fn partition_sizes(
     end: i64,
 ) -> Result<Vec<(i64, u64)>, StorageError> {
     let mut out: Vec<(i64, u64)> = Vec::new();
-    let (mut position, hi) = crate::ring::token_key_bounds(start, end);
+    let (mut position, hi) = token_key_bounds(start, end);
     loop {
         let next = match &hi {
             Some(hi) => snap.range(ks, position.clone()..hi.clone()).next(),
@@ -544,7 +462,7 @@ fn partition_sizes(
         let size_key = size_cell_key(&prefix);
         let size = match snap.get(ks, &size_key)? {
             Some(v) => decode_size(&v)? + (size_key.len() + v.len()) as u64,
-            None => crate::write::item_bytes(snap.prefix(ks, &prefix))?,
+            None => item_bytes(snap.prefix(ks, &prefix))?,
         };
         match out.last_mut() {
             Some((t, s)) if *t == token => *s += size,

@@ -1,12 +1,12 @@
-//! Mutations: everything one statement (or batch) changes in one partition, applied as one
-//! atomic fjall write batch.
+//! Writes: a mutation (everything one statement or batch changes in one partition) applied
+//! as one atomic fjall write batch.
 //!
-//! Each physical key holds exactly one [`StoredCell`]: the winner of Cassandra's reconciliation
-//! (a row's liveness item may carry the row's INSERTed cells as a bundle, see
-//! [`crate::bundle`]). So a write reads the keys it touches (under the partition's lock stripe)
-//! and writes only where the new cell wins; deletions are their own keys and shadow older
-//! cells at read time. The same lock makes counter read-modify-write safe under concurrent
-//! increments.
+//! Each physical key holds exactly one [`crate::cell::StoredCell`]: the winner of Cassandra's
+//! reconciliation (a row's liveness item may carry the row's INSERTed cells as a bundle, see
+//! [`crate::bundle`]). So a write reads the keys it touches (under the partition's lock
+//! stripe, see [`crate::reconcile`]) and writes only where the new cell wins; deletions are
+//! their own keys and shadow older cells at read time. The same lock makes counter
+//! read-modify-write safe under concurrent increments.
 //!
 //! A batch that changes a partition's size also rewrites the partition's size cell (see
 //! [`crate::key`]), which is how the logical partition cap is enforced; a new partition without
@@ -17,221 +17,18 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use cql::types::{DataType, NativeType};
 use smallvec::SmallVec;
 
-use crate::cell::StoredCell;
-use crate::engine::{Storage, Table};
-use crate::item_cache::ItemCache;
-use crate::key::{self, ClusteringBound, ItemPath};
+use crate::counting::item_bytes;
+use crate::engine::Storage;
+use crate::key::{self, path_key, ItemPath};
+use crate::mutation::Mutation;
+use crate::reconcile::{counter_sum, Reconciler};
 use crate::ring::Route;
-use crate::{bundle, content, token, StorageError, TableId};
-
-/// A deletion at a write timestamp (microseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deletion {
-    /// Data written at or before this timestamp is shadowed.
-    pub timestamp: i64,
-}
-
-/// The primary-key liveness marker that INSERT writes (UPDATE does not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Liveness {
-    /// Write timestamp (microseconds).
-    pub timestamp: i64,
-    /// TTL in seconds (`None` or 0: no expiry).
-    pub ttl: Option<u32>,
-}
-
-/// A clustering range deletion (`DELETE ... WHERE ck > x AND ck <= y`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeDeletion {
-    /// Start bound (a clustering prefix, inclusive or exclusive).
-    pub start: ClusteringBound,
-    /// End bound.
-    pub end: ClusteringBound,
-    /// The deletion.
-    pub deletion: Deletion,
-}
-
-/// One change to one column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ColumnOp {
-    /// Sets a simple (or frozen) cell.
-    Set {
-        /// Protocol-serialized value.
-        value: Vec<u8>,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-        /// TTL in seconds.
-        ttl: Option<u32>,
-    },
-    /// Deletes a simple cell (a cell tombstone).
-    Delete {
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-    },
-    /// Deletes a whole collection (before an overwrite `SET c = {...}`, or `DELETE c`).
-    DeleteCollection {
-        /// Write timestamp; use `timestamp - 1` for the overwrite case, as Cassandra does.
-        timestamp: i64,
-    },
-    /// Sets one collection element: list (key = a timeuuid), set (key = element, value
-    /// empty), map (key = map key), non-frozen UDT (key = field index as a smallint).
-    SetElement {
-        /// Element key, protocol-serialized.
-        key: Vec<u8>,
-        /// Element value, protocol-serialized.
-        value: Vec<u8>,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-        /// TTL in seconds.
-        ttl: Option<u32>,
-    },
-    /// Deletes one collection element.
-    DeleteElement {
-        /// Element key, protocol-serialized.
-        key: Vec<u8>,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-    },
-    /// Adds `delta` to a counter.
-    AddCounter {
-        /// Increment (negative to decrement).
-        delta: i64,
-        /// Write timestamp (microseconds).
-        timestamp: i64,
-    },
-}
-
-/// A change to one column of a row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ColumnWrite {
-    /// Column id (from the server's schema).
-    pub column: u32,
-    /// What happens to it.
-    pub op: ColumnOp,
-}
-
-/// Changes to one row.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RowWrite {
-    /// Full clustering, protocol-serialized, one value per clustering column.
-    pub clustering: Vec<Vec<u8>>,
-    /// The liveness marker (INSERT).
-    pub liveness: Option<Liveness>,
-    /// A row deletion (`DELETE FROM t WHERE pk = .. AND ck = ..`).
-    pub deletion: Option<Deletion>,
-    /// Column changes.
-    pub columns: Vec<ColumnWrite>,
-}
-
-/// Everything that changes in one partition, applied atomically.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Mutation {
-    /// Partition-key components, protocol-serialized, in key order.
-    pub partition_key: Vec<Vec<u8>>,
-    /// A partition deletion.
-    pub partition_deletion: Option<Deletion>,
-    /// Clustering range deletions.
-    pub range_deletions: Vec<RangeDeletion>,
-    /// Static column changes.
-    pub static_columns: Vec<ColumnWrite>,
-    /// Row changes.
-    pub rows: Vec<RowWrite>,
-}
-
-/// A mutation turned into keyed items, ready to be reconciled and written.
-struct Staged<'m> {
-    table_id: TableId,
-    table: Arc<Table>,
-    addr: PartitionAddress,
-    items: Vec<Item<'m>>,
-    mutation: &'m Mutation,
-    /// The time (seconds) the mutation's TTLs and tombstones were stamped with.
-    now: i64,
-}
-
-/// One keyed change of a staged mutation (its values borrowed from the mutation).
-struct Item<'m> {
-    key: Vec<u8>,
-    pending: Pending<'m>,
-    /// For a regular row's liveness item or simple cell: the length of the row's key prefix
-    /// (everything before the item path), to find the row's other items.
-    row: Option<usize>,
-}
-
-/// The serialized key, token and key prefix of a partition.
-pub(crate) struct PartitionAddress {
-    pub(crate) token: i64,
-    pub(crate) prefix: Vec<u8>,
-}
-
-pub(crate) fn address(
-    table: &Table,
-    components: &[impl AsRef<[u8]>],
-) -> Result<PartitionAddress, StorageError> {
-    if components.len() != table.layout.partition_key.len() {
-        return Err(StorageError::InvalidRequest(format!(
-            "{} partition key components for a {}-column partition key",
-            components.len(),
-            table.layout.partition_key.len()
-        )));
-    }
-    if components.len() > 1 && components.iter().any(|c| c.as_ref().len() > 0xffff) {
-        return Err(StorageError::InvalidRequest(
-            "partition key component longer than 65535 bytes".into(),
-        ));
-    }
-    let address = |serialized: &[u8]| {
-        if serialized.is_empty() {
-            return Err(StorageError::InvalidRequest("key may not be empty".into()));
-        }
-        let token = token::token(serialized);
-        Ok(PartitionAddress {
-            token,
-            prefix: key::partition_prefix(token, serialized),
-        })
-    };
-    match components {
-        // A one-column key serializes as itself: no copy, no list of parts.
-        [single] => address(single.as_ref()),
-        _ => {
-            let parts: Vec<&[u8]> = components.iter().map(AsRef::as_ref).collect();
-            address(&token::serialize_partition_key(&parts))
-        }
-    }
-}
-
-/// The element-key type of a collection column.
-fn element_key_type(table: &Table, column: u32) -> Result<DataType, StorageError> {
-    match table.layout.columns.get(&column).map(DataType::unfrozen) {
-        Some(DataType::List(_)) => Ok(NativeType::Timeuuid.into()),
-        Some(DataType::Set(t)) | Some(DataType::Map(t, _)) => Ok((**t).clone()),
-        Some(DataType::Udt(_)) => Ok(NativeType::Smallint.into()),
-        _ => Err(StorageError::InvalidRequest(format!(
-            "column {column} is not a collection column of table {}",
-            table.id
-        ))),
-    }
-}
-
-enum Pending<'m> {
-    Cell(StoredCell),
-    Counter {
-        delta: i64,
-        timestamp: i64,
-    },
-    /// An INSERT's liveness marker (a plain marker, empty value) and the simple cells it
-    /// sets with the marker's timestamp and TTL, in column order: stored as one bundle when
-    /// the row allows it (see [`crate::bundle`]).
-    Row {
-        marker: StoredCell,
-        cells: Vec<(u32, &'m [u8])>,
-    },
-}
+use crate::stage::{stage, Pending, Staged};
+use crate::stripes::Stripes;
+use crate::{bundle, content, StorageError, TableId};
 
 impl Storage {
     /// Applies a mutation to one partition as one atomic fjall batch. When it returns, the
@@ -257,17 +54,17 @@ impl Storage {
         // Per-write lists hold one entry in place: a single write allocates none of them.
         let staged = writes
             .iter()
-            .map(|(table_id, m)| self.stage(*table_id, m))
+            .map(|(table_id, m)| stage(self.table(*table_id)?, m, self.now()))
             .collect::<Result<SmallVec<[_; 1]>, _>>()?;
         self.inner.disk.check()?;
         let mask = staged
             .iter()
-            .fold(0u64, |m, s| m | 1 << Self::stripe(s.table_id, s.addr.token));
-        let guards = self.lock_stripes(mask);
+            .fold(0u64, |m, s| m | 1 << Stripes::of(s.table_id, s.addr.token));
+        let guards = self.inner.stripes.lock(mask);
         // Routing is read under the stripe locks: a split switches routing and then waits for
         // every stripe, so a write never lands in a partition that has stopped owning it.
         let views: SmallVec<[_; 1]> = staged.iter().map(|s| s.table.ring.current()).collect();
-        let mut batch = self.write_batch();
+        let mut batch = self.inner.durability.batch();
         let mut accounted: SmallVec<[_; 1]> = SmallVec::new();
         let mut written_flags: SmallVec<[u8; 4]> = SmallVec::new();
         let mut cached = CacheUpdates::new();
@@ -324,140 +121,9 @@ impl Storage {
         }
         drop(guards);
         for (table_id, route, ..) in &accounted {
-            self.maybe_queue_split(*table_id, route.primary);
+            self.inner.splitter.maybe_queue(*table_id, route.primary);
         }
         self.after_write()
-    }
-
-    /// Turns a mutation into keyed items (no storage access yet).
-    fn stage<'m>(
-        &self,
-        table_id: TableId,
-        mutation: &'m Mutation,
-    ) -> Result<Staged<'m>, StorageError> {
-        let table = self.table(table_id)?;
-        let addr = address(&table, &mutation.partition_key)?;
-        let now = self.now();
-        let mut items: Vec<Item<'m>> = Vec::new();
-        let item = |key, pending| Item {
-            key,
-            pending,
-            row: None,
-        };
-        let tomb = |d: &Deletion| {
-            Pending::Cell(StoredCell::Tombstone {
-                timestamp: d.timestamp,
-                deleted_at: now,
-            })
-        };
-
-        if let Some(d) = &mutation.partition_deletion {
-            let mut k = addr.prefix.clone();
-            k.push(key::SECTION_PARTITION_DELETION);
-            items.push(item(k, tomb(d)));
-        }
-        let clustering = &table.layout.clustering;
-        for rd in &mutation.range_deletions {
-            let lo = key::start_bytes(clustering, &rd.start)?;
-            let hi = key::end_bytes(clustering, &rd.end)?;
-            let len = u16::try_from(lo.len())
-                .map_err(|_| StorageError::InvalidRequest("range bound too long".into()))?;
-            let mut k = addr.prefix.clone();
-            k.push(key::SECTION_RANGE_TOMBSTONE);
-            k.extend_from_slice(&len.to_be_bytes());
-            k.extend_from_slice(&lo);
-            k.extend_from_slice(&hi);
-            items.push(item(k, tomb(&rd.deletion)));
-        }
-        if !mutation.static_columns.is_empty() {
-            let static_prefix = key::extended(&addr.prefix, &[key::SECTION_STATIC], 0);
-            for cw in &mutation.static_columns {
-                items.push(item_of(&table, &static_prefix, cw, now)?);
-            }
-        }
-        for row in &mutation.rows {
-            if row.clustering.len() != clustering.len() {
-                return Err(StorageError::InvalidRequest(format!(
-                    "{} clustering values for {} clustering columns",
-                    row.clustering.len(),
-                    clustering.len()
-                )));
-            }
-            // Room for the encoded clustering (each value and its terminator) and its end.
-            let reserve = row.clustering.iter().map(|v| v.len() + 2).sum::<usize>() + 1;
-            let mut row_prefix = key::extended(&addr.prefix, &[key::SECTION_ROWS], reserve);
-            key::encode_clustering(clustering, &row.clustering, &mut row_prefix)?;
-            row_prefix.push(key::CLUSTERING_END);
-            if let Some(d) = &row.deletion {
-                items.push(item(path_key(&row_prefix, &ItemPath::RowDeletion), tomb(d)));
-            }
-            let row_len = Some(row_prefix.len());
-            // An INSERT's simple cells written with its timestamp and TTL go with its marker.
-            let mut bundled: Vec<(u32, &'m [u8])> = Vec::new();
-            if let Some(l) = &row.liveness {
-                let ttl = l.ttl.filter(|t| *t > 0);
-                for cw in &row.columns {
-                    if let ColumnOp::Set {
-                        value,
-                        timestamp,
-                        ttl: cell_ttl,
-                    } = &cw.op
-                    {
-                        if *timestamp == l.timestamp && cell_ttl.filter(|t| *t > 0) == ttl {
-                            bundled.push((cw.column, value.as_slice()));
-                        }
-                    }
-                }
-                bundled.sort_by_key(|(c, _)| *c);
-                if bundled.windows(2).any(|w| w[0].0 == w[1].0) {
-                    bundled.clear();
-                }
-            }
-            // The row's bundle (with a liveness) is the item at this index, columns sorted.
-            let bundle_at = row.liveness.as_ref().map(|_| items.len());
-            if let Some(l) = &row.liveness {
-                items.push(Item {
-                    key: path_key(&row_prefix, &ItemPath::Liveness),
-                    pending: Pending::Row {
-                        marker: StoredCell::live(l.timestamp, l.ttl, now, Vec::new()),
-                        cells: bundled,
-                    },
-                    row: row_len,
-                });
-            }
-            for cw in &row.columns {
-                let in_bundle = match bundle_at.and_then(|at| items.get(at)).map(|i| &i.pending) {
-                    Some(Pending::Row { cells, .. }) => {
-                        cells.binary_search_by_key(&cw.column, |(c, _)| *c).is_ok()
-                    }
-                    _ => false,
-                };
-                if in_bundle {
-                    continue;
-                }
-                let mut it = item_of(&table, &row_prefix, cw, now)?;
-                if matches!(
-                    cw.op,
-                    ColumnOp::Set { .. } | ColumnOp::Delete { .. } | ColumnOp::AddCounter { .. }
-                ) {
-                    it.row = row_len;
-                }
-                items.push(it);
-            }
-        }
-        if items.iter().any(|i| i.key.len() > 0xffff) {
-            return Err(StorageError::InvalidRequest(
-                "key longer than 64 KiB".into(),
-            ));
-        }
-        Ok(Staged {
-            table_id,
-            table,
-            addr,
-            items,
-            mutation,
-            now,
-        })
     }
 
     /// Reconciles a staged mutation with what is stored and adds the winning items and, where
@@ -490,7 +156,7 @@ impl Storage {
         let content = &table.ring.content;
         let cache = &self.inner.item_cache;
         let part = route.primary.cache_id.load(Ordering::Relaxed);
-        let mut state = State {
+        let mut state = Reconciler {
             ks,
             cache,
             part,
@@ -630,277 +296,8 @@ impl Storage {
     }
 }
 
-/// The bytes (keys and values) of `items`, e.g. those stored under a partition prefix.
-pub(crate) fn item_bytes(
-    items: impl IntoIterator<Item = fjall::Guard>,
-) -> Result<u64, StorageError> {
-    let mut sum = 0u64;
-    for guard in items {
-        let (k, v) = guard.into_inner()?;
-        sum += (k.len() + v.len()) as u64;
-    }
-    Ok(sum)
-}
-
 /// An item for the item cache once its batch commits: (partition cache id, key, item).
 type CacheUpdate = (u64, fjall::Slice, fjall::Slice);
 
 /// The items a write's batch gives the item cache (a one-row write's in place).
 type CacheUpdates = SmallVec<[CacheUpdate; 1]>;
-
-/// One key's state while a mutation is reconciled.
-struct Slot {
-    /// The current winner (stored or written by this mutation).
-    cell: Option<StoredCell>,
-    /// Length of the value stored before this mutation (None: the key was absent).
-    stored_len: Option<usize>,
-    /// Changed by this mutation: to be written.
-    dirty: bool,
-}
-
-/// The keys one mutation touches in one partition, loaded on first use.
-struct State<'a> {
-    ks: &'a fjall::Keyspace,
-    /// The item cache and the partition's id in it: consulted before `ks`, filled from it.
-    cache: &'a ItemCache,
-    part: u64,
-    /// The write's time and the table's gc-grace, in seconds (see `State::maybe_purged`).
-    now: i64,
-    gc_grace: i64,
-    exists: bool,
-    /// The table may hold bundles: a separate write must check the row's liveness item.
-    may_bundle: bool,
-    slots: HashMap<Vec<u8>, Slot, foldhash::fast::RandomState>,
-    /// Content flags of what this mutation stores.
-    flags: u8,
-}
-
-impl State<'_> {
-    /// The current cell at `key`: written earlier in this mutation, else stored.
-    fn load(&mut self, key: &[u8]) -> Result<Option<&StoredCell>, StorageError> {
-        if !self.slots.contains_key(key) {
-            let stored = if self.exists {
-                // Under the stripe: what the cache or fjall holds is the newest item, except
-                // that compaction may have purged a cached dead cell past gc-grace (a write
-                // older than it is then accepted, as without the cache): fjall decides.
-                let cached = self.cache.get(self.part, key);
-                match cached.filter(|v| !self.maybe_purged(v)) {
-                    Some(v) => Some(v),
-                    None => {
-                        let v = self.ks.get(key)?;
-                        if let Some(v) = &v {
-                            self.cache.put(self.part, key, v);
-                        }
-                        v
-                    }
-                }
-            } else {
-                None
-            };
-            let (cell, stored_len) = match stored {
-                Some(v) => (Some(StoredCell::decode(&v)?), Some(v.len())),
-                None => (None, None),
-            };
-            let slot = Slot {
-                cell,
-                stored_len,
-                dirty: false,
-            };
-            self.slots.insert(key.to_vec(), slot);
-        }
-        Ok(self.slots.get(key).and_then(|s| s.cell.as_ref()))
-    }
-
-    /// Whether compaction may have purged the stored item `value` (a tombstone or an expired
-    /// cell past gc-grace, see `crate::compaction`).
-    fn maybe_purged(&self, value: &[u8]) -> bool {
-        if StoredCell::is_live_encoding(value) {
-            return false;
-        }
-        let gone_since = match StoredCell::decode(value) {
-            Ok(StoredCell::Live { .. }) => return false,
-            Ok(StoredCell::Expiring { expires_at, .. }) => expires_at,
-            Ok(StoredCell::Tombstone { deleted_at, .. }) => deleted_at,
-            Err(_) => return true,
-        };
-        gone_since.saturating_add(self.gc_grace) < self.now
-    }
-
-    fn set(&mut self, key: &[u8], cell: StoredCell) {
-        if let Some(slot) = self.slots.get_mut(key) {
-            slot.cell = Some(cell);
-            slot.dirty = true;
-        }
-    }
-
-    /// Stores `new` at `key` when it wins over the current cell; returns whether it did.
-    fn reconcile(&mut self, key: &[u8], new: StoredCell) -> Result<bool, StorageError> {
-        let wins = self.load(key)?.is_none_or(|old| new.wins_over(old));
-        if wins {
-            self.set(key, new);
-        }
-        Ok(wins)
-    }
-
-    /// Keeps the row one bundle when the new INSERT replaces the stored one whole (or loses
-    /// whole); returns false when the row must be exploded instead.
-    fn merge_bundle(
-        &mut self,
-        key: &[u8],
-        marker: &StoredCell,
-        cells: &[(u32, &[u8])],
-    ) -> Result<bool, StorageError> {
-        if let Some(old) = self.load(key)? {
-            let (old_marker, old_cells) = bundle::explode(old)?;
-            let new_cells: Vec<_> = cells
-                .iter()
-                .map(|(c, v)| (*c, bundle::with_value(marker, v.to_vec())))
-                .collect();
-            let find = |col: u32, list: &'_ [(u32, StoredCell)]| {
-                list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
-            };
-            if marker.wins_over(&old_marker) {
-                // Replaces the stored bundle only if it overwrites every one of its cells.
-                let covers = old_cells
-                    .iter()
-                    .all(|(c, old)| find(*c, &new_cells).is_some_and(|new| new.wins_over(old)));
-                if !covers {
-                    return Ok(false);
-                }
-            } else {
-                // Every part of the INSERT loses: nothing to write; otherwise explode.
-                let loses = new_cells
-                    .iter()
-                    .all(|(c, new)| find(*c, &old_cells).is_some_and(|old| !new.wins_over(&old)));
-                return Ok(loses);
-            }
-        }
-        let mut bytes = Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
-        for (col, value) in cells {
-            bundle::push(&mut bytes, *col, value)?;
-        }
-        if !bytes.is_empty() {
-            self.flags |= content::BUNDLES;
-        }
-        self.set(key, bundle::with_value(marker, bytes));
-        Ok(true)
-    }
-
-    /// Turns the bundle at the liveness key `key` (if any) into a plain marker and separate
-    /// cell items, reconciled with whatever separate items the row has.
-    fn explode(&mut self, key: &[u8]) -> Result<(), StorageError> {
-        if !self.may_bundle && !self.slots.contains_key(key) {
-            return Ok(());
-        }
-        let Some(current) = self.load(key)? else {
-            return Ok(());
-        };
-        if !bundle::has_cells(current) {
-            return Ok(());
-        }
-        let (plain, cells) = bundle::explode(current)?;
-        self.set(key, plain);
-        let row = &key[..key.len() - 1];
-        for (col, cell) in cells {
-            let k = path_key(row, &ItemPath::Cell(col));
-            self.reconcile(&k, cell)?;
-        }
-        self.flags |= content::SEPARATE_CELLS;
-        Ok(())
-    }
-}
-
-fn path_key(prefix: &[u8], path: &ItemPath) -> Vec<u8> {
-    let mut k = Vec::with_capacity(prefix.len() + path.encoded_len());
-    k.extend_from_slice(prefix);
-    path.encode(&mut k);
-    k
-}
-
-/// The new counter cell: the current (live) total plus `delta`. A counter deleted at or after
-/// this increment stays deleted (Cassandra's counter deletions are final for older updates).
-fn counter_sum(
-    existing: Option<&StoredCell>,
-    delta: i64,
-    timestamp: i64,
-    now: i64,
-) -> Result<StoredCell, StorageError> {
-    let (base, base_ts) = match existing {
-        Some(c) => match c.live_value(now) {
-            Some(v) => {
-                let v: [u8; 8] = v
-                    .try_into()
-                    .map_err(|_| StorageError::corrupt("counter cell is not 8 bytes"))?;
-                (i64::from_be_bytes(v), c.timestamp())
-            }
-            None if c.timestamp() >= timestamp => return Ok(c.clone()),
-            None => (0, i64::MIN),
-        },
-        None => (0, i64::MIN),
-    };
-    Ok(StoredCell::Live {
-        timestamp: timestamp.max(base_ts),
-        value: base.wrapping_add(delta).to_be_bytes().to_vec(),
-    })
-}
-
-/// The item of one column change (`row` unset: the caller marks regular row cells).
-fn item_of(
-    table: &Table,
-    row_prefix: &[u8],
-    cw: &ColumnWrite,
-    now: i64,
-) -> Result<Item<'static>, StorageError> {
-    let col = cw.column;
-    let element = |k: &[u8]| -> Result<Vec<u8>, StorageError> {
-        let ty = element_key_type(table, col)?;
-        let mut e = Vec::new();
-        key::encode_value(&ty, k, &mut e)?;
-        Ok(path_key(row_prefix, &ItemPath::Complex(col, Some(e))))
-    };
-    let tomb = |timestamp| {
-        Pending::Cell(StoredCell::Tombstone {
-            timestamp,
-            deleted_at: now,
-        })
-    };
-    let item = match &cw.op {
-        ColumnOp::Set {
-            value,
-            timestamp,
-            ttl,
-        } => (
-            path_key(row_prefix, &ItemPath::Cell(col)),
-            Pending::Cell(StoredCell::live(*timestamp, *ttl, now, value.clone())),
-        ),
-        ColumnOp::Delete { timestamp } => {
-            (path_key(row_prefix, &ItemPath::Cell(col)), tomb(*timestamp))
-        }
-        ColumnOp::DeleteCollection { timestamp } => (
-            path_key(row_prefix, &ItemPath::Complex(col, None)),
-            tomb(*timestamp),
-        ),
-        ColumnOp::SetElement {
-            key,
-            value,
-            timestamp,
-            ttl,
-        } => (
-            element(key)?,
-            Pending::Cell(StoredCell::live(*timestamp, *ttl, now, value.clone())),
-        ),
-        ColumnOp::DeleteElement { key, timestamp } => (element(key)?, tomb(*timestamp)),
-        ColumnOp::AddCounter { delta, timestamp } => (
-            path_key(row_prefix, &ItemPath::Cell(col)),
-            Pending::Counter {
-                delta: *delta,
-                timestamp: *timestamp,
-            },
-        ),
-    };
-    Ok(Item {
-        key: item.0,
-        pending: item.1,
-        row: None,
-    })
-}

@@ -106,6 +106,14 @@ pub(crate) fn extended(prefix: &[u8], tail: &[u8], reserve: usize) -> Vec<u8> {
     k
 }
 
+/// The key of the item at `path` under a row or static-row key prefix.
+pub(crate) fn path_key(prefix: &[u8], path: &ItemPath) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + path.encoded_len());
+    k.extend_from_slice(prefix);
+    path.encode(&mut k);
+    k
+}
+
 /// The token of a key (or key position); positions shorter than a token count as MIN.
 pub(crate) fn token_of(key: &[u8]) -> i64 {
     match key.first_chunk::<8>() {

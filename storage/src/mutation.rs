@@ -1,0 +1,119 @@
+//! Mutations: what one statement (or batch) changes in one partition, as the server hands it
+//! to [`crate::Storage::apply`]: a partition deletion, clustering range deletions, static
+//! column changes and row changes (liveness marker, row deletion, column changes).
+
+use crate::key::ClusteringBound;
+
+/// A deletion at a write timestamp (microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deletion {
+    /// Data written at or before this timestamp is shadowed.
+    pub timestamp: i64,
+}
+
+/// The primary-key liveness marker that INSERT writes (UPDATE does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Liveness {
+    /// Write timestamp (microseconds).
+    pub timestamp: i64,
+    /// TTL in seconds (`None` or 0: no expiry).
+    pub ttl: Option<u32>,
+}
+
+/// A clustering range deletion (`DELETE ... WHERE ck > x AND ck <= y`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeDeletion {
+    /// Start bound (a clustering prefix, inclusive or exclusive).
+    pub start: ClusteringBound,
+    /// End bound.
+    pub end: ClusteringBound,
+    /// The deletion.
+    pub deletion: Deletion,
+}
+
+/// One change to one column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnOp {
+    /// Sets a simple (or frozen) cell.
+    Set {
+        /// Protocol-serialized value.
+        value: Vec<u8>,
+        /// Write timestamp (microseconds).
+        timestamp: i64,
+        /// TTL in seconds.
+        ttl: Option<u32>,
+    },
+    /// Deletes a simple cell (a cell tombstone).
+    Delete {
+        /// Write timestamp (microseconds).
+        timestamp: i64,
+    },
+    /// Deletes a whole collection (before an overwrite `SET c = {...}`, or `DELETE c`).
+    DeleteCollection {
+        /// Write timestamp; use `timestamp - 1` for the overwrite case, as Cassandra does.
+        timestamp: i64,
+    },
+    /// Sets one collection element: list (key = a timeuuid), set (key = element, value
+    /// empty), map (key = map key), non-frozen UDT (key = field index as a smallint).
+    SetElement {
+        /// Element key, protocol-serialized.
+        key: Vec<u8>,
+        /// Element value, protocol-serialized.
+        value: Vec<u8>,
+        /// Write timestamp (microseconds).
+        timestamp: i64,
+        /// TTL in seconds.
+        ttl: Option<u32>,
+    },
+    /// Deletes one collection element.
+    DeleteElement {
+        /// Element key, protocol-serialized.
+        key: Vec<u8>,
+        /// Write timestamp (microseconds).
+        timestamp: i64,
+    },
+    /// Adds `delta` to a counter.
+    AddCounter {
+        /// Increment (negative to decrement).
+        delta: i64,
+        /// Write timestamp (microseconds).
+        timestamp: i64,
+    },
+}
+
+/// A change to one column of a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnWrite {
+    /// Column id (from the server's schema).
+    pub column: u32,
+    /// What happens to it.
+    pub op: ColumnOp,
+}
+
+/// Changes to one row.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RowWrite {
+    /// Full clustering, protocol-serialized, one value per clustering column.
+    pub clustering: Vec<Vec<u8>>,
+    /// The liveness marker (INSERT).
+    pub liveness: Option<Liveness>,
+    /// A row deletion (`DELETE FROM t WHERE pk = .. AND ck = ..`).
+    pub deletion: Option<Deletion>,
+    /// Column changes.
+    pub columns: Vec<ColumnWrite>,
+}
+
+/// Everything that changes in one partition, applied atomically.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Mutation {
+    /// Partition-key components, protocol-serialized, in key order.
+    pub partition_key: Vec<Vec<u8>>,
+    /// A partition deletion.
+    pub partition_deletion: Option<Deletion>,
+    /// Clustering range deletions.
+    pub range_deletions: Vec<RangeDeletion>,
+    /// Static column changes.
+    pub static_columns: Vec<ColumnWrite>,
+    /// Row changes.
+    pub rows: Vec<RowWrite>,
+}

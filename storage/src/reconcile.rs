@@ -1,0 +1,200 @@
+//! Reconciling a staged mutation with what its partition stores: each key it touches is
+//! loaded once (from the item cache or fjall, under the partition's stripe), and a new cell
+//! is kept only where it wins; rows stay one bundle while they can (see [`crate::bundle`]).
+
+use std::collections::HashMap;
+
+use crate::cell::StoredCell;
+use crate::item_cache::ItemCache;
+use crate::key::{path_key, ItemPath};
+use crate::{bundle, content, StorageError};
+
+/// One key's state while a mutation is reconciled.
+pub(crate) struct Slot {
+    /// The current winner (stored or written by this mutation).
+    pub(crate) cell: Option<StoredCell>,
+    /// Length of the value stored before this mutation (None: the key was absent).
+    pub(crate) stored_len: Option<usize>,
+    /// Changed by this mutation: to be written.
+    pub(crate) dirty: bool,
+}
+
+/// The keys one mutation touches in one partition, loaded on first use.
+pub(crate) struct Reconciler<'a> {
+    pub(crate) ks: &'a fjall::Keyspace,
+    /// The item cache and the partition's id in it: consulted before `ks`, filled from it.
+    pub(crate) cache: &'a ItemCache,
+    pub(crate) part: u64,
+    /// The write's time and the table's gc-grace, in seconds (see `Reconciler::maybe_purged`).
+    pub(crate) now: i64,
+    pub(crate) gc_grace: i64,
+    pub(crate) exists: bool,
+    /// The table may hold bundles: a separate write must check the row's liveness item.
+    pub(crate) may_bundle: bool,
+    pub(crate) slots: HashMap<Vec<u8>, Slot, foldhash::fast::RandomState>,
+    /// Content flags of what this mutation stores.
+    pub(crate) flags: u8,
+}
+
+impl Reconciler<'_> {
+    /// The current cell at `key`: written earlier in this mutation, else stored.
+    pub(crate) fn load(&mut self, key: &[u8]) -> Result<Option<&StoredCell>, StorageError> {
+        if !self.slots.contains_key(key) {
+            let stored = if self.exists {
+                // Under the stripe: what the cache or fjall holds is the newest item, except
+                // that compaction may have purged a cached dead cell past gc-grace (a write
+                // older than it is then accepted, as without the cache): fjall decides.
+                let cached = self.cache.get(self.part, key);
+                match cached.filter(|v| !self.maybe_purged(v)) {
+                    Some(v) => Some(v),
+                    None => {
+                        let v = self.ks.get(key)?;
+                        if let Some(v) = &v {
+                            self.cache.put(self.part, key, v);
+                        }
+                        v
+                    }
+                }
+            } else {
+                None
+            };
+            let (cell, stored_len) = match stored {
+                Some(v) => (Some(StoredCell::decode(&v)?), Some(v.len())),
+                None => (None, None),
+            };
+            let slot = Slot {
+                cell,
+                stored_len,
+                dirty: false,
+            };
+            self.slots.insert(key.to_vec(), slot);
+        }
+        Ok(self.slots.get(key).and_then(|s| s.cell.as_ref()))
+    }
+
+    /// Whether compaction may have purged the stored item `value` (a tombstone or an expired
+    /// cell past gc-grace, see `crate::compaction`).
+    fn maybe_purged(&self, value: &[u8]) -> bool {
+        if StoredCell::is_live_encoding(value) {
+            return false;
+        }
+        let gone_since = match StoredCell::decode(value) {
+            Ok(StoredCell::Live { .. }) => return false,
+            Ok(StoredCell::Expiring { expires_at, .. }) => expires_at,
+            Ok(StoredCell::Tombstone { deleted_at, .. }) => deleted_at,
+            Err(_) => return true,
+        };
+        gone_since.saturating_add(self.gc_grace) < self.now
+    }
+
+    /// Makes `cell` the winner at `key` (loaded before), to be written.
+    pub(crate) fn set(&mut self, key: &[u8], cell: StoredCell) {
+        if let Some(slot) = self.slots.get_mut(key) {
+            slot.cell = Some(cell);
+            slot.dirty = true;
+        }
+    }
+
+    /// Stores `new` at `key` when it wins over the current cell; returns whether it did.
+    pub(crate) fn reconcile(&mut self, key: &[u8], new: StoredCell) -> Result<bool, StorageError> {
+        let wins = self.load(key)?.is_none_or(|old| new.wins_over(old));
+        if wins {
+            self.set(key, new);
+        }
+        Ok(wins)
+    }
+
+    /// Keeps the row one bundle when the new INSERT replaces the stored one whole (or loses
+    /// whole); returns false when the row must be exploded instead.
+    pub(crate) fn merge_bundle(
+        &mut self,
+        key: &[u8],
+        marker: &StoredCell,
+        cells: &[(u32, &[u8])],
+    ) -> Result<bool, StorageError> {
+        if let Some(old) = self.load(key)? {
+            let (old_marker, old_cells) = bundle::explode(old)?;
+            let new_cells: Vec<_> = cells
+                .iter()
+                .map(|(c, v)| (*c, bundle::with_value(marker, v.to_vec())))
+                .collect();
+            let find = |col: u32, list: &'_ [(u32, StoredCell)]| {
+                list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
+            };
+            if marker.wins_over(&old_marker) {
+                // Replaces the stored bundle only if it overwrites every one of its cells.
+                let covers = old_cells
+                    .iter()
+                    .all(|(c, old)| find(*c, &new_cells).is_some_and(|new| new.wins_over(old)));
+                if !covers {
+                    return Ok(false);
+                }
+            } else {
+                // Every part of the INSERT loses: nothing to write; otherwise explode.
+                let loses = new_cells
+                    .iter()
+                    .all(|(c, new)| find(*c, &old_cells).is_some_and(|old| !new.wins_over(&old)));
+                return Ok(loses);
+            }
+        }
+        let mut bytes = Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
+        for (col, value) in cells {
+            bundle::push(&mut bytes, *col, value)?;
+        }
+        if !bytes.is_empty() {
+            self.flags |= content::BUNDLES;
+        }
+        self.set(key, bundle::with_value(marker, bytes));
+        Ok(true)
+    }
+
+    /// Turns the bundle at the liveness key `key` (if any) into a plain marker and separate
+    /// cell items, reconciled with whatever separate items the row has.
+    pub(crate) fn explode(&mut self, key: &[u8]) -> Result<(), StorageError> {
+        if !self.may_bundle && !self.slots.contains_key(key) {
+            return Ok(());
+        }
+        let Some(current) = self.load(key)? else {
+            return Ok(());
+        };
+        if !bundle::has_cells(current) {
+            return Ok(());
+        }
+        let (plain, cells) = bundle::explode(current)?;
+        self.set(key, plain);
+        let row = &key[..key.len() - 1];
+        for (col, cell) in cells {
+            let k = path_key(row, &ItemPath::Cell(col));
+            self.reconcile(&k, cell)?;
+        }
+        self.flags |= content::SEPARATE_CELLS;
+        Ok(())
+    }
+}
+
+/// The new counter cell: the current (live) total plus `delta`. A counter deleted at or after
+/// this increment stays deleted (Cassandra's counter deletions are final for older updates).
+pub(crate) fn counter_sum(
+    existing: Option<&StoredCell>,
+    delta: i64,
+    timestamp: i64,
+    now: i64,
+) -> Result<StoredCell, StorageError> {
+    let (base, base_ts) = match existing {
+        Some(c) => match c.live_value(now) {
+            Some(v) => {
+                let v: [u8; 8] = v
+                    .try_into()
+                    .map_err(|_| StorageError::corrupt("counter cell is not 8 bytes"))?;
+                (i64::from_be_bytes(v), c.timestamp())
+            }
+            None if c.timestamp() >= timestamp => return Ok(c.clone()),
+            None => (0, i64::MIN),
+        },
+        None => (0, i64::MIN),
+    };
+    Ok(StoredCell::Live {
+        timestamp: timestamp.max(base_ts),
+        value: base.wrapping_add(delta).to_be_bytes().to_vec(),
+    })
+}

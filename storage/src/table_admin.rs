@@ -1,0 +1,252 @@
+//! Table administration on [`Storage`]: create (or reopen), drop and truncate tables; split,
+//! flush and compact them on demand; inspect them (sizes, physical partitions, sorted runs,
+//! write stalls).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::engine::Storage;
+use crate::filter_builder::FilterBuilder;
+use crate::idle_compaction::{compact, runs};
+use crate::item_cache;
+use crate::open_tables::Table;
+use crate::physical::delete_keyspace;
+use crate::ring_recovery::open_ring;
+use crate::table_info::{PhysicalPartitionInfo, SizeEstimate, TableStats};
+use crate::{StorageError, TableId, TableLayout};
+
+/// Sealed memtables at which a write is treated as stalling (fjall halts writers at 4).
+const STALL_SEALED_MEMTABLES: usize = 3;
+/// L0 tables at which a write is treated as stalling (fjall slows writers from 20).
+const STALL_L0_TABLES: usize = 16;
+
+impl Storage {
+    /// Creates a table, or opens it (after a restart, or to update its layout). Idempotent.
+    /// Opening loads the table's routing map and finishes or rolls back a split that a crash
+    /// interrupted.
+    ///
+    /// # Errors
+    /// [`StorageError::Fjall`] when a keyspace cannot be created, [`StorageError::Corrupt`]
+    /// for an unreadable routing map.
+    pub fn create_table(&self, id: TableId, layout: TableLayout) -> Result<(), StorageError> {
+        let existing = self.table(id).ok();
+        let ring = match existing {
+            Some(t) => t.ring.clone(),
+            None => {
+                let ring = Arc::new(open_ring(&self.inner.rings, id)?);
+                if !ring.filter.is_complete() {
+                    let builder = FilterBuilder::new(self.inner.db.clone(), id, ring.clone());
+                    self.inner.workers.start(builder)?;
+                }
+                ring
+            }
+        };
+        self.inner.gc.register(id, &layout);
+        self.inner.tables.insert(Table {
+            id,
+            layout,
+            ring: ring.clone(),
+        });
+        for p in &ring.current().parts {
+            self.inner.splitter.maybe_queue(id, p);
+        }
+        Ok(())
+    }
+
+    /// Drops a table and all its data (a running split of it is rolled back first).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn drop_table(&self, id: TableId) -> Result<(), StorageError> {
+        let table = self.table(id)?;
+        table.ring.cancel.store(true, Ordering::SeqCst);
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.inner.tables.remove(id);
+        self.inner.gc.unregister(id);
+        let view = table.ring.current();
+        let cached: Vec<u64> = view
+            .parts
+            .iter()
+            .map(|p| p.cache_id.load(Ordering::Relaxed))
+            .collect();
+        self.inner.item_cache.forget_partitions(&cached);
+        for p in &view.parts {
+            self.inner.db.delete_keyspace(p.keyspace.clone())?;
+        }
+        for name in self.inner.db.list_keyspace_names() {
+            if let Some((t, pid)) = crate::names::parse_keyspace_name(&name) {
+                if t == id {
+                    delete_keyspace(&self.inner.db, id, pid)?;
+                }
+            }
+        }
+        self.inner.rings.forget(id)?;
+        self.after_write()
+    }
+
+    /// Removes every row of a table (the table and its physical partitions stay).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
+        let table = self.table(id)?;
+        table.ring.cancel.store(true, Ordering::SeqCst);
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        table.ring.cancel.store(false, Ordering::SeqCst);
+        let all = self.inner.stripes.lock(u64::MAX);
+        let mut retired = Vec::new();
+        let mut cleared = Ok(());
+        for p in &table.ring.current().parts {
+            // Before the clear: a clear that fails part-way leaves no entry in use.
+            retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
+            if let Err(e) = p.keyspace.clear() {
+                cleared = Err(e);
+                break;
+            }
+            p.bytes.store(0, Ordering::Relaxed);
+            p.partitions.store(0, Ordering::Relaxed);
+            p.set_oversized(false);
+        }
+        if cleared.is_ok() {
+            // Every stripe is held over an empty table: an interrupted filter build is moot.
+            table.ring.filter.mark_complete();
+        }
+        drop(all);
+        // No lookup reaches the retired ids' entries any more; the scan runs without stripes.
+        self.inner.item_cache.forget_partitions(&retired);
+        cleared?;
+        self.after_write()
+    }
+
+    /// Size statistics of a table (summed over its physical partitions).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn table_stats(&self, id: TableId) -> Result<TableStats, StorageError> {
+        let view = self.table(id)?.ring.current();
+        let mut stats = TableStats {
+            physical_partitions: view.parts.len() as u64,
+            ..TableStats::default()
+        };
+        for p in &view.parts {
+            stats.approximate_items += p.keyspace.approximate_len() as u64;
+            stats.disk_bytes += p.keyspace.disk_space();
+            stats.bytes += p.bytes();
+            stats.partitions += p.partitions();
+        }
+        Ok(stats)
+    }
+
+    /// True while a write to `table` would stall inside fjall: a physical partition has a
+    /// backlog of sealed memtables waiting for flush, or of L0 tables waiting for compaction
+    /// (fjall then sleeps in the writer). Callers use it to keep such writes off threads that
+    /// must not sleep.
+    pub fn write_stalled(&self, table: TableId) -> bool {
+        let Ok(t) = self.table(table) else {
+            return false;
+        };
+        t.ring.current().parts.iter().any(|p| {
+            p.keyspace.sealed_memtable_count() >= STALL_SEALED_MEMTABLES
+                || p.keyspace.l0_table_count() >= STALL_L0_TABLES
+        })
+    }
+
+    /// The physical partitions of a table in token order, with sizes and states.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn physical_partitions(
+        &self,
+        table: TableId,
+    ) -> Result<Vec<PhysicalPartitionInfo>, StorageError> {
+        let view = self.table(table)?.ring.current();
+        let max = self.inner.limits.physical_partition_max_bytes;
+        Ok(PhysicalPartitionInfo::of_view(&view, max))
+    }
+
+    /// Size estimates per token range (one per physical partition), from the live counters.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn size_estimates(&self, table: TableId) -> Result<Vec<SizeEstimate>, StorageError> {
+        Ok(self
+            .physical_partitions(table)?
+            .into_iter()
+            .map(SizeEstimate::from)
+            .collect())
+    }
+
+    /// Every table created (or reopened) through [`Storage::create_table`], by id.
+    pub fn list_tables(&self) -> Vec<TableId> {
+        let mut ids: Vec<TableId> = self.inner.tables.all().iter().map(|t| t.id).collect();
+        ids.sort();
+        ids
+    }
+
+    /// Blocks until no split is queued or running (splits started by the splits it waited
+    /// for included).
+    pub fn wait_for_splits(&self) {
+        self.inner.splitter.queue.wait_idle();
+    }
+
+    /// Splits the table's largest physical partition now, in the calling thread, whatever its
+    /// size. Returns `false` when it holds fewer than two distinct tokens (nothing to split).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`]; [`StorageError::Fjall`] on I/O failure (the split is
+    /// rolled back).
+    pub fn split_now(&self, table: TableId) -> Result<bool, StorageError> {
+        self.inner.splitter.split_now(table)
+    }
+
+    /// Flushes and compacts every physical partition of `table` into one sorted run now,
+    /// whatever its size (what the idle thread does to small idle trees). Returns the runs
+    /// left per physical partition (1 for a non-empty tree).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn compact_table(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
+        let table = self.table(table)?;
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let view = table.ring.current();
+        let mut left = Vec::with_capacity(view.parts.len());
+        for part in &view.parts {
+            compact(&part.keyspace)?;
+            left.push(runs(&part.keyspace));
+        }
+        Ok(left)
+    }
+
+    /// Writes the memtables of `table`'s physical partitions to tables now (Cassandra's
+    /// `nodetool flush`); returns when they are on disk.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn flush_table(&self, table: TableId) -> Result<(), StorageError> {
+        for part in &self.table(table)?.ring.current().parts {
+            part.keyspace.rotate_memtable_and_wait()?;
+        }
+        Ok(())
+    }
+
+    /// Sorted runs a range read of each of `table`'s physical partitions merges.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn sorted_runs(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
+        let view = self.table(table)?.ring.current();
+        Ok(view.parts.iter().map(|p| runs(&p.keyspace)).collect())
+    }
+}
