@@ -3,6 +3,7 @@
 
 pub mod ast;
 pub mod compression;
+mod consistency;
 pub mod frame;
 pub mod request;
 pub mod response;

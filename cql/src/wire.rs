@@ -15,7 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use bytes::{BufMut, Bytes};
 use uuid::Uuid;
 
-use crate::request::Consistency;
+use crate::consistency::Consistency;
 
 /// A malformed protocol primitive.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]

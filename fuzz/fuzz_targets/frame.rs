@@ -1,3 +1,4 @@
+//! The `frame` fuzz target: `ringdb_fuzz::checks::frame` on every input (see ../README.md).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,3 +1,4 @@
+//! The `parser` fuzz target: `ringdb_fuzz::checks::parser` on every input (see ../README.md).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,3 +1,4 @@
+//! The `request` fuzz target: `ringdb_fuzz::checks::request` on every input (see ../README.md).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,3 +1,4 @@
+//! The `values` fuzz target: `ringdb_fuzz::checks::values` on every input (see ../README.md).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -6,7 +6,6 @@
 
 pub mod auth_response;
 pub mod batch;
-mod consistency;
 pub mod execute;
 pub mod prepare;
 pub mod query;
@@ -16,11 +15,11 @@ pub mod startup;
 use bytes::{BufMut, Bytes};
 
 pub use batch::{Batch, BatchStatement, BatchStatementKind, BatchType};
-pub use consistency::Consistency;
 pub use execute::Execute;
 pub use prepare::Prepare;
 pub use query::{query_flags, Query, QueryParameters};
 
+pub use crate::consistency::Consistency;
 use crate::frame::{flags, Opcode};
 pub use crate::wire::RawValue;
 use crate::wire::{self, WireError};

@@ -5,8 +5,8 @@
 use bytes::{BufMut, Bytes};
 
 use super::ResponseError;
+use crate::consistency::Consistency;
 use crate::frame::FrameError;
-use crate::request::Consistency;
 use crate::wire::{self, WireError};
 
 /// Protocol error codes.

@@ -1,13 +1,13 @@
-//! Shared rules: keywords and symbols, identifiers and names, types, `WITH` properties, and the
-//! statement dispatcher.
+//! Shared leaf rules that every statement family builds on: keywords and symbols, identifiers
+//! and names, types and `WITH` properties.
 
 use nom::branch::alt;
 use nom::combinator::opt;
 use nom::multi::separated_list1;
 use nom::Parser;
 
-use super::{auth, ddl, dml, select, Expected, Input, PResult};
-use crate::ast::{OptionValue, QualifiedName, Statement, Unsupported};
+use super::{Expected, Input, PResult};
+use crate::ast::{OptionValue, QualifiedName};
 use crate::syntax::lexer::{unescape_quoted_ident, unescape_string, TokenKind};
 use crate::types::{DataType, NativeType, UserType};
 
@@ -305,78 +305,4 @@ pub(crate) fn property(i: Input<'_>) -> PResult<'_, (String, OptionValue)> {
 /// `properties`: `name = value AND ...`.
 pub(crate) fn properties(i: Input<'_>) -> PResult<'_, Vec<(String, OptionValue)>> {
     separated_list1(kw("and"), property).parse(i)
-}
-
-/// `cqlStatement`.
-pub(crate) fn statement(i: Input<'_>) -> PResult<'_, Statement> {
-    alt((
-        select::select.map(|s| Statement::Select(Box::new(s))),
-        dml::insert.map(|s| Statement::Insert(Box::new(s))),
-        dml::update.map(|s| Statement::Update(Box::new(s))),
-        dml::delete.map(|s| Statement::Delete(Box::new(s))),
-        dml::batch.map(|s| Statement::Batch(Box::new(s))),
-        use_statement,
-        truncate,
-        unsupported,
-        ddl::ddl_statement,
-        ddl::describe.map(Statement::Describe),
-        auth::auth_statement,
-    ))
-    .parse(i)
-}
-
-/// `USE keyspace`.
-fn use_statement(i: Input<'_>) -> PResult<'_, Statement> {
-    let (i, _) = kw("use")(i)?;
-    let (i, ks) = ident(i)?;
-    Ok((i, Statement::Use(ks)))
-}
-
-/// `TRUNCATE [TABLE] name`.
-fn truncate(i: Input<'_>) -> PResult<'_, Statement> {
-    let (i, _) = kw("truncate")(i)?;
-    let (i, _) = opt(alt((kw("table"), kw("columnfamily")))).parse(i)?;
-    let (i, name) = qualified_name(i)?;
-    Ok((i, Statement::Truncate(name)))
-}
-
-/// Statements recognised by their first keywords but not implemented: the rest of the
-/// statement (up to `;`) is kept as text.
-fn unsupported(i: Input<'_>) -> PResult<'_, Statement> {
-    const FORMS: &[&[&str]] = &[
-        &["create", "function"],
-        &["create", "or", "replace", "function"],
-        &["create", "aggregate"],
-        &["create", "or", "replace", "aggregate"],
-        &["create", "materialized", "view"],
-        &["create", "trigger"],
-        &["alter", "materialized", "view"],
-        &["drop", "function"],
-        &["drop", "aggregate"],
-        &["drop", "materialized", "view"],
-        &["drop", "trigger"],
-        &["add", "identity"],
-        &["drop", "identity"],
-    ];
-    let Some(form) = FORMS.iter().find(|form| {
-        form.iter()
-            .enumerate()
-            .all(|(n, w)| i.peek_nth(n).is_some_and(|t| t.is_keyword(w)))
-    }) else {
-        return i.expected(Expected::Other("statement"));
-    };
-    let kind = form
-        .iter()
-        .filter(|w| !matches!(**w, "or" | "replace"))
-        .map(|w| w.to_ascii_uppercase())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let len = i
-        .tokens
-        .iter()
-        .position(|t| t.kind == TokenKind::Semicolon)
-        .unwrap_or(i.tokens.len());
-    let rest = i.advance(len);
-    let text = i.text_until(&rest).to_string();
-    Ok((rest, Statement::Unsupported(Unsupported { kind, text })))
 }

@@ -11,6 +11,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod select;
+mod statement;
 
 use std::cell::{Cell, RefCell};
 use std::iter::Enumerate;
@@ -299,7 +300,7 @@ fn statements(i: Input<'_>) -> PResult<'_, Vec<Statement>> {
     let mut out = Vec::new();
     let mut i = skip_semicolons(i);
     while !i.tokens.is_empty() {
-        let (rest, stmt) = common::statement(i)?;
+        let (rest, stmt) = statement::statement(i)?;
         out.push(stmt);
         let (rest, ()) = statement_end(rest)?;
         i = rest;
@@ -309,7 +310,7 @@ fn statements(i: Input<'_>) -> PResult<'_, Vec<Statement>> {
 
 fn single_statement(i: Input<'_>) -> PResult<'_, Statement> {
     let i = skip_semicolons(i);
-    let (rest, stmt) = common::statement(i)?;
+    let (rest, stmt) = statement::statement(i)?;
     let (rest, ()) = statement_end(rest)?;
     match rest.peek() {
         None => Ok((rest, stmt)),

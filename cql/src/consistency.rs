@@ -1,4 +1,5 @@
-//! `[consistency]` levels (`native_protocol_v4.spec` §3).
+//! `[consistency]` levels (`native_protocol_v4.spec` §3), shared by the requests that carry one,
+//! the error bodies that name one and the wire primitives that read and write one.
 
 use std::fmt;
 
