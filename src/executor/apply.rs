@@ -65,7 +65,7 @@ pub(crate) fn apply(
             _ => None,
         };
         match culprit {
-            Some((table, m)) => crate::error::write_error(e, table, &m.partition_key),
+            Some((table, m)) => crate::schema::write_error(e, table, &m.partition_key),
             None => e.into(),
         }
     })

@@ -424,7 +424,7 @@ pub fn execute(
     match shards.compare_and_set(table_id(&table), &pk, &mut decide) {
         Ok(_) => {}
         Err(CasError::Decide(e)) => return Err(e),
-        Err(CasError::Apply(e)) => return Err(crate::error::write_error(e, &table, &pk)),
+        Err(CasError::Apply(e)) => return Err(crate::schema::write_error(e, &table, &pk)),
     }
     Ok(result(&table, applied, &shown, plans.len() > 1))
 }

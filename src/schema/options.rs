@@ -1,12 +1,15 @@
 //! Keyspace replication and table options: validation, Cassandra's defaults and normalisation.
 
-/// Cassandra's maximum TTL: 20 years.
-pub const MAX_TTL: i64 = 630_720_000;
-
 use crate::error::QueryError;
 use cql::ast::OptionValue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Cassandra's maximum TTL: 20 years.
+pub const MAX_TTL: i64 = 630_720_000;
+
+/// The one datacenter of a ringdb node.
+pub const DATA_CENTER: &str = "datacenter1";
 
 const STRATEGY_PREFIX: &str = "org.apache.cassandra.locator.";
 const COMPACTION_PREFIX: &str = "org.apache.cassandra.db.compaction.";
@@ -151,8 +154,7 @@ fn normalize_replication(
             if let Some(rf) = map.remove("replication_factor") {
                 // Cassandra expands a default replication_factor to every known datacenter.
                 check_replication_factor(&rf)?;
-                map.entry(crate::system::DATA_CENTER.to_string())
-                    .or_insert(rf);
+                map.entry(DATA_CENTER.to_string()).or_insert(rf);
             }
         }
         "LocalStrategy" | "EverywhereStrategy" => {

@@ -16,8 +16,7 @@ use std::sync::Arc;
 /// The CQL version advertised in SUPPORTED and `system.local` (Cassandra 4.1).
 pub const CQL_VERSION: &str = "3.4.6";
 
-/// The one datacenter of a ringdb node.
-pub const DATA_CENTER: &str = "datacenter1";
+pub use crate::schema::DATA_CENTER;
 /// The one rack of a ringdb node.
 pub const RACK: &str = "rack1";
 /// The Cassandra release ringdb presents as (drivers choose features from it; must start with '4').
