@@ -58,6 +58,15 @@ pub enum QueryError {
     /// 0x0000: an internal failure (details are logged, not sent).
     #[error("{0}")]
     Server(String),
+    /// 0x1200: a read (or another request) did not finish within its timeout.
+    #[error("Operation timed out - received only 0 responses.")]
+    ReadTimeout,
+    /// 0x1100: a write did not finish within its timeout; `batch` for a BATCH.
+    #[error("Operation timed out - received only 0 responses.")]
+    WriteTimeout {
+        /// The write was a batch.
+        batch: bool,
+    },
 }
 
 fn hex(bytes: &Bytes) -> String {
@@ -68,6 +77,11 @@ impl QueryError {
     /// Shorthand for [`QueryError::Invalid`].
     pub fn invalid(message: impl Into<String>) -> Self {
         QueryError::Invalid(message.into())
+    }
+
+    /// The ERROR response for this error.
+    pub fn to_response(&self) -> cql::response::Response {
+        cql::response::Response::Error(self.to_error_body())
     }
 
     /// The wire ERROR body for this error: the one place error variants meet protocol codes.
@@ -103,6 +117,20 @@ impl QueryError {
             QueryError::Unauthorized(_) => ErrorBody::Unauthorized(message),
             QueryError::BadCredentials(_) => ErrorBody::BadCredentials(message),
             QueryError::Server(_) => ErrorBody::ServerError(message),
+            QueryError::ReadTimeout => ErrorBody::ReadTimeout {
+                message,
+                consistency: Consistency::One,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            },
+            QueryError::WriteTimeout { batch } => ErrorBody::WriteTimeout {
+                message,
+                consistency: Consistency::One,
+                received: 0,
+                block_for: 1,
+                write_type: if *batch { "BATCH" } else { "SIMPLE" }.to_string(),
+            },
             QueryError::WriteFailure(_) => ErrorBody::WriteFailure {
                 message,
                 consistency: cql::request::Consistency::One,
@@ -157,7 +185,6 @@ impl From<cql::ParseError> for QueryError {
 
 /// The answer to a request whose execution panicked: the details are in the server log.
 pub(crate) fn internal_error() -> cql::response::Response {
-    cql::response::Response::Error(ErrorBody::ServerError(
-        "Internal error while processing the request; see the server log".into(),
-    ))
+    QueryError::Server("Internal error while processing the request; see the server log".into())
+        .to_response()
 }

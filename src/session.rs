@@ -3,11 +3,12 @@
 //! registration, and encoding responses onto the connection's writer queue.
 
 use crate::connection::writer::{encode_event, Outgoing};
+use crate::error::QueryError;
 use crate::node::Node;
 use bytes::{Bytes, BytesMut};
 use cql::compression::Compression;
 use cql::request::Request;
-use cql::response::{ErrorBody, Response, ResultBody};
+use cql::response::{Response, ResultBody};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -216,7 +217,7 @@ impl Session {
                 Err(message) => self.send_uncompressed(
                     version,
                     stream,
-                    &Response::Error(ErrorBody::ProtocolError(message)),
+                    &QueryError::Protocol(message).to_response(),
                 ),
             },
             Request::Register(events) => {
@@ -230,9 +231,8 @@ impl Session {
                     self.send(
                         version,
                         stream,
-                        &Response::Error(ErrorBody::ProtocolError(format!(
-                            "Invalid value '{bad}' for Type"
-                        ))),
+                        &QueryError::Protocol(format!("Invalid value '{bad}' for Type"))
+                            .to_response(),
                     );
                     return;
                 }
@@ -262,7 +262,7 @@ impl Session {
             self.send(
                 version,
                 stream,
-                &Response::Error(ErrorBody::ProtocolError(message.into())),
+                &QueryError::Protocol(message.into()).to_response(),
             )
         };
         if node.auth().authenticator_class().is_none() {
@@ -297,13 +297,14 @@ impl Session {
                 }
                 Ok(Err(e)) => {
                     tracing::debug!(peer = %session.peer, "authentication failed");
-                    Response::Error(e.to_error_body())
+                    e.to_response()
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "authentication task failed");
-                    Response::Error(ErrorBody::ServerError(
+                    QueryError::Server(
                         "Internal error during authentication; see the server log".into(),
-                    ))
+                    )
+                    .to_response()
                 }
             };
             session.authenticating.store(false, Ordering::Release);
@@ -342,10 +343,11 @@ impl Session {
     }
 
     fn unexpected(&self, what: &str) -> Response {
-        Response::Error(ErrorBody::ProtocolError(format!(
+        QueryError::Protocol(format!(
             "Unexpected message {what}, expecting {}",
             self.expecting()
-        )))
+        ))
+        .to_response()
     }
 
     /// Forwards schema events from the node to this connection until it closes.

@@ -15,8 +15,7 @@ use crate::prepared::PreparedStatement;
 use bytes::Bytes;
 use cql::ast::Statement;
 use cql::frame::{self, Frame, Opcode};
-use cql::request::{Consistency, Request};
-use cql::response::{ErrorBody, Response};
+use cql::request::Request;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::warn;
@@ -99,9 +98,10 @@ pub(super) fn dispatch(
         session.send_uncompressed(
             established,
             stream,
-            &Response::Error(ErrorBody::ProtocolError(format!(
+            &QueryError::Protocol(format!(
                 "Invalid message version. Got {version} but previous messages on this connection had version {established}"
-            ))),
+            ))
+            .to_response(),
         );
         return true;
     }
@@ -112,7 +112,7 @@ pub(super) fn dispatch(
                 session.send(
                     version,
                     stream,
-                    &Response::Error(ErrorBody::ProtocolError(message)),
+                    &QueryError::Protocol(message).to_response(),
                 );
                 return true;
             }
@@ -126,7 +126,7 @@ pub(super) fn dispatch(
             session.send(
                 version,
                 stream,
-                &Response::Error(ErrorBody::ProtocolError(e.to_string())),
+                &QueryError::Protocol(e.to_string()).to_response(),
             );
             return true;
         }
@@ -147,10 +147,11 @@ pub(super) fn dispatch(
         session.send(
             version,
             stream,
-            &Response::Error(ErrorBody::ProtocolError(format!(
+            &QueryError::Protocol(format!(
                 "Unexpected message {name}, expecting {}",
                 session.expecting()
-            ))),
+            ))
+            .to_response(),
         );
         return true;
     }
@@ -159,9 +160,8 @@ pub(super) fn dispatch(
         session.send(
             version,
             stream,
-            &Response::Error(ErrorBody::Overloaded(
-                "Too many requests in flight on this node; retry later".into(),
-            )),
+            &QueryError::Overloaded("Too many requests in flight on this node; retry later".into())
+                .to_response(),
         );
         session.release_after_write(permit);
         return true;
@@ -171,7 +171,7 @@ pub(super) fn dispatch(
         Ok(route) => route,
         Err(e) => {
             drop(slot);
-            session.send(version, stream, &Response::Error(e.to_error_body()));
+            session.send(version, stream, &e.to_response());
             session.release_after_write(permit);
             return true;
         }
@@ -195,7 +195,7 @@ pub(super) fn dispatch(
                         warn!(error = %e, "request task failed");
                         internal_error()
                     }
-                    Err(_) => Response::Error(kind.timeout_error()),
+                    Err(_) => kind.timeout_error().to_response(),
                 };
                 session.apply_effects(&response);
                 session.send(version, stream, &response);
@@ -293,23 +293,10 @@ impl RequestKind {
         })
     }
 
-    fn timeout_error(self) -> ErrorBody {
-        let message = "Operation timed out - received only 0 responses.".to_string();
+    fn timeout_error(self) -> QueryError {
         match self {
-            RequestKind::Read | RequestKind::Other => ErrorBody::ReadTimeout {
-                message,
-                consistency: Consistency::One,
-                received: 0,
-                block_for: 1,
-                data_present: false,
-            },
-            RequestKind::Write { batch } => ErrorBody::WriteTimeout {
-                message,
-                consistency: Consistency::One,
-                received: 0,
-                block_for: 1,
-                write_type: if batch { "BATCH" } else { "SIMPLE" }.to_string(),
-            },
+            RequestKind::Read | RequestKind::Other => QueryError::ReadTimeout,
+            RequestKind::Write { batch } => QueryError::WriteTimeout { batch },
         }
     }
 }

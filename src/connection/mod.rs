@@ -8,12 +8,12 @@ pub(crate) mod writer;
 
 pub use read_threads::ReadOffload;
 
+use crate::error::QueryError;
 use crate::node::Node;
 use crate::session::Session;
 use answered::{Answered, FLUSH_EVERY_ANSWERS, FLUSH_EVERY_READS};
 use bytes::BytesMut;
 use cql::frame::{self, FrameError};
-use cql::response::{ErrorBody, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,7 +197,7 @@ fn fatal_frame_error(session: &Session, e: FrameError) {
     session.send_uncompressed(
         version,
         stream,
-        &Response::Error(ErrorBody::ProtocolError(message)),
+        &QueryError::Protocol(message).to_response(),
     );
     session.close_after_flush();
 }
