@@ -233,7 +233,7 @@ pub(super) fn dispatch(
     let mut input = Some((request, prepared));
     let mut run = || {
         if let Some((request, prepared)) = input.take() {
-            response = Some(executor::execute(
+            response = Some(executor::execute_caught(
                 node,
                 &ctx,
                 request,
@@ -241,16 +241,8 @@ pub(super) fn dispatch(
             ));
         }
     };
-    let owed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        node.shards().deferring_sync(&mut run)
-    }));
-    let (response, owed) = match (owed, response) {
-        (Ok(owed), Some(response)) => (response, owed),
-        _ => {
-            warn!("request panicked");
-            (internal_error(), true)
-        }
-    };
+    let owed = node.shards().deferring_sync(&mut run);
+    let response = response.unwrap_or_else(internal_error);
     answered.journal_flush_owed |= owed;
     let took = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
     answered.run_times.record(inline, took);

@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
-use tracing::warn;
 
 /// Responses a read thread gathers for one connection before queueing them to its writer.
 const BATCH: usize = 16;
@@ -215,13 +214,8 @@ fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
             permit,
             slot,
         } = *job;
-        let run = std::panic::AssertUnwindSafe(|| {
-            crate::executor::execute(&node, &ctx, request, Known::Prepared(prepared))
-        });
-        let response = std::panic::catch_unwind(run).unwrap_or_else(|_| {
-            warn!("request panicked");
-            crate::error::internal_error()
-        });
+        let response =
+            crate::executor::execute_caught(&node, &ctx, request, Known::Prepared(prepared));
         drop(slot);
         let p = match pending.take() {
             Some(p) if Arc::ptr_eq(&p.session, &session) => p,

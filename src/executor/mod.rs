@@ -127,6 +127,21 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
     }
 }
 
+/// [`execute`], with a panic in the request answered as a ServerError (the details go to the
+/// log) instead of unwinding into the caller's thread.
+pub fn execute_caught(
+    node: &Node,
+    ctx: &SessionContext,
+    request: Request,
+    known: Known,
+) -> Response {
+    let run = std::panic::AssertUnwindSafe(|| execute(node, ctx, request, known));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        tracing::warn!("request panicked");
+        crate::error::internal_error()
+    })
+}
+
 fn query(
     node: &Node,
     ctx: &SessionContext,
