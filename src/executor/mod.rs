@@ -18,13 +18,14 @@ mod prepare;
 pub mod restrictions;
 pub mod select;
 pub mod selection;
-pub mod terms;
 pub mod time;
+pub mod values;
 pub mod virtual_select;
 
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::node::Node;
+use crate::planner::terms::Markers;
 use crate::planner::{self, CachedPlan, Plan};
 use crate::prepared::PreparedStatement;
 use crate::schema::{self, apply_ddl};
@@ -33,7 +34,7 @@ use cql::ast::Statement;
 use cql::request::{QueryParameters, RawValue, Request};
 use cql::response::{Event, Response, ResultBody};
 use std::sync::Arc;
-use terms::{Markers, Values};
+use values::Values;
 
 pub(crate) use apply::apply;
 pub use consistency::check_consistency;
@@ -339,7 +340,7 @@ fn run_plan(
         Plan::Batch(plans, timestamp) => {
             let ts = match timestamp {
                 Some(t) => match values.bind(t)? {
-                    terms::Bound::Value(cql::types::Value::Bigint(ts)) => ts,
+                    values::Bound::Value(cql::types::Value::Bigint(ts)) => ts,
                     _ => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
                 },
                 None => inputs.timestamp.unwrap_or_else(clock::next_timestamp),

@@ -8,7 +8,8 @@ use crate::executor::restrictions::{
     bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, too_long, KeyBytes, KeyValues,
     Restrictions, SliceBounds,
 };
-use crate::executor::terms::{Bound, BoundBytes, Markers, Term, Values};
+use crate::executor::values::{Bound, BoundBytes, Values};
+use crate::planner::terms::{Markers, Term};
 use crate::schema::MAX_TTL;
 use crate::schema::{ColumnKind, Table};
 use crate::shard::Shards;

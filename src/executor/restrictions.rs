@@ -2,7 +2,8 @@
 //! slice, and which rows must be filtered in memory; with Cassandra's rules and messages.
 
 use crate::error::QueryError;
-use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::executor::values::{Bound, Values};
+use crate::planner::terms::{Markers, Term};
 use crate::schema::{ClusteringOrder, Column, ColumnKind, Table};
 use cql::ast::{Expr, Operator, Relation};
 use cql::types::{DataType, NativeType, Value};

@@ -9,7 +9,8 @@ use crate::executor::restrictions::{
     RangeEnd, Restrictions,
 };
 use crate::executor::selection::{plan_group_by, plan_selector, Grouper, Selection};
-use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::executor::values::{Bound, Values};
+use crate::planner::terms::{Markers, Term};
 use crate::schema::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
 use crate::shard::Shards;

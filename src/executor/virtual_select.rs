@@ -3,7 +3,8 @@
 
 use crate::error::QueryError;
 use crate::executor::order::{compare_values, satisfies};
-use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::executor::values::{Bound, Values};
+use crate::planner::terms::{Markers, Term};
 use crate::schema::Table;
 use bytes::{BufMut, Bytes, BytesMut};
 use cql::ast::{Expr, Operator, Relation, Select};

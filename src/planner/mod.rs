@@ -1,16 +1,18 @@
 //! Planning: a parsed statement and the catalog give a [`Plan`] (tables resolved, restrictions
 //! and conditions checked, bind markers typed), which the executor runs with bound values.
 
+pub mod terms;
+
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::executor::modify::ModifyPlan;
 use crate::executor::select::SelectPlan;
-use crate::executor::terms::{Markers, Term};
 use crate::executor::virtual_select::VirtualSelect;
 use crate::schema::{self, Catalog, Table};
 use cql::ast::{BatchType, QualifiedName, Statement};
 use cql::response::ColumnSpec;
 use std::sync::Arc;
+use terms::{Markers, Term};
 
 /// A statement planned against the catalog.
 pub(crate) enum Plan {
