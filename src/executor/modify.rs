@@ -3,12 +3,12 @@
 
 use crate::error::QueryError;
 use crate::executor::clock;
-use crate::executor::lwt::{plan_conditions, PlannedConditions};
-use crate::executor::restrictions::{
-    bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, too_long, KeyBytes, KeyValues,
-    Restrictions, SliceBounds,
+use crate::executor::keys::{
+    bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, too_long, KeyBytes, SliceBounds,
 };
+use crate::executor::lwt::{plan_conditions, PlannedConditions};
 use crate::executor::values::{Bound, BoundBytes, Values};
+use crate::planner::restrictions::{KeyValues, Restrictions};
 use crate::planner::terms::{Markers, Term};
 use crate::schema::MAX_TTL;
 use crate::schema::{ColumnKind, Table};

@@ -3,13 +3,13 @@
 //! filters (ALLOW FILTERING), LIMIT / PER PARTITION LIMIT and resumable paging.
 
 use crate::error::QueryError;
-use crate::executor::order::{compare_values, satisfies};
-use crate::executor::restrictions::{
-    bind_key_values, bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, KeyValues,
-    RangeEnd, Restrictions,
+use crate::executor::keys::{
+    bind_key_values, bind_partition_keys, bind_prefixes, bind_slice, storage_bounds,
 };
+use crate::executor::order::{compare_values, satisfies};
 use crate::executor::selection::{plan_group_by, plan_selector, Grouper, Selection};
 use crate::executor::values::{Bound, Values};
+use crate::planner::restrictions::{KeyValues, RangeEnd, Restrictions};
 use crate::planner::terms::{Markers, Term};
 use crate::schema::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
