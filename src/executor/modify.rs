@@ -6,8 +6,8 @@ use crate::executor::clock;
 use crate::executor::keys::{
     bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, too_long, KeyBytes, SliceBounds,
 };
-use crate::executor::lwt::{plan_conditions, PlannedConditions};
 use crate::executor::values::{Bound, BoundBytes, Values};
+use crate::planner::conditions::{plan_conditions, PlannedConditions};
 use crate::planner::restrictions::{KeyValues, Restrictions};
 use crate::planner::terms::{Markers, Term};
 use crate::schema::MAX_TTL;

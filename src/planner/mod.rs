@@ -1,6 +1,7 @@
 //! Planning: a parsed statement and the catalog give a [`Plan`] (tables resolved, restrictions
 //! and conditions checked, bind markers typed), which the executor runs with bound values.
 
+pub mod conditions;
 pub mod restrictions;
 pub mod terms;
 
