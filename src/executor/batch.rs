@@ -2,10 +2,11 @@
 //! values; conditional batches run as one compare-and-set, the others as one atomic write.
 
 use super::values::Values;
-use super::{apply, clock, lwt, modify::ModifyPlan};
+use super::{apply, clock, lwt};
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::node::Node;
+use crate::planner::modify::ModifyPlan;
 use crate::planner::terms::Markers;
 use crate::planner::{self, Plan};
 use cql::response::{ColumnSpec, ResultBody};

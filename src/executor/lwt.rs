@@ -4,11 +4,11 @@
 //! (reference §7).
 
 use crate::error::QueryError;
-use crate::executor::modify::ModifyPlan;
 use crate::executor::order::compare_values;
 use crate::executor::select::serialize_column;
 use crate::executor::values::{Bound, Values};
 use crate::planner::conditions::{PlannedCondition, PlannedConditions, Target};
+use crate::planner::modify::ModifyPlan;
 use crate::schema::table_id;
 use crate::schema::{ColumnKind, Table};
 use crate::shard::{CasError, Shards};

@@ -346,7 +346,7 @@ fn run_plan(
                 None => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
             };
             if plans.iter().any(|p| p.conditions().is_some()) {
-                let refs: Vec<&modify::ModifyPlan> = plans.iter().collect();
+                let refs: Vec<&planner::modify::ModifyPlan> = plans.iter().collect();
                 let vals: Vec<&Values<'_>> = plans.iter().map(|_| values).collect();
                 return Ok(ResultBody::Rows(lwt::execute(shards, &refs, &vals, ts)?));
             }

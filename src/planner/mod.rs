@@ -2,17 +2,18 @@
 //! and conditions checked, bind markers typed), which the executor runs with bound values.
 
 pub mod conditions;
+pub mod modify;
 pub mod restrictions;
 pub mod terms;
 
 use crate::context::SessionContext;
 use crate::error::QueryError;
-use crate::executor::modify::ModifyPlan;
 use crate::executor::select::SelectPlan;
 use crate::executor::virtual_select::VirtualSelect;
 use crate::schema::{self, Catalog, Table};
 use cql::ast::{BatchType, QualifiedName, Statement};
 use cql::response::ColumnSpec;
+use modify::ModifyPlan;
 use std::sync::Arc;
 use terms::{Markers, Term};
 
