@@ -4,8 +4,8 @@
 //! (reference §7).
 
 use crate::error::QueryError;
+use crate::executor::column_bytes::serialize_column;
 use crate::executor::order::compare_values;
-use crate::executor::select::serialize_column;
 use crate::executor::values::{Bound, Values};
 use crate::planner::conditions::{PlannedCondition, PlannedConditions, Target};
 use crate::planner::modify::ModifyPlan;

@@ -6,6 +6,7 @@
 mod apply;
 mod batch;
 pub mod clock;
+mod column_bytes;
 mod consistency;
 pub mod functions;
 pub mod json;
@@ -15,6 +16,7 @@ pub mod lwt;
 pub mod modify;
 pub mod numeric;
 pub mod order;
+mod paging_state;
 mod prepare;
 pub mod select;
 pub mod selection;

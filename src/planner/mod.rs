@@ -4,16 +4,17 @@
 pub mod conditions;
 pub mod modify;
 pub mod restrictions;
+pub mod select;
 pub mod terms;
 
 use crate::context::SessionContext;
 use crate::error::QueryError;
-use crate::executor::select::SelectPlan;
 use crate::executor::virtual_select::VirtualSelect;
 use crate::schema::{self, Catalog, Table};
 use cql::ast::{BatchType, QualifiedName, Statement};
 use cql::response::ColumnSpec;
 use modify::ModifyPlan;
+use select::SelectPlan;
 use std::sync::Arc;
 use terms::{Markers, Term};
 
