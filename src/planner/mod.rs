@@ -6,10 +6,10 @@ pub mod modify;
 pub mod restrictions;
 pub mod select;
 pub mod terms;
+pub mod virtual_select;
 
 use crate::context::SessionContext;
 use crate::error::QueryError;
-use crate::executor::virtual_select::VirtualSelect;
 use crate::schema::{self, Catalog, Table};
 use cql::ast::{BatchType, QualifiedName, Statement};
 use cql::response::ColumnSpec;
@@ -17,6 +17,7 @@ use modify::ModifyPlan;
 use select::SelectPlan;
 use std::sync::Arc;
 use terms::{Markers, Term};
+use virtual_select::VirtualSelect;
 
 /// A statement planned against the catalog.
 pub(crate) enum Plan {
