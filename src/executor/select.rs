@@ -11,10 +11,11 @@ use crate::executor::keys::{
 };
 use crate::executor::order::{compare_values, satisfies};
 use crate::executor::paging_state::PagingState;
-use crate::executor::selection::{Grouper, Selection};
+use crate::executor::selection::Grouper;
 use crate::executor::values::{Bound, Values};
 use crate::planner::restrictions::RangeEnd;
 use crate::planner::select::SelectPlan;
+use crate::planner::selection::Selection;
 use crate::planner::terms::Term;
 use crate::schema::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind};

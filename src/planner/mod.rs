@@ -5,6 +5,7 @@ pub mod conditions;
 pub mod modify;
 pub mod restrictions;
 pub mod select;
+pub mod selection;
 pub mod terms;
 pub mod virtual_select;
 

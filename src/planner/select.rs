@@ -4,8 +4,8 @@
 //! The executor's `select` module runs a plan.
 
 use crate::error::QueryError;
-use crate::executor::selection::{plan_group_by, plan_selector, Selection};
 use crate::planner::restrictions::{KeyValues, Restrictions};
+use crate::planner::selection::{plan_group_by, plan_selector, Selection};
 use crate::planner::terms::{Markers, Term};
 use crate::schema::{ClusteringOrder, ColumnKind, Table};
 use cql::ast::{Order, Select};
