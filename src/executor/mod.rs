@@ -2,6 +2,18 @@
 //! take the node's shared state ([`Node`]) and reach table data only through its
 //! [`Shards`](crate::shard::Shards). Everything here is synchronous: it runs on the
 //! connection's task, a read thread or the blocking pool, as `connection::dispatch` decides.
+//!
+//! Plans come from [`crate::planner`]; here they are bound to a request's values and run:
+//! - [`values`]: a request's values matched to the bind markers, terms bound;
+//! - [`keys`]: WHERE restrictions bound into partition keys, clustering prefixes, slice bounds;
+//! - [`select`]: runs a SELECT on a user table, with [`selection`] evaluating its selectors,
+//!   `paging_state` resuming it and `column_bytes` giving stored columns in wire form;
+//! - [`virtual_select`]: runs a SELECT on a system table, and pages by offset;
+//! - [`modify`]: binds INSERT, UPDATE and DELETE into mutations, which `apply` writes;
+//!   [`lwt`] runs conditional ones as one compare-and-set;
+//! - `batch` and `prepare`: the BATCH and PREPARE messages; `consistency`: the levels accepted;
+//! - value helpers, which planning uses too: [`literal`], [`json`], [`functions`], [`order`],
+//!   [`time`], [`numeric`]; and [`clock`], write timestamps.
 
 mod apply;
 mod batch;

@@ -15,9 +15,6 @@ use crate::shard::Shards;
 use cql::types::{DataType, Value};
 use storage::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite};
 
-/// A collection element: (element key, serialized value).
-type ElementCell = (Vec<u8>, Vec<u8>);
-
 impl ModifyPlan {
     /// For `INSERT JSON ?`: the plan with the bound JSON text applied.
     fn resolve_json(&self, values: &Values<'_>) -> Result<Option<ModifyPlan>, QueryError> {
@@ -482,6 +479,9 @@ fn element_writes(
     }
     Ok(out)
 }
+
+/// A collection element: (element key, serialized value).
+type ElementCell = (Vec<u8>, Vec<u8>);
 
 /// The live elements (key, value) of a collection column of one row, for list operations that
 /// need the current positions (Cassandra reads before writing for these too).

@@ -1,5 +1,20 @@
-//! Planning: a parsed statement and the catalog give a [`Plan`] (tables resolved, restrictions
+//! Planning: a parsed statement and the catalog give a `Plan` (tables resolved, restrictions
 //! and conditions checked, bind markers typed), which the executor runs with bound values.
+//!
+//! The plan types live here with their planning, one statement family a file:
+//! - [`select`]: [`SelectPlan`], SELECT on a user table; its selectors and GROUP BY in
+//!   [`selection`];
+//! - [`virtual_select`]: SELECT on a system table;
+//! - [`modify`]: [`ModifyPlan`], INSERT, UPDATE and DELETE; their IF clauses in [`conditions`];
+//! - [`restrictions`]: WHERE clauses (partition keys, token range, clustering prefix and slice,
+//!   row filters);
+//! - [`terms`]: the operands every plan holds, constants folded and bind markers numbered.
+//!
+//! Nothing here reads table data or request values: binding a plan to a request's values and
+//! running it is the executor's (`executor::values`, `executor::keys`, `executor::select`,
+//! `executor::modify`, `executor::lwt`). Planning borrows only the executor's value helpers
+//! (`literal`, `json`, `functions`), which import neither the planner nor the executor's other
+//! modules.
 
 pub mod conditions;
 pub mod modify;
