@@ -13,8 +13,8 @@
 //! Nothing here reads table data or request values: binding a plan to a request's values and
 //! running it is the executor's (`executor::values`, `executor::keys`, `executor::select`,
 //! `executor::modify`, `executor::lwt`). Planning borrows only the executor's value helpers
-//! (`literal`, `json`, `functions`), which import neither the planner nor the executor's other
-//! modules.
+//! (`literal`, `json`, `functions` and the few they use), which import nothing else of either
+//! side.
 
 pub mod conditions;
 pub mod modify;
