@@ -1,11 +1,13 @@
 //! The BATCH message: each statement (text or prepared id) is planned and bound with its own
 //! values; conditional batches run as one compare-and-set, the others as one atomic write.
 
-use super::terms::{Markers, Values};
-use super::{apply, clock, lwt, modify::ModifyPlan};
+use super::values::Values;
+use super::{apply, clock, lwt};
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::node::Node;
+use crate::planner::modify::ModifyPlan;
+use crate::planner::terms::Markers;
 use crate::planner::{self, Plan};
 use cql::response::{ColumnSpec, ResultBody};
 use std::sync::Arc;

@@ -1,171 +1,24 @@
-//! Lightweight transactions on one node: IF NOT EXISTS, IF EXISTS and IF conditions, checked
-//! and applied under a per-partition lock, answered with `[applied]` and, when not applied, the
-//! current values (reference §7).
+//! Lightweight transactions on one node: a statement's or batch's IF NOT EXISTS, IF EXISTS and
+//! IF conditions (planned in `planner::conditions`) checked and applied in one compare-and-set
+//! on the partition's shard, answered with `[applied]` and, when not applied, the current values
+//! (reference §7).
 
 use crate::error::QueryError;
-use crate::executor::modify::ModifyPlan;
+use crate::executor::column_bytes::serialize_column;
 use crate::executor::order::compare_values;
-use crate::executor::select::serialize_column;
-use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::executor::values::{Bound, Values};
+use crate::planner::conditions::{PlannedCondition, PlannedConditions, Target};
+use crate::planner::modify::ModifyPlan;
 use crate::schema::table_id;
 use crate::schema::{ColumnKind, Table};
 use crate::shard::{CasError, Shards};
 use bytes::Bytes;
-use cql::ast::{Condition, Conditions, DeleteTarget, Expr, Operator};
+use cql::ast::Operator;
 use cql::response::{ColumnSpec, ResultMetadata, Rows};
 use cql::types::{DataType, NativeType, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
 use storage::{ClusteringBound, Slice};
-
-/// What a condition looks at in a column.
-#[derive(Debug, Clone)]
-enum Target {
-    Whole,
-    Element(Term),
-    Field(usize),
-}
-
-/// One planned `IF` condition.
-#[derive(Debug, Clone)]
-pub struct PlannedCondition {
-    column: usize,
-    target: Target,
-    op: Operator,
-    /// One operand, or the IN list.
-    values: Vec<Term>,
-    in_marker: bool,
-}
-
-/// The conditions of a conditional statement.
-#[derive(Debug, Clone)]
-pub enum PlannedConditions {
-    /// INSERT ... IF NOT EXISTS.
-    IfNotExists,
-    /// UPDATE/DELETE ... IF EXISTS.
-    IfExists,
-    /// IF a = x AND b > y ...
-    List(Vec<PlannedCondition>),
-}
-
-/// Plans the IF clause (its markers come after the WHERE clause's).
-///
-/// # Errors
-/// InvalidRequest for unknown columns or conditions on key columns.
-pub fn plan_conditions(
-    c: &Conditions,
-    table: &Table,
-    markers: &mut Markers,
-) -> Result<PlannedConditions, QueryError> {
-    match c {
-        Conditions::IfExists => Ok(PlannedConditions::IfExists),
-        Conditions::List(list) => {
-            let mut out = Vec::new();
-            for cond in list {
-                out.push(plan_one(cond, table, markers)?);
-            }
-            Ok(PlannedConditions::List(out))
-        }
-    }
-}
-
-fn plan_one(
-    cond: &Condition,
-    table: &Table,
-    markers: &mut Markers,
-) -> Result<PlannedCondition, QueryError> {
-    let (ks, tn) = (table.keyspace.as_str(), table.name.as_str());
-    let name = match &cond.target {
-        DeleteTarget::Column(c) | DeleteTarget::Element(c, _) | DeleteTarget::Field(c, _) => c,
-    };
-    let column = table
-        .columns
-        .iter()
-        .position(|c| &c.name == name)
-        .ok_or_else(|| QueryError::invalid(format!("Undefined column name {name}")))?;
-    let col = &table.columns[column];
-    if matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
-        return Err(QueryError::invalid(format!(
-            "PRIMARY KEY column '{name}' cannot have IF conditions"
-        )));
-    }
-    let (target, operand_type) = match &cond.target {
-        DeleteTarget::Column(_) => (Target::Whole, col.data_type.clone()),
-        DeleteTarget::Element(_, key) => {
-            let (kt, vt) = match col.data_type.unfrozen() {
-                DataType::List(e) => (DataType::Native(NativeType::Int), (**e).clone()),
-                DataType::Map(k, v) => ((**k).clone(), (**v).clone()),
-                _ => {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid element access syntax for non-collection column {name}"
-                    )))
-                }
-            };
-            (
-                Target::Element(markers.term_named(
-                    key,
-                    &kt,
-                    ks,
-                    tn,
-                    name,
-                    &format!("key({name})"),
-                )?),
-                vt,
-            )
-        }
-        DeleteTarget::Field(_, field) => {
-            let DataType::Udt(u) = col.data_type.unfrozen() else {
-                return Err(QueryError::invalid(format!(
-                    "Invalid field selection for non-UDT column {name}"
-                )));
-            };
-            let fi = u
-                .fields
-                .iter()
-                .position(|(n, _)| n == field)
-                .ok_or_else(|| {
-                    QueryError::invalid(format!("Unknown field {field} for column {name}"))
-                })?;
-            (Target::Field(fi), u.fields[fi].1.clone())
-        }
-    };
-    let (values, in_marker) = match (cond.op, &cond.value) {
-        (Operator::In, Expr::BindMarker(_)) => (
-            vec![markers.term_named(
-                &cond.value,
-                &DataType::List(Box::new(operand_type)),
-                ks,
-                tn,
-                name,
-                &format!("in({name})"),
-            )?],
-            true,
-        ),
-        (Operator::In, Expr::List(items) | Expr::Tuple(items)) => (
-            items
-                .iter()
-                .map(|e| markers.term(e, &operand_type, ks, tn, name))
-                .collect::<Result<_, _>>()?,
-            false,
-        ),
-        (
-            Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge,
-            v,
-        ) => (vec![markers.term(v, &operand_type, ks, tn, name)?], false),
-        (op, _) => {
-            return Err(QueryError::invalid(format!(
-                "Unsupported operator {op:?} in IF condition on {name}"
-            )))
-        }
-    };
-    Ok(PlannedCondition {
-        column,
-        target,
-        op: cond.op,
-        values,
-        in_marker,
-    })
-}
 
 /// The current row a condition is checked against.
 struct Current {

@@ -2,29 +2,44 @@
 //! take the node's shared state ([`Node`]) and reach table data only through its
 //! [`Shards`](crate::shard::Shards). Everything here is synchronous: it runs on the
 //! connection's task, a read thread or the blocking pool, as `connection::dispatch` decides.
+//!
+//! Plans come from [`crate::planner`]; here they are bound to a request's values and run:
+//! - [`values`]: a request's values matched to the bind markers, terms bound;
+//! - [`keys`]: WHERE restrictions bound into partition keys, clustering prefixes, slice bounds;
+//! - [`select`]: runs a SELECT on a user table, with [`selection`] evaluating its selectors,
+//!   `paging_state` resuming it and `column_bytes` giving stored columns in wire form;
+//! - [`virtual_select`]: runs a SELECT on a system table, and pages by offset;
+//! - [`modify`]: binds INSERT, UPDATE and DELETE into mutations, which `apply` writes;
+//!   [`lwt`] runs conditional ones as one compare-and-set;
+//! - `batch` and `prepare`: the BATCH and PREPARE messages; `consistency`: the levels accepted;
+//! - value helpers, which planning uses too: [`literal`], [`json`], [`functions`], [`order`],
+//!   [`time`], [`numeric`]; and [`clock`], write timestamps.
 
 mod apply;
 mod batch;
 pub mod clock;
+mod column_bytes;
 mod consistency;
 pub mod functions;
 pub mod json;
+pub mod keys;
 pub mod literal;
 pub mod lwt;
 pub mod modify;
 pub mod numeric;
 pub mod order;
+mod paging_state;
 mod prepare;
-pub mod restrictions;
 pub mod select;
 pub mod selection;
-pub mod terms;
 pub mod time;
+pub mod values;
 pub mod virtual_select;
 
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::node::Node;
+use crate::planner::terms::Markers;
 use crate::planner::{self, CachedPlan, Plan};
 use crate::prepared::PreparedStatement;
 use crate::schema::{self, apply_ddl};
@@ -33,7 +48,7 @@ use cql::ast::Statement;
 use cql::request::{QueryParameters, RawValue, Request};
 use cql::response::{Event, Response, ResultBody};
 use std::sync::Arc;
-use terms::{Markers, Values};
+use values::Values;
 
 pub(crate) use apply::apply;
 pub use consistency::check_consistency;
@@ -354,13 +369,13 @@ fn run_plan(
         Plan::Batch(plans, timestamp) => {
             let ts = match timestamp {
                 Some(t) => match values.bind(t)? {
-                    terms::Bound::Value(cql::types::Value::Bigint(ts)) => ts,
+                    values::Bound::Value(cql::types::Value::Bigint(ts)) => ts,
                     _ => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
                 },
                 None => inputs.timestamp.unwrap_or_else(clock::next_timestamp),
             };
             if plans.iter().any(|p| p.conditions().is_some()) {
-                let refs: Vec<&modify::ModifyPlan> = plans.iter().collect();
+                let refs: Vec<&planner::modify::ModifyPlan> = plans.iter().collect();
                 let vals: Vec<&Values<'_>> = plans.iter().map(|_| values).collect();
                 return Ok(ResultBody::Rows(lwt::execute(shards, &refs, &vals, ts)?));
             }

@@ -4,14 +4,13 @@
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::node::Node;
+use crate::planner::terms::Markers;
 use crate::planner::{self, Plan};
 use crate::prepared::{statement_id, PreparedStatement};
 use bytes::Bytes;
 use cql::ast::Statement;
 use cql::response::{ColumnSpec, Prepared, PreparedMetadata, ResultBody, ResultMetadata};
 use std::sync::Arc;
-
-use super::terms::Markers;
 
 /// Bind-marker specs, result columns and partition-key marker indexes.
 type MarkerInfo = (Vec<ColumnSpec>, Vec<ColumnSpec>, Vec<u16>);

@@ -1,26 +1,32 @@
-//! SELECT on user tables: partition keys, token ranges or full scans from storage, clustering
-//! slices (reversed by ORDER BY), selectors (columns, writetime, ttl, token, count), in-memory
-//! filters (ALLOW FILTERING), LIMIT / PER PARTITION LIMIT and resumable paging.
+//! Running SELECT on user tables: partition keys, token ranges or full scans read through the
+//! shards, clustering slices (reversed by ORDER BY), selectors evaluated per row (columns,
+//! writetime, ttl, token, functions) or folded per group (aggregates), in-memory filters
+//! (ALLOW FILTERING), LIMIT / PER PARTITION LIMIT and resumable paging. Plain column selections
+//! are written straight into wire form.
 
 use crate::error::QueryError;
-use crate::executor::order::{compare_values, satisfies};
-use crate::executor::restrictions::{
-    bind_key_values, bind_partition_keys, bind_prefixes, bind_slice, storage_bounds, KeyValues,
-    RangeEnd, Restrictions,
+use crate::executor::column_bytes::{column_bytes, cow_to_bytes};
+use crate::executor::keys::{
+    bind_key_values, bind_partition_keys, bind_prefixes, bind_slice, storage_bounds,
 };
-use crate::executor::selection::{plan_group_by, plan_selector, Grouper, Selection};
-use crate::executor::terms::{Bound, Markers, Term, Values};
+use crate::executor::order::{compare_values, satisfies};
+use crate::executor::paging_state::PagingState;
+use crate::executor::selection::Grouper;
+use crate::executor::values::{Bound, Values};
+use crate::planner::restrictions::RangeEnd;
+use crate::planner::select::SelectPlan;
+use crate::planner::selection::Selection;
+use crate::planner::terms::Term;
 use crate::schema::table_id;
-use crate::schema::{ClusteringOrder, ColumnKind, Table};
+use crate::schema::{ClusteringOrder, ColumnKind};
 use crate::shard::Shards;
-use bytes::{BufMut, Bytes, BytesMut};
-use cql::ast::{Operator, Order, Select};
-use cql::response::{ColumnSpec, EncodedRows, ResultBody, ResultMetadata, Rows};
-use cql::types::{DataType, NativeType, Value};
+use bytes::Bytes;
+use cql::ast::Operator;
+use cql::response::{EncodedRows, ResultBody, ResultMetadata, Rows};
+use cql::types::{DataType, Value};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use storage::{ColumnValue, Cursor, Slice, TokenRange};
 
 const MIN_TOKEN: i64 = i64::MIN;
@@ -30,37 +36,6 @@ type GroupPaging<'a> = (Option<usize>, Option<usize>, Option<i32>, Option<&'a By
 
 /// A bound row filter: column index, map key (for `m[k] = v`), operator, operand values.
 type BoundFilter = (usize, Option<Value>, Operator, Vec<Value>);
-
-fn self_table_has(table: &Table, name: &str) -> bool {
-    table.columns.iter().any(|c| c.name == name)
-}
-
-/// A planned SELECT on a user table.
-#[derive(Debug, Clone)]
-pub struct SelectPlan {
-    table: Arc<Table>,
-    outputs: Vec<(Selection, ColumnSpec)>,
-    /// `outputs` with their types, as the grouper folds them (built once, not per execution).
-    fold_outputs: Vec<(Selection, DataType)>,
-    restrictions: Restrictions,
-    reversed: bool,
-    limit: Option<Term>,
-    per_partition_limit: Option<Term>,
-    distinct: bool,
-    /// Aggregates or GROUP BY: rows are folded into groups.
-    aggregate: bool,
-    /// GROUP BY columns (indexes into `table.columns`).
-    group_by: Vec<usize>,
-    json: bool,
-    /// Identifies the statement inside paging states, so a state from another query is refused.
-    fingerprint: u64,
-    /// The result's column specs (see [`SelectPlan::columns`]), shared by every execution.
-    result_columns: Arc<[ColumnSpec]>,
-    /// The selected columns (indexes into `table.columns`) when every output is a plain
-    /// column and rows are neither folded nor turned into JSON: such rows are written
-    /// straight into wire form ([`Output::Wire`]).
-    wire_columns: Option<Vec<usize>>,
-}
 
 /// The rows a SELECT answers so far.
 enum Output {
@@ -106,196 +81,6 @@ struct RowContext<'a> {
 }
 
 impl SelectPlan {
-    /// Plans `select` against `table`.
-    ///
-    /// # Errors
-    /// InvalidRequest with Cassandra's messages.
-    pub fn plan(
-        select: &Select,
-        table: Arc<Table>,
-        markers: &mut Markers,
-    ) -> Result<SelectPlan, QueryError> {
-        let (ks, tn) = (table.keyspace.clone(), table.name.clone());
-        let spec = |name: &str, ty: DataType| ColumnSpec {
-            keyspace: ks.clone(),
-            table: tn.clone(),
-            name: name.to_string(),
-            data_type: ty,
-        };
-        let index_of = |name: &str| {
-            table
-                .columns
-                .iter()
-                .position(|c| c.name == name)
-                .ok_or_else(|| {
-                    QueryError::invalid(format!("Undefined column name {name} in selection clause"))
-                })
-        };
-        let mut outputs = Vec::new();
-        if select.selectors.is_empty() {
-            for c in table.select_star_order() {
-                if select.distinct
-                    && !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static)
-                {
-                    continue;
-                }
-                outputs.push((
-                    Selection::Column(index_of(&c.name)?),
-                    spec(&c.name, c.data_type.clone()),
-                ));
-            }
-        } else {
-            for sel in &select.selectors {
-                let planned = plan_selector(&sel.expr, &table)?;
-                let name = sel.alias.clone().unwrap_or(planned.name);
-                outputs.push((planned.selection, spec(&name, planned.data_type)));
-            }
-        }
-        let restrictions = Restrictions::plan(
-            &select.where_clause,
-            &table,
-            markers,
-            select.allow_filtering,
-            true,
-        )?;
-        // Leading key columns fixed by equality may be left out of GROUP BY.
-        let eq_prefix = match &restrictions.partition {
-            Some(p) if p.iter().all(|v| matches!(v, KeyValues::Eq(_))) => {
-                p.len()
-                    + restrictions
-                        .clustering_eq
-                        .iter()
-                        .take_while(|v| matches!(v, KeyValues::Eq(_)))
-                        .count()
-            }
-            _ => 0,
-        };
-        let group_by = plan_group_by(&select.group_by, &table, eq_prefix)?;
-        let aggregate = !group_by.is_empty() || outputs.iter().any(|(s, _)| s.is_aggregate());
-        // ORDER BY: all clustering columns in table order, all same or all reversed.
-        let mut reversed = false;
-        if !select.order_by.is_empty() {
-            if restrictions.partition.is_none() {
-                return Err(QueryError::invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
-            }
-            let ck: Vec<_> = table.clustering().collect();
-            let mut flip: Option<bool> = None;
-            for (i, (name, order)) in select.order_by.iter().enumerate() {
-                let Some(c) = ck.get(i).filter(|c| &c.name == name) else {
-                    return Err(QueryError::invalid(if ck.iter().any(|c| &c.name == name) {
-                        "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY".to_string()
-                    } else {
-                        if self_table_has(&table, name) {
-                            format!("Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}")
-                        } else {
-                            format!("Undefined column name {name}")
-                        }
-                    }));
-                };
-                let natural = match c.order {
-                    ClusteringOrder::Asc => Order::Asc,
-                    ClusteringOrder::Desc => Order::Desc,
-                };
-                let this_flip = *order != natural;
-                if flip.is_some_and(|f| f != this_flip) {
-                    return Err(QueryError::invalid("Unsupported order by relation"));
-                }
-                flip = Some(this_flip);
-            }
-            reversed = flip.unwrap_or(false);
-        }
-        let int = DataType::Native(NativeType::Int);
-        let per_partition_limit = match &select.per_partition_limit {
-            Some(e) => Some(markers.term_named(
-                e,
-                &int,
-                &ks,
-                &tn,
-                "[per_partition_limit]",
-                "[per_partition_limit]",
-            )?),
-            None => None,
-        };
-        let limit = match &select.limit {
-            Some(e) => Some(markers.term_named(e, &int, &ks, &tn, "[limit]", "[limit]")?),
-            None => None,
-        };
-        if select.distinct && select.per_partition_limit.is_some() {
-            return Err(QueryError::invalid(
-                "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
-            ));
-        }
-        if select.distinct {
-            for (s, _) in &outputs {
-                if let Selection::Column(i) = s {
-                    if !matches!(
-                        table.columns[*i].kind,
-                        ColumnKind::PartitionKey | ColumnKind::Static
-                    ) {
-                        return Err(QueryError::invalid(format!(
-                            "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                            table.columns[*i].name
-                        )));
-                    }
-                }
-            }
-        }
-        let fingerprint = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::hash::DefaultHasher::new();
-            format!("{select:?}").hash(&mut h);
-            table.id.hash(&mut h);
-            h.finish()
-        };
-        let fold_outputs = outputs
-            .iter()
-            .map(|(s, c)| (s.clone(), c.data_type.clone()))
-            .collect();
-        let result_columns: Arc<[ColumnSpec]> = if select.json {
-            vec![ColumnSpec {
-                keyspace: table.keyspace.clone(),
-                table: table.name.clone(),
-                name: "[json]".into(),
-                data_type: DataType::Native(NativeType::Text),
-            }]
-            .into()
-        } else {
-            outputs.iter().map(|(_, s)| s.clone()).collect()
-        };
-        let wire_columns = if aggregate || select.json {
-            None
-        } else {
-            outputs
-                .iter()
-                .map(|(s, _)| match s {
-                    Selection::Column(i) => Some(*i),
-                    _ => None,
-                })
-                .collect()
-        };
-        Ok(SelectPlan {
-            table,
-            outputs,
-            fold_outputs,
-            result_columns,
-            restrictions,
-            reversed,
-            limit,
-            per_partition_limit,
-            distinct: select.distinct,
-            aggregate,
-            group_by,
-            json: select.json,
-            fingerprint,
-            wire_columns,
-        })
-    }
-
-    /// Result columns (one `[json]` text column for SELECT JSON).
-    pub fn columns(&self) -> Arc<[ColumnSpec]> {
-        self.result_columns.clone()
-    }
-
     /// Rows as Cassandra's SELECT JSON prints them: one JSON object per row.
     fn to_json_rows(&self, rows: Vec<Vec<Option<Bytes>>>) -> Vec<Vec<Option<Bytes>>> {
         rows.into_iter()
@@ -313,19 +98,6 @@ impl SelectPlan {
                 )))]
             })
             .collect()
-    }
-
-    /// True when the SELECT reads only named partitions (every partition-key column given by
-    /// = or IN), without filtering or aggregation: its work is bounded by its page.
-    pub fn is_partition_read(&self) -> bool {
-        self.restrictions.partition.is_some()
-            && self.restrictions.filters.is_empty()
-            && !self.aggregate
-    }
-
-    /// Marker indexes of the partition-key components, when each is bound by `pk = ?`.
-    pub fn pk_indexes(&self) -> Vec<u16> {
-        self.restrictions.pk_marker_indexes()
     }
 
     /// Runs the SELECT.
@@ -958,166 +730,6 @@ fn bind_limit(
                 "{what} must be strictly positive"
             ))),
         },
-    }
-}
-
-/// Serializes a stored column for a result: simple cells as stored, collections rebuilt.
-pub(crate) fn serialize_column(v: &ColumnValue, ty: &DataType) -> Option<Bytes> {
-    column_bytes(v, ty).map(cow_to_bytes)
-}
-
-/// A cell's bytes as one buffer (copied when borrowed, moved when built).
-fn cow_to_bytes(cell: Cow<'_, [u8]>) -> Bytes {
-    match cell {
-        Cow::Borrowed(b) => Bytes::copy_from_slice(b),
-        Cow::Owned(v) => Bytes::from(v),
-    }
-}
-
-/// [`serialize_column`] without a copy of simple cells: they are borrowed as stored,
-/// collections are built.
-fn column_bytes<'v>(v: &'v ColumnValue, ty: &DataType) -> Option<Cow<'v, [u8]>> {
-    match v {
-        ColumnValue::Simple(c) => Some(Cow::Borrowed(&c.value)),
-        ColumnValue::Collection(items) => {
-            if items.is_empty() {
-                return None;
-            }
-            let mut out = Vec::new();
-            match ty.unfrozen() {
-                DataType::List(_) => {
-                    out.put_i32(items.len() as i32);
-                    for (_, c) in items {
-                        out.put_i32(c.value.len() as i32);
-                        out.put_slice(&c.value);
-                    }
-                }
-                DataType::Set(_) => {
-                    out.put_i32(items.len() as i32);
-                    for (k, _) in items {
-                        out.put_i32(k.len() as i32);
-                        out.put_slice(k);
-                    }
-                }
-                DataType::Map(_, _) => {
-                    out.put_i32(items.len() as i32);
-                    for (k, c) in items {
-                        out.put_i32(k.len() as i32);
-                        out.put_slice(k);
-                        out.put_i32(c.value.len() as i32);
-                        out.put_slice(&c.value);
-                    }
-                }
-                DataType::Udt(u) => {
-                    for i in 0..u.fields.len() {
-                        let key = (i as i16).to_be_bytes();
-                        match items.iter().find(|(k, _)| k.as_slice() == key) {
-                            Some((_, c)) => {
-                                out.put_i32(c.value.len() as i32);
-                                out.put_slice(&c.value);
-                            }
-                            None => out.put_i32(-1),
-                        }
-                    }
-                }
-                _ => return None,
-            }
-            Some(Cow::Owned(out))
-        }
-    }
-}
-
-/// Where a paged SELECT resumes.
-#[derive(Debug, Clone, Default)]
-struct PagingState {
-    /// The statement's fingerprint.
-    fingerprint: u64,
-    /// 1: partition keys; 2: token scan.
-    mode: u8,
-    returned: u32,
-    pk_index: u32,
-    slice_index: u32,
-    in_partition: u32,
-    cursor: Option<Vec<u8>>,
-    last_pk: Option<Vec<Vec<u8>>>,
-}
-
-const PAGING_MAGIC: &[u8; 3] = b"rgp";
-
-impl PagingState {
-    fn encode(&self) -> Bytes {
-        let mut b = BytesMut::new();
-        b.put_slice(PAGING_MAGIC);
-        b.put_u64(self.fingerprint);
-        b.put_u8(self.mode);
-        b.put_u32(self.returned);
-        b.put_u32(self.pk_index);
-        b.put_u32(self.slice_index);
-        b.put_u32(self.in_partition);
-        match &self.last_pk {
-            Some(pk) => {
-                b.put_u16(pk.len() as u16);
-                for c in pk {
-                    b.put_u32(c.len() as u32);
-                    b.put_slice(c);
-                }
-            }
-            None => b.put_u16(u16::MAX),
-        }
-        if let Some(c) = &self.cursor {
-            b.put_slice(c);
-        }
-        b.freeze()
-    }
-
-    fn decode(b: &[u8]) -> Result<PagingState, QueryError> {
-        let bad = || QueryError::Protocol("Invalid value for the paging state".into());
-        let mut r = b;
-        let take = |r: &mut &[u8], n: usize| -> Result<Vec<u8>, QueryError> {
-            if r.len() < n {
-                return Err(bad());
-            }
-            let (a, rest) = r.split_at(n);
-            *r = rest;
-            Ok(a.to_vec())
-        };
-        let u32_of = |v: Vec<u8>| u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
-        if take(&mut r, 3)? != PAGING_MAGIC {
-            return Err(bad());
-        }
-        let f = take(&mut r, 8)?;
-        let fingerprint = u64::from_be_bytes([f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]]);
-        let mode = take(&mut r, 1)?[0];
-        let returned = u32_of(take(&mut r, 4)?);
-        let pk_index = u32_of(take(&mut r, 4)?);
-        let slice_index = u32_of(take(&mut r, 4)?);
-        let in_partition = u32_of(take(&mut r, 4)?);
-        let n = take(&mut r, 2)?;
-        let n = u16::from_be_bytes([n[0], n[1]]);
-        let last_pk = if n == u16::MAX {
-            None
-        } else {
-            let mut pk = Vec::new();
-            for _ in 0..n {
-                let len = u32_of(take(&mut r, 4)?) as usize;
-                pk.push(take(&mut r, len)?);
-            }
-            Some(pk)
-        };
-        let cursor = (!r.is_empty()).then(|| r.to_vec());
-        if mode != 1 && mode != 2 {
-            return Err(bad());
-        }
-        Ok(PagingState {
-            fingerprint,
-            mode,
-            returned,
-            pk_index,
-            slice_index,
-            in_partition,
-            cursor,
-            last_pk,
-        })
     }
 }
 

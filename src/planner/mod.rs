@@ -1,16 +1,39 @@
-//! Planning: a parsed statement and the catalog give a [`Plan`] (tables resolved, restrictions
+//! Planning: a parsed statement and the catalog give a `Plan` (tables resolved, restrictions
 //! and conditions checked, bind markers typed), which the executor runs with bound values.
+//!
+//! The plan types live here with their planning, one statement family a file:
+//! - [`select`]: [`SelectPlan`], SELECT on a user table; its selectors and GROUP BY in
+//!   [`selection`];
+//! - [`virtual_select`]: SELECT on a system table;
+//! - [`modify`]: [`ModifyPlan`], INSERT, UPDATE and DELETE; their IF clauses in [`conditions`];
+//! - [`restrictions`]: WHERE clauses (partition keys, token range, clustering prefix and slice,
+//!   row filters);
+//! - [`terms`]: the operands every plan holds, constants folded and bind markers numbered.
+//!
+//! Nothing here reads table data or request values: binding a plan to a request's values and
+//! running it is the executor's (`executor::values`, `executor::keys`, `executor::select`,
+//! `executor::modify`, `executor::lwt`). Planning borrows only the executor's value helpers
+//! (`literal`, `json`, `functions` and the few they use), which import nothing else of either
+//! side.
+
+pub mod conditions;
+pub mod modify;
+pub mod restrictions;
+pub mod select;
+pub mod selection;
+pub mod terms;
+pub mod virtual_select;
 
 use crate::context::SessionContext;
 use crate::error::QueryError;
-use crate::executor::modify::ModifyPlan;
-use crate::executor::select::SelectPlan;
-use crate::executor::terms::{Markers, Term};
-use crate::executor::virtual_select::VirtualSelect;
 use crate::schema::{self, Catalog, Table};
 use cql::ast::{BatchType, QualifiedName, Statement};
 use cql::response::ColumnSpec;
+use modify::ModifyPlan;
+use select::SelectPlan;
 use std::sync::Arc;
+use terms::{Markers, Term};
+use virtual_select::VirtualSelect;
 
 /// A statement planned against the catalog.
 pub(crate) enum Plan {

@@ -1,0 +1,81 @@
+//! Terms of a planned statement: constants folded at plan time and bind markers numbered in
+//! statement order (the order of PREPARE's bind metadata). The executor's `Values` binds them to
+//! a request's values.
+
+use crate::error::QueryError;
+use crate::executor::literal::literal_value;
+use cql::ast::Expr;
+use cql::response::ColumnSpec;
+use cql::types::{DataType, Value};
+
+/// A planned term: a constant or the n-th bind marker.
+#[derive(Debug, Clone)]
+pub enum Term {
+    /// A constant (None = null).
+    Const(Option<Value>),
+    /// Bind marker number `index` (0-based, statement order).
+    Marker {
+        /// Position among the statement's markers.
+        index: usize,
+        /// Expected type.
+        data_type: DataType,
+        /// Column name for messages.
+        receiver: String,
+    },
+}
+
+/// Collects bind-marker specs while a statement is planned.
+#[derive(Debug, Default)]
+pub struct Markers {
+    /// One spec per marker, in statement order.
+    pub specs: Vec<ColumnSpec>,
+}
+
+impl Markers {
+    /// Plans `expr` as a term of type `ty`, for column `receiver` of `ks.table`.
+    ///
+    /// # Errors
+    /// InvalidRequest when a constant does not fit the type.
+    pub fn term(
+        &mut self,
+        expr: &Expr,
+        ty: &DataType,
+        ks: &str,
+        table: &str,
+        receiver: &str,
+    ) -> Result<Term, QueryError> {
+        self.term_named(expr, ty, ks, table, receiver, receiver)
+    }
+
+    /// Like [`Markers::term`], with the marker's spec named `marker_name` (e.g. `[limit]`).
+    ///
+    /// # Errors
+    /// InvalidRequest when a constant does not fit the type.
+    pub fn term_named(
+        &mut self,
+        expr: &Expr,
+        ty: &DataType,
+        ks: &str,
+        table: &str,
+        receiver: &str,
+        marker_name: &str,
+    ) -> Result<Term, QueryError> {
+        match expr {
+            Expr::BindMarker(name) => {
+                let index = self.specs.len();
+                self.specs.push(ColumnSpec {
+                    keyspace: ks.to_string(),
+                    table: table.to_string(),
+                    name: name.clone().unwrap_or_else(|| marker_name.to_string()),
+                    data_type: ty.clone(),
+                });
+                Ok(Term::Marker {
+                    index,
+                    data_type: ty.clone(),
+                    receiver: receiver.to_string(),
+                })
+            }
+            other => Ok(Term::Const(literal_value(other, ty, receiver)?)),
+        }
+    }
+}
