@@ -1,11 +1,13 @@
 //! ringdb: a Cassandra-compatible (CQL native protocol v3/v4) database server.
 //!
 //! Module map: [`config`] settings; [`server`] the accept loop and shutdown; [`connection`]
-//! frames in and out of one socket; [`tls`] TLS for client connections; [`session`]
-//! per-connection state; [`auth`] authentication, roles and permissions; [`node`] shared state;
-//! [`executor`] statement execution; [`schema`] the catalog; [`system`] system tables;
-//! [`describe`] server-side DESCRIBE; [`prepared`] the prepared-statement cache;
-//! [`error`] `QueryError` and its mapping to protocol errors.
+//! one socket: frames, the dispatch step, the writer and the read threads; [`tls`] TLS for
+//! client connections; [`session`] per-connection state and [`context`] what a request knows
+//! of it; [`auth`] authentication, roles and permissions; [`node`] the shared state;
+//! [`planner`] statements to plans; [`executor`] binding and running plans; [`shard`] the one
+//! seam to table data; [`schema`] the catalog; [`system`] system tables; [`describe`]
+//! server-side DESCRIBE; [`prepared`] the prepared-statement cache; [`error`] `QueryError` and
+//! its mapping to protocol errors; [`admin`] the `partitions` command.
 
 pub mod admin;
 pub mod auth;
