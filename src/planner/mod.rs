@@ -166,6 +166,11 @@ pub(crate) fn plan(
                     }
                 }
             }
+            if b.using.ttl.is_some() {
+                return Err(QueryError::invalid(
+                    "Global TTL on the BATCH statement is not supported.",
+                ));
+            }
             check_batch_kind(b.batch_type, plans.iter().map(|p| p.table().is_counter()))?;
             if timestamp.is_some() && plans.iter().any(ModifyPlan::has_timestamp) {
                 return Err(QueryError::invalid(

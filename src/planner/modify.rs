@@ -138,37 +138,53 @@ pub(crate) fn json_plan(
     })
 }
 
+/// Plans USING's TTL (`[ttl]`, int) and TIMESTAMP (`[timestamp]`, bigint), numbering their
+/// markers in the order written, as Cassandra does: `USING TIMESTAMP ? AND TTL ?` binds the
+/// timestamp first.
 fn using_terms(
     using: &Using,
     table: &Table,
     markers: &mut Markers,
 ) -> Result<(Option<Term>, Option<Term>), QueryError> {
-    // Markers in USING come in the order written; TTL and TIMESTAMP may appear in either order,
-    // but the AST keeps one of each, so number them in the order Cassandra's grammar reads
-    // them most often (TTL first) unless only one is present.
-    let ttl = match &using.ttl {
-        Some(e) => Some(markers.term_named(
-            e,
-            &DataType::Native(NativeType::Int),
-            &table.keyspace,
-            &table.name,
-            "[ttl]",
-            "[ttl]",
-        )?),
-        None => None,
+    let ttl_term = |markers: &mut Markers| {
+        using
+            .ttl
+            .as_ref()
+            .map(|e| {
+                markers.term_named(
+                    e,
+                    &DataType::Native(NativeType::Int),
+                    &table.keyspace,
+                    &table.name,
+                    "[ttl]",
+                    "[ttl]",
+                )
+            })
+            .transpose()
     };
-    let ts = match &using.timestamp {
-        Some(e) => Some(markers.term_named(
-            e,
-            &DataType::Native(NativeType::Bigint),
-            &table.keyspace,
-            &table.name,
-            "[timestamp]",
-            "[timestamp]",
-        )?),
-        None => None,
+    let ts_term = |markers: &mut Markers| {
+        using
+            .timestamp
+            .as_ref()
+            .map(|e| {
+                markers.term_named(
+                    e,
+                    &DataType::Native(NativeType::Bigint),
+                    &table.keyspace,
+                    &table.name,
+                    "[timestamp]",
+                    "[timestamp]",
+                )
+            })
+            .transpose()
     };
-    Ok((ttl, ts))
+    if using.timestamp_first {
+        let ts = ts_term(markers)?;
+        Ok((ttl_term(markers)?, ts))
+    } else {
+        let ttl = ttl_term(markers)?;
+        Ok((ttl, ts_term(markers)?))
+    }
 }
 
 fn column_index(table: &Table, name: &str) -> Result<usize, QueryError> {

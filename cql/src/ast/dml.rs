@@ -6,13 +6,17 @@ use super::expr::RelationValue;
 use super::select::WhereClause;
 use super::{Comma, Expr, Ident, Operator, QualifiedName, Relation, Statement};
 
-/// `USING TTL ... AND TIMESTAMP ...`.
+/// `USING TTL ... AND TIMESTAMP ...`, either written first.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Using {
     /// `TTL n` (an integer literal or a bind marker).
     pub ttl: Option<Expr>,
     /// `TIMESTAMP n` (an integer literal or a bind marker).
     pub timestamp: Option<Expr>,
+    /// True when both are given and `TIMESTAMP` was written before `TTL`. Bind markers are
+    /// numbered in the order written, so `USING TIMESTAMP ? AND TTL ?` binds the timestamp
+    /// first.
+    pub timestamp_first: bool,
 }
 
 impl Using {
@@ -186,13 +190,17 @@ pub struct Batch {
 
 impl fmt::Display for Using {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ttl = self.ttl.as_ref().map(|e| ("TTL", e));
+        let ts = self.timestamp.as_ref().map(|e| ("TIMESTAMP", e));
+        let items = if self.timestamp_first {
+            [ts, ttl]
+        } else {
+            [ttl, ts]
+        };
         let mut sep = " USING ";
-        if let Some(ttl) = &self.ttl {
-            write!(f, "{sep}TTL {ttl}")?;
+        for (word, e) in items.into_iter().flatten() {
+            write!(f, "{sep}{word} {e}")?;
             sep = " AND ";
-        }
-        if let Some(ts) = &self.timestamp {
-            write!(f, "{sep}TIMESTAMP {ts}")?;
         }
         Ok(())
     }

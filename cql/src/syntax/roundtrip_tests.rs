@@ -275,6 +275,55 @@ fn insert_update_delete_round_trip() {
 }
 
 #[test]
+fn using_keeps_the_written_order_of_ttl_and_timestamp() {
+    let using = |stmt: Statement| match stmt {
+        Statement::Insert(i) => i.using,
+        Statement::Update(u) => u.using,
+        Statement::Batch(b) => b.using,
+        other => panic!("{other:?}"),
+    };
+    let ts_first = using(prints_as(
+        "INSERT INTO t (k) VALUES (1) USING TIMESTAMP ? AND TTL ?",
+        "INSERT INTO t (k) VALUES (1) USING TIMESTAMP ? AND TTL ?",
+    ));
+    assert!(ts_first.timestamp_first);
+    let ttl_first = using(prints_as(
+        "INSERT INTO t (k) VALUES (1) USING TTL ? AND TIMESTAMP ?",
+        "INSERT INTO t (k) VALUES (1) USING TTL ? AND TIMESTAMP ?",
+    ));
+    assert!(!ttl_first.timestamp_first);
+    assert_eq!(ts_first.ttl, ttl_first.ttl);
+    assert_eq!(ts_first.timestamp, ttl_first.timestamp);
+    assert_ne!(ts_first, ttl_first);
+    assert!(
+        using(prints_as(
+            "UPDATE t USING timestamp 5 and ttl 7 SET v = 1 WHERE k = 1",
+            "UPDATE t USING TIMESTAMP 5 AND TTL 7 SET v = 1 WHERE k = 1",
+        ))
+        .timestamp_first
+    );
+    assert!(
+        using(prints_as(
+            "BEGIN BATCH USING TIMESTAMP 5 AND TTL 7 APPLY BATCH",
+            "BEGIN BATCH USING TIMESTAMP 5 AND TTL 7 APPLY BATCH",
+        ))
+        .timestamp_first
+    );
+    // Only one of the two: nothing to order.
+    assert!(!using(verified("INSERT INTO t (k) VALUES (1) USING TIMESTAMP 5")).timestamp_first);
+    // A repeated option replaces the earlier one; the order is that of the options kept.
+    let repeated = using(prints_as(
+        "INSERT INTO t (k) VALUES (1) USING TIMESTAMP 1 AND TTL 2 AND TIMESTAMP 3",
+        "INSERT INTO t (k) VALUES (1) USING TTL 2 AND TIMESTAMP 3",
+    ));
+    assert!(!repeated.timestamp_first);
+    assert_eq!(
+        repeated.timestamp,
+        Some(Expr::Literal(Literal::Integer("3".into())))
+    );
+}
+
+#[test]
 fn batches_round_trip() {
     let b = verified(
         "BEGIN BATCH

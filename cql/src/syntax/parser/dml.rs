@@ -79,14 +79,18 @@ pub(crate) fn using_clause(i: Input<'_>) -> PResult<'_, Using> {
     };
     let mut using = Using::default();
     loop {
+        // A repeated option replaces the earlier one, as in Cassandra's grammar;
+        // `timestamp_first` follows the options that stay.
         if let Ok((r, _)) = kw("ttl")(i) {
             let (r, v) = int_value(r)?;
             using.ttl = Some(v);
+            using.timestamp_first = using.timestamp.is_some();
             i = r;
         } else {
             let (r, _) = kw("timestamp")(i)?;
             let (r, v) = int_value(r)?;
             using.timestamp = Some(v);
+            using.timestamp_first = false;
             i = r;
         }
         match kw("and")(i) {
@@ -269,6 +273,7 @@ pub(crate) fn delete(i: Input<'_>) -> PResult<'_, Delete> {
             using: Using {
                 ttl: None,
                 timestamp,
+                timestamp_first: false,
             },
             where_clause,
             conditions,
