@@ -69,7 +69,9 @@ pub(super) fn batch(
     if planned.iter().any(|(p, _, _)| p.conditions().is_some()) {
         let refs: Vec<&ModifyPlan> = planned.iter().map(|(p, _, _)| p).collect();
         let vals: Vec<&Values<'_>> = bound.iter().collect();
-        return Ok(ResultBody::Rows(lwt::execute(shards, &refs, &vals, ts)?));
+        return Ok(ResultBody::Rows(lwt::execute(
+            shards, &refs, &vals, ts, true,
+        )?));
     }
     for ((plan, _, _), values) in planned.iter().zip(&bound) {
         for m in plan.mutations(values, Some(ts), shards)? {

@@ -10,7 +10,7 @@ use crate::executor::values::{Bound, Values};
 use crate::planner::conditions::{PlannedCondition, PlannedConditions, Target};
 use crate::planner::modify::ModifyPlan;
 use crate::schema::table_id;
-use crate::schema::{ColumnKind, Table};
+use crate::schema::{ClusteringOrder, ColumnKind, Table};
 use crate::shard::{CasError, Shards};
 use bytes::Bytes;
 use cql::ast::Operator;
@@ -23,8 +23,23 @@ use storage::{ClusteringBound, Slice};
 /// The current row a condition is checked against.
 struct Current {
     exists: bool,
+    /// The partition has static cells.
+    has_static: bool,
     /// Serialized values per table column index (None = null).
     cells: Vec<Option<Bytes>>,
+}
+
+/// What one conditional statement checked, for the result of a rejected request.
+struct Checked {
+    /// The statement's clustering (empty: the static row, or the row of a table without
+    /// clustering columns).
+    clustering: Vec<Vec<u8>>,
+    /// The condition columns (indexes into `table.columns`), in IF order.
+    columns: Vec<usize>,
+    /// The row read.
+    current: Current,
+    /// IF EXISTS / IF NOT EXISTS: the rejected result shows every column.
+    all: bool,
 }
 
 fn read_current(
@@ -59,8 +74,10 @@ fn read_current(
             ColumnKind::PartitionKey => pk
                 .get(c.position as usize)
                 .map(|b| Bytes::copy_from_slice(b)),
+            // A static condition reads the partition's first row: its clustering is shown.
             ColumnKind::Clustering => clustering
                 .get(c.position as usize)
+                .or_else(|| row.and_then(|r| r.clustering.get(c.position as usize)))
                 .map(|b| Bytes::copy_from_slice(b)),
             ColumnKind::Static => read
                 .static_cells
@@ -71,7 +88,11 @@ fn read_current(
                 .and_then(|v| serialize_column(v, &c.data_type)),
         })
         .collect();
-    Ok(Current { exists, cells })
+    Ok(Current {
+        exists,
+        has_static: !read.static_cells.is_empty(),
+        cells,
+    })
 }
 
 fn check(
@@ -176,7 +197,8 @@ fn check(
 }
 
 /// Runs conditional statements that all address one partition (a single statement, or a
-/// conditional batch): checks every condition, applies all writes only if all hold.
+/// conditional batch: `batch`, even of one statement): checks every condition, applies all
+/// writes only if all hold.
 ///
 /// # Errors
 /// InvalidRequest for statements spanning partitions or rows with IN.
@@ -185,6 +207,7 @@ pub fn execute(
     plans: &[&ModifyPlan],
     values: &[&Values<'_>],
     timestamp: i64,
+    batch: bool,
 ) -> Result<Rows, QueryError> {
     let first = plans
         .first()
@@ -225,7 +248,7 @@ pub fn execute(
     }
     let pk = partition.unwrap_or_default();
     let mut applied = true;
-    let mut shown: Vec<(Vec<usize>, Current, bool)> = Vec::new();
+    let mut shown: Vec<Checked> = Vec::new();
     let mut decide = |shards: &dyn Shards| -> Result<Option<storage::Mutation>, QueryError> {
         applied = true;
         shown.clear();
@@ -253,7 +276,12 @@ pub fn execute(
             if !ok {
                 applied = false;
             }
-            shown.push((cols, current, show_all));
+            shown.push(Checked {
+                clustering: clustering.clone(),
+                columns: cols,
+                current,
+                all: show_all,
+            });
         }
         if !applied {
             return Ok(None);
@@ -279,15 +307,83 @@ pub fn execute(
         Err(CasError::Decide(e)) => return Err(e),
         Err(CasError::Apply(e)) => return Err(crate::schema::write_error(e, &table, &pk)),
     }
-    Ok(result(&table, applied, &shown, plans.len() > 1))
+    Ok(result(&table, applied, &shown, batch))
 }
 
-fn result(
-    table: &Table,
-    applied: bool,
-    shown: &[(Vec<usize>, Current, bool)],
-    batch: bool,
-) -> Rows {
+/// Orders two clusterings of `table` as Cassandra's clustering comparator does (DESC columns
+/// reversed); a shorter prefix sorts first.
+fn compare_clustering(table: &Table, a: &[Vec<u8>], b: &[Vec<u8>]) -> Ordering {
+    for ((x, y), col) in a.iter().zip(b).zip(table.clustering()) {
+        let o = match (
+            Value::decode(&col.data_type, x),
+            Value::decode(&col.data_type, y),
+        ) {
+            (Ok(xv), Ok(yv)) => compare_values(&xv, &yv, &col.data_type),
+            _ => x.cmp(y),
+        };
+        let o = if col.order == ClusteringOrder::Desc {
+            o.reverse()
+        } else {
+            o
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// The rows a rejected request shows, as Cassandra's CAS read returns them: one per distinct
+/// row the conditions name (statements on the same row share it), existing rows only, in
+/// clustering order. A static condition names the static row, shown (as the partition's first
+/// row) only when no regular row is named; when no named row exists but the partition has
+/// static cells read for the conditions, one row of the partition key and statics is shown.
+fn shown_rows(table: &Table, checked: &[Checked]) -> Vec<Vec<Option<Bytes>>> {
+    let has_clustering = table.clustering().next().is_some();
+    let mut named: Vec<&Checked> = Vec::new();
+    for c in checked {
+        if !named.iter().any(|n| n.clustering == c.clustering) {
+            named.push(c);
+        }
+    }
+    let regular_named = has_clustering && named.iter().any(|n| !n.clustering.is_empty());
+    if regular_named {
+        named.retain(|n| !n.clustering.is_empty());
+    }
+    named.sort_by(|a, b| compare_clustering(table, &a.clustering, &b.clustering));
+    let existing: Vec<Vec<Option<Bytes>>> = named
+        .iter()
+        .filter(|n| n.current.exists)
+        .map(|n| n.current.cells.clone())
+        .collect();
+    if !existing.is_empty() || !has_clustering {
+        return existing;
+    }
+    // Static cells are read when a condition is on a static column, or every column is shown.
+    let statics_read = checked.iter().any(|c| {
+        c.all
+            || c.columns
+                .iter()
+                .any(|&i| table.columns[i].kind == ColumnKind::Static)
+    });
+    match named.first() {
+        Some(n) if statics_read && n.current.has_static => vec![table
+            .columns
+            .iter()
+            .zip(&n.current.cells)
+            .map(|(col, cell)| match col.kind {
+                ColumnKind::PartitionKey | ColumnKind::Static => cell.clone(),
+                ColumnKind::Clustering | ColumnKind::Regular => None,
+            })
+            .collect()],
+        _ => Vec::new(),
+    }
+}
+
+/// The answer: `[applied]`, and when rejected the rows of [`shown_rows`] with every column
+/// (any IF EXISTS / IF NOT EXISTS) or, for a batch, the primary key columns and then the
+/// condition columns in IF order (a single statement: the condition columns alone).
+fn result(table: &Table, applied: bool, checked: &[Checked], batch: bool) -> Rows {
     let spec = |name: &str, ty: DataType| ColumnSpec {
         keyspace: table.keyspace.clone(),
         table: table.name.clone(),
@@ -296,7 +392,12 @@ fn result(
     };
     let applied_cell = Some(Bytes::from_static(if applied { &[1] } else { &[0] }));
     let mut columns = vec![spec("[applied]", DataType::Native(NativeType::Boolean))];
-    if applied || shown.iter().all(|(_, cur, _)| !cur.exists) {
+    let shown = if applied {
+        Vec::new()
+    } else {
+        shown_rows(table, checked)
+    };
+    if shown.is_empty() {
         return Rows {
             metadata: ResultMetadata {
                 columns: columns.into(),
@@ -306,10 +407,8 @@ fn result(
             rows: vec![vec![applied_cell]],
         };
     }
-    // Column indexes to show: all columns for EXISTS checks, else (batch: key columns +) condition columns.
     let mut idx: Vec<usize> = Vec::new();
-    let show_all = shown.iter().any(|(_, _, all)| *all);
-    if show_all {
+    if checked.iter().any(|c| c.all) {
         for c in table.select_star_order() {
             if let Some(i) = table.columns.iter().position(|x| x.name == c.name) {
                 idx.push(i);
@@ -323,10 +422,10 @@ fn result(
                 }
             }
         }
-        for (cols, _, _) in shown {
-            for c in cols {
-                if !idx.contains(c) {
-                    idx.push(*c);
+        for c in checked {
+            for i in &c.columns {
+                if !idx.contains(i) {
+                    idx.push(*i);
                 }
             }
         }
@@ -336,11 +435,10 @@ fn result(
         columns.push(spec(&c.name, c.data_type.clone()));
     }
     let rows = shown
-        .iter()
-        .filter(|(_, cur, _)| cur.exists)
-        .map(|(_, cur, _)| {
+        .into_iter()
+        .map(|cells| {
             let mut row = vec![applied_cell.clone()];
-            row.extend(idx.iter().map(|i| cur.cells[*i].clone()));
+            row.extend(idx.iter().map(|i| cells[*i].clone()));
             row
         })
         .collect();

@@ -353,7 +353,13 @@ fn run_plan(
         Plan::Select(s) => s.execute(shards, values, inputs.page_size, inputs.paging_state),
         Plan::Modify(m) if m.conditions().is_some() => {
             let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);
-            Ok(ResultBody::Rows(lwt::execute(shards, &[m], &[values], ts)?))
+            Ok(ResultBody::Rows(lwt::execute(
+                shards,
+                &[m],
+                &[values],
+                ts,
+                false,
+            )?))
         }
         Plan::Modify(m) => {
             let mutations = m.mutations(values, inputs.timestamp, shards)?;
@@ -377,7 +383,9 @@ fn run_plan(
             if plans.iter().any(|p| p.conditions().is_some()) {
                 let refs: Vec<&planner::modify::ModifyPlan> = plans.iter().collect();
                 let vals: Vec<&Values<'_>> = plans.iter().map(|_| values).collect();
-                return Ok(ResultBody::Rows(lwt::execute(shards, &refs, &vals, ts)?));
+                return Ok(ResultBody::Rows(lwt::execute(
+                    shards, &refs, &vals, ts, true,
+                )?));
             }
             let mut writes = Vec::new();
             for p in plans {

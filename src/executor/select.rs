@@ -1,5 +1,6 @@
 //! Running SELECT on user tables: partition keys, token ranges or full scans read through the
-//! shards, clustering slices (reversed by ORDER BY), selectors evaluated per row (columns,
+//! shards, clustering slices (reversed by ORDER BY; with IN on the partition key the rows of all
+//! partitions sorted in memory, unpaged), selectors evaluated per row (columns,
 //! writetime, ttl, token, functions) or folded per group (aggregates), in-memory filters
 //! (ALLOW FILTERING), LIMIT / PER PARTITION LIMIT and resumable paging. Plain column selections
 //! are written straight into wire form.
@@ -37,6 +38,10 @@ type GroupPaging<'a> = (Option<usize>, Option<usize>, Option<i32>, Option<&'a By
 /// A bound row filter: column index, map key (for `m[k] = v`), operator, operand values.
 type BoundFilter = (usize, Option<Value>, Operator, Vec<Value>);
 
+/// Cassandra's refusal to page a SELECT whose rows it sorts after reading them (IN on the
+/// partition key with ORDER BY).
+const PAGED_POST_ORDER: &str = "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query";
+
 /// The rows a SELECT answers so far.
 enum Output {
     /// One vector of cells per row (aggregates, JSON, computed selectors).
@@ -66,6 +71,31 @@ impl Output {
                 rows.count = n;
             }
             Output::Wire { .. } => {}
+        }
+    }
+
+    /// Puts the rows in the order `order` gives (a permutation of the row indexes).
+    fn reorder(&mut self, order: &[usize]) {
+        match self {
+            Output::Cells(rows) => {
+                let mut old: Vec<_> = std::mem::take(rows).into_iter().map(Some).collect();
+                *rows = order
+                    .iter()
+                    .filter_map(|&i| old.get_mut(i).and_then(Option::take))
+                    .collect();
+            }
+            Output::Wire { rows, ends } => {
+                let old = std::mem::take(&mut rows.cells);
+                let mut cells = Vec::with_capacity(old.len());
+                let mut new_ends = Vec::with_capacity(ends.len());
+                for &i in order {
+                    let start = i.checked_sub(1).map_or(0, |prev| ends[prev]);
+                    cells.extend_from_slice(&old[start..ends[i]]);
+                    new_ends.push(cells.len());
+                }
+                rows.cells = cells;
+                *ends = new_ends;
+            }
         }
     }
 }
@@ -118,6 +148,12 @@ impl SelectPlan {
             bind_limit(&self.per_partition_limit, values, "PER PARTITION LIMIT")?
         };
         let filters = self.bind_filters(values)?;
+        // IN on the partition key with ORDER BY: Cassandra sorts the rows of all partitions
+        // after reading them, so it refuses to page such a query (whatever its LIMIT), and its
+        // LIMIT counts the sorted rows.
+        if self.post_order.is_some() && page_size.is_some_and(|p| p > 0) {
+            return Err(QueryError::invalid(PAGED_POST_ORDER));
+        }
         // Aggregates read everything and page their groups by offset.
         let (group_limit, group_pp) = (limit, per_partition);
         let (limit, per_partition, group_state, paging_state) = if self.aggregate {
@@ -125,6 +161,13 @@ impl SelectPlan {
         } else {
             (limit, per_partition, None, paging_state)
         };
+        let sort = self.post_order.as_deref().filter(|_| !self.aggregate);
+        let (limit, sorted_limit) = match sort {
+            Some(_) => (None, limit),
+            None => (limit, None),
+        };
+        // One sort key per row in `out` when the rows are sorted after the reads.
+        let mut sort_keys: Option<Vec<Vec<Option<Value>>>> = sort.map(|_| Vec::new());
         let state = match paging_state {
             Some(b) => PagingState::decode(b)?,
             None => PagingState::default(),
@@ -236,6 +279,9 @@ impl SelectPlan {
                                     })?;
                                 } else {
                                     self.push_row(&mut out, &ctx)?;
+                                    if let (Some(keys), Some(cols)) = (sort_keys.as_mut(), sort) {
+                                        keys.push(self.sort_key(&ctx, cols));
+                                    }
                                 }
                             }
                         }
@@ -361,6 +407,17 @@ impl SelectPlan {
                         None => break,
                     }
                 }
+            }
+        }
+        if let (Some(keys), Some(cols)) = (sort_keys, sort) {
+            if keys.len() == out.len() {
+                let mut order: Vec<usize> = (0..keys.len()).collect();
+                // Stable: rows that compare equal keep the order the partitions were named in.
+                order.sort_by(|&a, &b| self.compare_sort_keys(&keys[a], &keys[b], cols));
+                out.reorder(&order);
+            }
+            if let Some(l) = sorted_limit {
+                out.truncate(l);
             }
         }
         if let (Some(w), true) = (want, !self.aggregate) {
@@ -644,6 +701,39 @@ impl SelectPlan {
         true
     }
 
+    /// The values of a row that [`SelectPlan::post_order`] sorts by.
+    fn sort_key(&self, ctx: &RowContext<'_>, cols: &[(usize, bool)]) -> Vec<Option<Value>> {
+        cols.iter()
+            .map(|&(i, _)| {
+                self.cell_bytes(ctx, i)
+                    .and_then(|b| Value::decode(&self.table.columns[i].data_type, &b).ok())
+            })
+            .collect()
+    }
+
+    /// Orders two sort keys as the ORDER BY asks: each column by its type's order, reversed
+    /// for DESC; a missing value (a row of static columns alone) sorts as the lowest.
+    fn compare_sort_keys(
+        &self,
+        a: &[Option<Value>],
+        b: &[Option<Value>],
+        cols: &[(usize, bool)],
+    ) -> Ordering {
+        for ((x, y), &(i, desc)) in a.iter().zip(b).zip(cols) {
+            let o = match (x, y) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) => Ordering::Less,
+                (Some(_), None) => Ordering::Greater,
+                (Some(x), Some(y)) => compare_values(x, y, &self.table.columns[i].data_type),
+            };
+            let o = if desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
     /// The group key of a row: its GROUP BY column values.
     fn group_key(&self, ctx: &RowContext<'_>) -> Vec<Option<Bytes>> {
         self.group_by
@@ -765,5 +855,35 @@ mod tests {
             assert_eq!(got, want, "keep {keep}");
             assert_eq!(ends.len(), keep.min(3));
         }
+    }
+
+    #[test]
+    fn reordering_wire_rows_moves_whole_rows() {
+        let rows: [[&[u8]; 2]; 3] = [[b"a", b"bb"], [b"", b"ccc"], [b"dddd", b"e"]];
+        let mut out = wire_output(&rows);
+        out.reorder(&[2, 0, 1]);
+        let Output::Wire { rows: got, ends } = out else {
+            panic!("not wire rows");
+        };
+        let Output::Wire {
+            rows: want,
+            ends: want_ends,
+        } = wire_output(&[rows[2], rows[0], rows[1]])
+        else {
+            panic!("not wire rows");
+        };
+        assert_eq!(got, want);
+        assert_eq!(ends, want_ends);
+    }
+
+    #[test]
+    fn reordering_cell_rows_moves_whole_rows() {
+        let row = |s: &'static str| vec![Some(Bytes::from_static(s.as_bytes()))];
+        let mut out = Output::Cells(vec![row("x"), row("y"), row("z")]);
+        out.reorder(&[1, 2, 0]);
+        let Output::Cells(got) = out else {
+            panic!("not cell rows");
+        };
+        assert_eq!(got, vec![row("y"), row("z"), row("x")]);
     }
 }

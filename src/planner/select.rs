@@ -30,6 +30,10 @@ pub struct SelectPlan {
     pub(crate) restrictions: Restrictions,
     /// ORDER BY against the clustering order: slices are read backwards.
     pub(crate) reversed: bool,
+    /// ORDER BY with IN on the partition key: the rows of all partitions are sorted in memory
+    /// by these columns (indexes into `table.columns`, true for descending) before LIMIT, and
+    /// paging is refused, as Cassandra's post-query ordering does.
+    pub(crate) post_order: Option<Vec<(usize, bool)>>,
     /// LIMIT.
     pub(crate) limit: Option<Term>,
     /// PER PARTITION LIMIT.
@@ -121,6 +125,7 @@ impl SelectPlan {
         let aggregate = !group_by.is_empty() || outputs.iter().any(|(s, _)| s.is_aggregate());
         // ORDER BY: all clustering columns in table order, all same or all reversed.
         let mut reversed = false;
+        let mut order_columns: Vec<(usize, bool)> = Vec::new();
         if !select.order_by.is_empty() {
             if restrictions.partition.is_none() {
                 return Err(QueryError::invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
@@ -148,9 +153,19 @@ impl SelectPlan {
                     return Err(QueryError::invalid("Unsupported order by relation"));
                 }
                 flip = Some(this_flip);
+                order_columns.push((index_of(name)?, *order == Order::Desc));
             }
             reversed = flip.unwrap_or(false);
         }
+        // Cassandra plans a literal IN of one value as `=`; `IN ?` stays an IN whatever it binds.
+        let partition_in = restrictions.partition.as_ref().is_some_and(|p| {
+            p.iter().any(|v| match v {
+                KeyValues::In(terms) => terms.len() != 1,
+                KeyValues::InMarker(_) => true,
+                _ => false,
+            })
+        });
+        let post_order = (partition_in && !order_columns.is_empty()).then_some(order_columns);
         let int = DataType::Native(NativeType::Int);
         let per_partition_limit = match &select.per_partition_limit {
             Some(e) => Some(markers.term_named(
@@ -227,6 +242,7 @@ impl SelectPlan {
             result_columns,
             restrictions,
             reversed,
+            post_order,
             limit,
             per_partition_limit,
             distinct: select.distinct,
