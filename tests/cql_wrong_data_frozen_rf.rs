@@ -1,10 +1,15 @@
-//! Wrong-data bugs, through the scylla driver against a real ringdb: frozen sets and maps
-//! come back (and key, and compare) in Cassandra's order whatever order the client sent.
+//! Two wrong-data bugs, through the scylla driver against a real ringdb: frozen sets and maps
+//! come back (and key, and compare) in Cassandra's order whatever order the client sent, and
+//! consistency levels that need more replicas than this one node answer Unavailable as
+//! Cassandra does for the keyspace's replication factor.
 
 mod common;
 
 use common::{run_all, TestServer};
 use scylla::client::session::Session;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::{Consistency, Statement};
 use scylla::value::CqlValue;
 
 fn ints(v: &[i32]) -> CqlValue {
@@ -201,5 +206,153 @@ async fn frozen_set_keys_order_and_match_as_cassandra() {
     )
     .await;
     assert_eq!(got, vec![vec![Some(CqlValue::Int(7))]]);
+    server.stop().await;
+}
+
+/// The Unavailable error of a failed request: (consistency, required, alive, message).
+fn unavailable(
+    result: Result<impl std::fmt::Debug, ExecutionError>,
+) -> (Consistency, i32, i32, String) {
+    match result {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::Unavailable {
+                consistency,
+                required,
+                alive,
+            },
+            message,
+        ))) => (consistency, required, alive, message),
+        other => panic!("Unavailable expected, got {other:?}"),
+    }
+}
+
+fn at(cql: &str, cl: Consistency) -> Statement {
+    let mut s = Statement::new(cql);
+    s.set_consistency(cl);
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn levels_beyond_one_node_are_unavailable_by_replication_factor() {
+    let server = TestServer::start().await;
+    let session = server.session().await;
+    run_all(
+        &session,
+        &[
+            "CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+            "CREATE KEYSPACE nts3 WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 3}",
+            "CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+            "CREATE TABLE rf3.t (k int PRIMARY KEY, v int)",
+            "CREATE TABLE nts3.t (k int PRIMARY KEY, v int)",
+            "CREATE TABLE rf1.t (k int PRIMARY KEY, v int)",
+        ],
+    )
+    .await;
+
+    for ks in ["rf3", "nts3"] {
+        let write = format!("INSERT INTO {ks}.t (k, v) VALUES (1, 1)");
+        let read = format!("SELECT v FROM {ks}.t WHERE k = 1");
+        for (cl, name, required) in [
+            (Consistency::Quorum, "QUORUM", 2),
+            (Consistency::LocalQuorum, "LOCAL_QUORUM", 2),
+            (Consistency::All, "ALL", 3),
+        ] {
+            for cql in [&write, &read] {
+                let (got_cl, got_required, alive, message) =
+                    unavailable(session.query_unpaged(at(cql, cl), ()).await);
+                assert_eq!(
+                    (got_cl, got_required, alive),
+                    (cl, required, 1),
+                    "{cql} at {name}"
+                );
+                assert_eq!(message, format!("Cannot achieve consistency level {name}"));
+            }
+        }
+        // Prepared statements and batches meet the same check.
+        let mut prepared = session.prepare(write.as_str()).await.expect("prepare");
+        prepared.set_consistency(Consistency::Quorum);
+        let (_, required, alive, _) = unavailable(session.execute_unpaged(&prepared, ()).await);
+        assert_eq!((required, alive), (2, 1), "prepared {write}");
+        let mut batch = Batch::new(BatchType::Logged);
+        batch.append_statement(write.as_str());
+        batch.set_consistency(Consistency::Quorum);
+        let (_, required, alive, _) = unavailable(session.batch(&batch, ((),)).await);
+        assert_eq!((required, alive), (2, 1), "batch into {ks}");
+        // The refused writes wrote nothing; ONE, LOCAL_ONE and ANY need only this node.
+        let none = session
+            .query_unpaged(at(&read, Consistency::One), ())
+            .await
+            .expect("read at ONE")
+            .into_rows_result()
+            .expect("rows")
+            .rows_num();
+        assert_eq!(none, 0, "{ks}: a refused write was applied");
+        for cl in [Consistency::One, Consistency::LocalOne, Consistency::Any] {
+            session
+                .query_unpaged(at(&write, cl), ())
+                .await
+                .unwrap_or_else(|e| panic!("{write} at {cl:?}: {e}"));
+        }
+        session
+            .query_unpaged(at(&read, Consistency::LocalOne), ())
+            .await
+            .expect("read at LOCAL_ONE");
+    }
+    // EACH_QUORUM: per datacenter for NetworkTopologyStrategy (Cassandra names the DC),
+    // QUORUM for SimpleStrategy.
+    let (_, required, alive, message) = unavailable(
+        session
+            .query_unpaged(
+                at(
+                    "INSERT INTO nts3.t (k, v) VALUES (2, 2)",
+                    Consistency::EachQuorum,
+                ),
+                (),
+            )
+            .await,
+    );
+    assert_eq!((required, alive), (2, 1));
+    assert_eq!(
+        message,
+        "Cannot achieve consistency level EACH_QUORUM in DC datacenter1"
+    );
+    let (_, required, alive, message) = unavailable(
+        session
+            .query_unpaged(
+                at("SELECT v FROM rf3.t WHERE k = 1", Consistency::EachQuorum),
+                (),
+            )
+            .await,
+    );
+    assert_eq!((required, alive), (2, 1));
+    assert_eq!(message, "Cannot achieve consistency level EACH_QUORUM");
+
+    // Replication factor 1: every quorum is this node.
+    for cl in [
+        Consistency::Quorum,
+        Consistency::LocalQuorum,
+        Consistency::EachQuorum,
+        Consistency::All,
+    ] {
+        session
+            .query_unpaged(at("INSERT INTO rf1.t (k, v) VALUES (1, 1)", cl), ())
+            .await
+            .unwrap_or_else(|e| panic!("rf1 write at {cl:?}: {e}"));
+        let n = session
+            .query_unpaged(at("SELECT v FROM rf1.t WHERE k = 1", cl), ())
+            .await
+            .unwrap_or_else(|e| panic!("rf1 read at {cl:?}: {e}"))
+            .into_rows_result()
+            .expect("rows")
+            .rows_num();
+        assert_eq!(n, 1, "rf1 read at {cl:?}");
+    }
+    // TWO is more than one node whatever the keyspace.
+    let (_, required, alive, _) = unavailable(
+        session
+            .query_unpaged(at("SELECT v FROM rf1.t WHERE k = 1", Consistency::Two), ())
+            .await,
+    );
+    assert_eq!((required, alive), (2, 1));
     server.stop().await;
 }

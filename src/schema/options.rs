@@ -113,6 +113,80 @@ impl KeyspaceParams {
     }
 }
 
+/// A keyspace's replicas as Cassandra's consistency levels count them (borrowed from its
+/// [`KeyspaceParams`], nothing copied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicas<'a> {
+    /// LocalStrategy (the node-local system keyspaces): the one node.
+    Local,
+    /// SimpleStrategy with this `replication_factor`, every replica in one datacenter.
+    Simple(u32),
+    /// NetworkTopologyStrategy: the replication map, a factor per datacenter (and `class`).
+    PerDc(&'a BTreeMap<String, String>),
+}
+
+impl<'a> Replicas<'a> {
+    /// Every replica of a partition, over all datacenters.
+    pub fn total(&self) -> u32 {
+        match self {
+            Replicas::Local => 1,
+            Replicas::Simple(rf) => *rf,
+            Replicas::PerDc(_) => self
+                .per_dc()
+                .fold(0u32, |sum, (_, rf)| sum.saturating_add(rf)),
+        }
+    }
+
+    /// The replicas in datacenter `dc` (SimpleStrategy's and LocalStrategy's are all in
+    /// this node's one datacenter).
+    pub fn in_dc(&self, dc: &str) -> u32 {
+        match self {
+            Replicas::Local | Replicas::Simple(_) => self.total(),
+            Replicas::PerDc(_) => self
+                .per_dc()
+                .find(|(name, _)| *name == dc)
+                .map_or(0, |(_, rf)| rf),
+        }
+    }
+
+    /// NetworkTopologyStrategy's datacenters and their factors, by name (none for the
+    /// other strategies).
+    pub fn per_dc(&self) -> impl Iterator<Item = (&'a str, u32)> {
+        let map = match self {
+            Replicas::PerDc(map) => Some(*map),
+            _ => None,
+        };
+        map.into_iter()
+            .flat_map(|m| m.iter())
+            .filter(|(k, _)| k.as_str() != "class")
+            .map(|(k, v)| (k.as_str(), factor(v)))
+    }
+}
+
+/// A stored replication factor (validated as a non-negative integer when it was set).
+fn factor(v: &str) -> u32 {
+    v.trim()
+        .parse::<u64>()
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+impl KeyspaceParams {
+    /// The keyspace's replicas, as consistency levels count them.
+    pub fn replicas(&self) -> Replicas<'_> {
+        let class = self.replication.get("class").map_or("", String::as_str);
+        let short = class.strip_prefix(STRATEGY_PREFIX).unwrap_or(class);
+        match short {
+            "SimpleStrategy" => Replicas::Simple(
+                self.replication
+                    .get("replication_factor")
+                    .map_or(0, |rf| factor(rf)),
+            ),
+            "NetworkTopologyStrategy" => Replicas::PerDc(&self.replication),
+            _ => Replicas::Local,
+        }
+    }
+}
+
 fn parse_bool(name: &str, v: &OptionValue) -> Result<bool, QueryError> {
     match option_text(v).map(|s| s.to_ascii_lowercase()).as_deref() {
         Some("true") => Ok(true),
