@@ -356,3 +356,61 @@ async fn levels_beyond_one_node_are_unavailable_by_replication_factor() {
     assert_eq!((required, alive), (2, 1));
     server.stop().await;
 }
+
+/// The ConfigurationException message of a failed request.
+fn config_error(result: Result<impl std::fmt::Debug, ExecutionError>) -> String {
+    match result {
+        Err(ExecutionError::LastAttemptError(RequestAttemptError::DbError(
+            DbError::ConfigError,
+            message,
+        ))) => message,
+        other => panic!("ConfigurationException expected, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_datacenter_is_a_configuration_error() {
+    let server = TestServer::start().await;
+    let session = server.session().await;
+    let message = config_error(
+        session
+            .query_unpaged(
+                "CREATE KEYSPACE dcs WITH replication = \
+                 {'class': 'NetworkTopologyStrategy', 'datacenter1': 1, 'dc2': 1}",
+                (),
+            )
+            .await,
+    );
+    assert_eq!(
+        message,
+        "Unrecognized strategy option {dc2} passed to NetworkTopologyStrategy for keyspace dcs"
+    );
+    run_all(
+        &session,
+        &["CREATE KEYSPACE dcs WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}"],
+    )
+    .await;
+    let message = config_error(
+        session
+            .query_unpaged(
+                "ALTER KEYSPACE dcs WITH replication = \
+                 {'class': 'NetworkTopologyStrategy', 'DC1': 3}",
+                (),
+            )
+            .await,
+    );
+    assert_eq!(
+        message,
+        "Unrecognized strategy option {DC1} passed to NetworkTopologyStrategy for keyspace dcs"
+    );
+    // The refused ALTER changed nothing: RF 1 still answers QUORUM.
+    run_all(&session, &["CREATE TABLE dcs.t (k int PRIMARY KEY)"]).await;
+    session
+        .query_unpaged(
+            at("INSERT INTO dcs.t (k) VALUES (1)", Consistency::Quorum),
+            (),
+        )
+        .await
+        .expect("QUORUM on RF 1");
+    server.stop().await;
+}
