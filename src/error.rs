@@ -34,7 +34,7 @@ pub enum QueryError {
     #[error("{0}")]
     Protocol(String),
     /// 0x1000: the consistency level cannot be met by one replica.
-    #[error("Cannot achieve consistency level {}", .consistency.name())]
+    #[error("Cannot achieve consistency level {}{}", .consistency.name(), in_dc(.dc))]
     Unavailable {
         /// Requested consistency.
         consistency: Consistency,
@@ -42,6 +42,8 @@ pub enum QueryError {
         required: i32,
         /// Replicas alive.
         alive: i32,
+        /// The datacenter short of replicas, for EACH_QUORUM (Cassandra names it).
+        dc: Option<String>,
     },
     /// 0x1001: too much load.
     #[error("{0}")]
@@ -67,6 +69,12 @@ pub enum QueryError {
         /// The write was a batch.
         batch: bool,
     },
+}
+
+/// Cassandra's " in DC <dc>" suffix of an Unavailable message, when a datacenter is named.
+fn in_dc(dc: &Option<String>) -> String {
+    dc.as_ref()
+        .map_or_else(String::new, |dc| format!(" in DC {dc}"))
 }
 
 fn hex(bytes: &Bytes) -> String {
@@ -107,6 +115,7 @@ impl QueryError {
                 consistency,
                 required,
                 alive,
+                ..
             } => ErrorBody::Unavailable {
                 message,
                 consistency: *consistency,

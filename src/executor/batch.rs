@@ -61,6 +61,12 @@ pub(super) fn batch(
         counters.push(plan.table().is_counter());
         planned.push((plan, markers.specs, planned.len()));
     }
+    // Every statement planned, the batch's level must hold for each table it writes.
+    for (plan, _, _) in &planned {
+        if let Some(ks) = catalog.keyspaces.get(&plan.table().keyspace) {
+            super::check_replicas(batch.consistency, &ks.params)?;
+        }
+    }
     let bound: Vec<Values<'_>> = planned
         .iter()
         .zip(&batch.statements)

@@ -216,6 +216,7 @@ pub fn from_json(j: &Json, ty: &DataType, column: &str) -> Result<Option<Value>,
                 out.push((key, val));
             }
             out.sort_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt));
+            out.dedup_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt).is_eq());
             Value::Map(out)
         }
         (Json::Array(items), DataType::Tuple(types)) => {

@@ -11,7 +11,8 @@
 //! - [`virtual_select`]: runs a SELECT on a system table, and pages by offset;
 //! - [`modify`]: binds INSERT, UPDATE and DELETE into mutations, which `apply` writes;
 //!   [`lwt`] runs conditional ones as one compare-and-set;
-//! - `batch` and `prepare`: the BATCH and PREPARE messages; `consistency`: the levels accepted;
+//! - `batch` and `prepare`: the BATCH and PREPARE messages; `consistency`: the levels accepted,
+//!   and the replicas a level needs against the keyspace's replication;
 //! - value helpers, which planning uses too: [`literal`], [`json`], [`functions`], [`order`],
 //!   [`time`], [`numeric`]; and [`clock`], write timestamps.
 
@@ -42,16 +43,16 @@ use crate::node::Node;
 use crate::planner::terms::Markers;
 use crate::planner::{self, CachedPlan, Plan};
 use crate::prepared::PreparedStatement;
-use crate::schema::{self, apply_ddl};
+use crate::schema::{self, apply_ddl, Catalog};
 use bytes::Bytes;
 use cql::ast::Statement;
-use cql::request::{QueryParameters, RawValue, Request};
+use cql::request::{Consistency, QueryParameters, RawValue, Request};
 use cql::response::{Event, Response, ResultBody};
 use std::sync::Arc;
 use values::Values;
 
 pub(crate) use apply::apply;
-pub use consistency::check_consistency;
+pub use consistency::{check_consistency, check_replicas};
 
 /// What the dispatch step already knows of a request, so nothing is looked up or parsed twice.
 #[derive(Debug, Default)]
@@ -91,6 +92,7 @@ fn check_value_sizes(request: &Request, max: u64) -> Result<(), QueryError> {
 
 /// How a request's values reach a statement.
 struct Inputs<'a> {
+    consistency: Consistency,
     timestamp: Option<i64>,
     values: &'a [RawValue],
     names: Option<&'a [String]>,
@@ -101,6 +103,7 @@ struct Inputs<'a> {
 impl<'a> Inputs<'a> {
     fn of(params: &'a QueryParameters) -> Inputs<'a> {
         Inputs {
+            consistency: params.consistency,
             timestamp: params.timestamp,
             values: &params.values,
             names: params.names.as_deref(),
@@ -132,8 +135,7 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
             };
             execute_prepared(node, ctx, &e.id, &e.params, known)
         }
-        Request::Batch(b) => check_consistency(b.consistency, &Statement::Use(String::new()))
-            .and_then(|()| batch::batch(node, ctx, &b)),
+        Request::Batch(b) => batch::batch(node, ctx, &b),
         _ => Err(QueryError::Protocol("Unexpected message".into())),
     };
     match result {
@@ -223,7 +225,7 @@ fn run_prepared(
     crate::auth::authorize(node.auth(), &catalog, ctx, &prepared.statement)?;
     let cached = cached_plan(node, ctx, prepared)?;
     let values = Values::new(inputs.values, inputs.names, &cached.markers)?;
-    run_plan(node, &cached.plan, &values, inputs)
+    run_plan(node, &catalog, &cached.plan, &values, inputs)
 }
 
 /// The prepared statement's plan for the current catalog, planned and stored when the
@@ -272,7 +274,7 @@ fn run(
             let plan = planner::plan(&catalog, ctx, stmt, &mut markers)?
                 .ok_or_else(|| QueryError::invalid("Unsupported statement"))?;
             let values = Values::new(inputs.values, inputs.names, &markers.specs)?;
-            run_plan(node, &plan, &values, inputs)
+            run_plan(node, &catalog, &plan, &values, inputs)
         }
         Statement::Use(ks) => {
             if catalog.keyspaces.contains_key(ks) {
@@ -325,20 +327,38 @@ fn run(
     }
 }
 
-/// Runs a plan with its bound values.
+/// Checks that this node meets `cl` for every table `plan` reads or writes ([`check_replicas`]
+/// with the table's keyspace). Cassandra's virtual tables (`system_views`,
+/// `system_virtual_schema`) have no replicas to count; its other system keyspaces do.
+fn check_plan_replicas(catalog: &Catalog, plan: &Plan, cl: Consistency) -> Result<(), QueryError> {
+    if let Plan::Virtual(v) = plan {
+        if crate::system::is_virtual_keyspace(&v.table().keyspace) {
+            return Ok(());
+        }
+    }
+    for table in plan.tables() {
+        if let Some(ks) = catalog.keyspaces.get(&table.keyspace) {
+            check_replicas(cl, &ks.params)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs a plan with its bound values, once the node meets the request's consistency for it.
 fn run_plan(
     node: &Node,
+    catalog: &Catalog,
     plan: &Plan,
     values: &Values<'_>,
     inputs: &Inputs<'_>,
 ) -> Result<ResultBody, QueryError> {
+    check_plan_replicas(catalog, plan, inputs.consistency)?;
     let shards = node.shards();
     match plan {
         Plan::Virtual(v) => {
-            let catalog = node.catalog();
             let rows = crate::system::rows_for(
                 node.info(),
-                &catalog,
+                catalog,
                 &node.auth().state(),
                 node.storage(),
                 v.table(),

@@ -1,4 +1,5 @@
-//! Cassandra's comparators on decoded values: set and map element order, and in-memory sorts.
+//! Cassandra's comparators on decoded values: set and map element order, the canonical form of
+//! a bound value's sets and maps, and in-memory sorts.
 
 use cql::types::{DataType, Value};
 use num_bigint::BigInt;
@@ -100,6 +101,69 @@ pub fn compare_values(a: &Value, b: &Value, ty: &DataType) -> Ordering {
     }
 }
 
+/// Puts every set and map inside `value` (at any depth: in lists, sets, maps, tuples and UDT
+/// fields) into Cassandra's canonical form: sets sorted by the element type's comparator with
+/// duplicates removed (the first kept), maps sorted by the key type's comparator with one entry
+/// per key (the last given wins, as Cassandra's `TreeMap` keeps it). A frozen collection is
+/// stored, read and compared as its serialized bytes, so a bound value must reach storage in
+/// this one form.
+pub fn canonicalize(value: &mut Value, ty: &DataType) {
+    if !has_set_or_map(ty) {
+        return;
+    }
+    match (value, ty.unfrozen()) {
+        (Value::List(items), DataType::List(elem)) => {
+            items.iter_mut().for_each(|v| canonicalize(v, elem));
+        }
+        (Value::Set(items), DataType::Set(elem)) => {
+            items.iter_mut().for_each(|v| canonicalize(v, elem));
+            items.sort_by(|a, b| compare_values(a, b, elem));
+            items.dedup_by(|a, b| compare_values(a, b, elem).is_eq());
+        }
+        (Value::Map(entries), DataType::Map(kt, vt)) => {
+            for (k, v) in entries.iter_mut() {
+                canonicalize(k, kt);
+                canonicalize(v, vt);
+            }
+            entries.sort_by(|a, b| compare_values(&a.0, &b.0, kt));
+            // `dedup_by` drops the later of two equal keys: keep its value instead.
+            entries.dedup_by(|later, kept| {
+                let same = compare_values(&later.0, &kept.0, kt).is_eq();
+                if same {
+                    std::mem::swap(&mut later.1, &mut kept.1);
+                }
+                same
+            });
+        }
+        (Value::Tuple(items), DataType::Tuple(types)) => {
+            for (v, t) in items.iter_mut().zip(types) {
+                if let Some(v) = v {
+                    canonicalize(v, t);
+                }
+            }
+        }
+        (Value::Udt(fields), DataType::Udt(u)) => {
+            for ((_, v), (_, t)) in fields.iter_mut().zip(&u.fields) {
+                if let Some(v) = v {
+                    canonicalize(v, t);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// True when a value of type `ty` can hold a set or a map (so may need [`canonicalize`]).
+fn has_set_or_map(ty: &DataType) -> bool {
+    match ty {
+        DataType::Native(_) | DataType::Custom(_) => false,
+        DataType::Set(_) | DataType::Map(_, _) => true,
+        DataType::List(e) | DataType::Frozen(e) => has_set_or_map(e),
+        DataType::Tuple(ts) => ts.iter().any(has_set_or_map),
+        DataType::Udt(u) => u.fields.iter().any(|(_, t)| has_set_or_map(t)),
+    }
+}
+
 fn compare_seq<'a, 'b>(
     x: impl Iterator<Item = Option<&'a Value>>,
     y: impl Iterator<Item = Option<&'a Value>>,
@@ -176,4 +240,83 @@ fn compare_uuid(x: &Uuid, y: &Uuid) -> Ordering {
             }
         })
         .then_with(|| x.as_bytes()[8..].cmp(&y.as_bytes()[8..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cql::types::{NativeType, UserType};
+
+    fn int() -> DataType {
+        DataType::Native(NativeType::Int)
+    }
+
+    fn frozen_set_of_int() -> DataType {
+        DataType::Frozen(Box::new(DataType::Set(Box::new(int()))))
+    }
+
+    fn ints(v: &[i32]) -> Value {
+        Value::Set(v.iter().map(|i| Value::Int(*i)).collect())
+    }
+
+    #[test]
+    fn sets_sort_by_the_element_type_and_lose_duplicates() {
+        let mut v = ints(&[3, 5, -1, 3]);
+        canonicalize(&mut v, &frozen_set_of_int());
+        assert_eq!(v, ints(&[-1, 3, 5]));
+        let text = DataType::Set(Box::new(DataType::Native(NativeType::Text)));
+        let mut v = Value::Set(["b", "a", "B"].map(|s| Value::Text(s.into())).to_vec());
+        canonicalize(&mut v, &text);
+        assert_eq!(
+            v,
+            Value::Set(["B", "a", "b"].map(|s| Value::Text(s.into())).to_vec())
+        );
+    }
+
+    #[test]
+    fn maps_sort_by_key_and_keep_the_last_value_of_a_key() {
+        let ty = DataType::Map(Box::new(int()), Box::new(int()));
+        let entry = |k: i32, v: i32| (Value::Int(k), Value::Int(v));
+        let mut v = Value::Map(vec![entry(3, 1), entry(-1, 2), entry(3, 3), entry(3, 4)]);
+        canonicalize(&mut v, &ty);
+        assert_eq!(v, Value::Map(vec![entry(-1, 2), entry(3, 4)]));
+    }
+
+    #[test]
+    fn nested_sets_are_sorted_where_they_sit() {
+        // A list keeps its order; the sets inside it are sorted.
+        let ty = DataType::List(Box::new(frozen_set_of_int()));
+        let mut v = Value::List(vec![ints(&[3, -1]), ints(&[9, 2, 2])]);
+        canonicalize(&mut v, &ty);
+        assert_eq!(v, Value::List(vec![ints(&[-1, 3]), ints(&[2, 9])]));
+        let ty = DataType::Tuple(vec![int(), frozen_set_of_int()]);
+        let mut v = Value::Tuple(vec![Some(Value::Int(1)), Some(ints(&[5, -5]))]);
+        canonicalize(&mut v, &ty);
+        assert_eq!(
+            v,
+            Value::Tuple(vec![Some(Value::Int(1)), Some(ints(&[-5, 5]))])
+        );
+        let udt = DataType::Udt(Box::new(UserType {
+            keyspace: None,
+            name: "holder".into(),
+            fields: vec![("nums".into(), frozen_set_of_int()), ("n".into(), int())],
+        }));
+        let mut v = Value::Udt(vec![
+            ("nums".into(), Some(ints(&[2, 1]))),
+            ("n".into(), None),
+        ]);
+        canonicalize(&mut v, &udt);
+        assert_eq!(
+            v,
+            Value::Udt(vec![
+                ("nums".into(), Some(ints(&[1, 2]))),
+                ("n".into(), None)
+            ])
+        );
+        // Sets of sets: the inner ones first, then the outer by Cassandra's set comparator.
+        let ty = DataType::Set(Box::new(frozen_set_of_int()));
+        let mut v = Value::Set(vec![ints(&[3, 1]), ints(&[0, 7]), ints(&[1, 3])]);
+        canonicalize(&mut v, &ty);
+        assert_eq!(v, Value::Set(vec![ints(&[0, 7]), ints(&[1, 3])]));
+    }
 }

@@ -2,6 +2,7 @@
 //! [`Term`] bound to a value (or straight to its serialized bytes).
 
 use crate::error::QueryError;
+use crate::executor::order::canonicalize;
 use crate::planner::terms::Term;
 use bytes::Bytes;
 use cql::request::RawValue;
@@ -154,7 +155,8 @@ impl<'a> Values<'a> {
     }
 }
 
-/// Validates request bytes for a receiver's type.
+/// Validates request bytes for a receiver's type and decodes them, with every set and map
+/// inside in Cassandra's order ([`canonicalize`]): the one form storage and comparisons see.
 ///
 /// # Errors
 /// InvalidRequest naming the receiver.
@@ -167,6 +169,8 @@ pub fn decode_bound(b: &Bytes, ty: &DataType, receiver: &str) -> Result<Value, Q
     {
         return Ok(Value::Empty);
     }
-    Value::decode(ty, b)
-        .map_err(|e| QueryError::invalid(format!("Invalid value for column {receiver}: {e}")))
+    let mut value = Value::decode(ty, b)
+        .map_err(|e| QueryError::invalid(format!("Invalid value for column {receiver}: {e}")))?;
+    canonicalize(&mut value, ty);
+    Ok(value)
 }

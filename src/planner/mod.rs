@@ -47,6 +47,20 @@ pub(crate) enum Plan {
     Batch(Vec<ModifyPlan>, Option<Term>),
 }
 
+impl Plan {
+    /// The tables the plan reads or writes, in statement order (a system table too).
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
+        let (read, written): (Option<&Arc<Table>>, &[ModifyPlan]) = match self {
+            Plan::Virtual(v) => (Some(v.table()), &[]),
+            Plan::Select(s) => (Some(&s.table), &[]),
+            Plan::Modify(m) => (None, std::slice::from_ref(m)),
+            Plan::Batch(plans, _) => (None, plans),
+        };
+        read.into_iter()
+            .chain(written.iter().map(ModifyPlan::table))
+    }
+}
+
 /// A prepared statement's plan, kept with the statement so EXECUTE binds values without
 /// re-planning; valid while the catalog version and the keyspace it was planned in hold.
 pub(crate) struct CachedPlan {

@@ -95,7 +95,7 @@ pub fn apply_ddl(
                     table: String::new(),
                 });
             }
-            let params = KeyspaceParams::from_options(&s.options, None)?;
+            let params = KeyspaceParams::from_options(&s.name, &s.options, None)?;
             catalog.keyspaces.insert(
                 s.name.clone(),
                 Keyspace {
@@ -118,7 +118,7 @@ pub fn apply_ddl(
                 return Ok(out);
             }
             let ks = user_keyspace(catalog, &s.name)?;
-            ks.params = KeyspaceParams::from_options(&s.options, Some(&ks.params))?;
+            ks.params = KeyspaceParams::from_options(&s.name, &s.options, Some(&ks.params))?;
             out.change = change(
                 SchemaChangeType::Updated,
                 SchemaChangeTarget::Keyspace(s.name.clone()),

@@ -54,11 +54,13 @@ pub struct KeyspaceParams {
 }
 
 impl KeyspaceParams {
-    /// Builds params from `WITH` options; `previous` supplies unchanged values on ALTER.
+    /// Builds the params of keyspace `keyspace` from `WITH` options; `previous` supplies
+    /// unchanged values on ALTER.
     ///
     /// # Errors
     /// SyntaxException for unknown properties, ConfigurationException for a bad replication.
     pub fn from_options(
+        keyspace: &str,
         options: &[(String, OptionValue)],
         previous: Option<&KeyspaceParams>,
     ) -> Result<KeyspaceParams, QueryError> {
@@ -68,7 +70,11 @@ impl KeyspaceParams {
         for (name, value) in options {
             match name.to_ascii_lowercase().as_str() {
                 "replication" => {
-                    replication = Some(normalize_replication(option_map(name, value)?)?)
+                    replication = Some(normalize_replication(
+                        keyspace,
+                        option_map(name, value)?,
+                        previous.map(|p| &p.replication),
+                    )?)
                 }
                 "durable_writes" => {
                     durable_writes = parse_bool(name, value)?;
@@ -113,6 +119,80 @@ impl KeyspaceParams {
     }
 }
 
+/// A keyspace's replicas as Cassandra's consistency levels count them (borrowed from its
+/// [`KeyspaceParams`], nothing copied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicas<'a> {
+    /// LocalStrategy (the node-local system keyspaces): the one node.
+    Local,
+    /// SimpleStrategy with this `replication_factor`, every replica in one datacenter.
+    Simple(u32),
+    /// NetworkTopologyStrategy: the replication map, a factor per datacenter (and `class`).
+    PerDc(&'a BTreeMap<String, String>),
+}
+
+impl<'a> Replicas<'a> {
+    /// Every replica of a partition, over all datacenters.
+    pub fn total(&self) -> u32 {
+        match self {
+            Replicas::Local => 1,
+            Replicas::Simple(rf) => *rf,
+            Replicas::PerDc(_) => self
+                .per_dc()
+                .fold(0u32, |sum, (_, rf)| sum.saturating_add(rf)),
+        }
+    }
+
+    /// The replicas in datacenter `dc` (SimpleStrategy's and LocalStrategy's are all in
+    /// this node's one datacenter).
+    pub fn in_dc(&self, dc: &str) -> u32 {
+        match self {
+            Replicas::Local | Replicas::Simple(_) => self.total(),
+            Replicas::PerDc(_) => self
+                .per_dc()
+                .find(|(name, _)| *name == dc)
+                .map_or(0, |(_, rf)| rf),
+        }
+    }
+
+    /// NetworkTopologyStrategy's datacenters and their factors, by name (none for the
+    /// other strategies).
+    pub fn per_dc(&self) -> impl Iterator<Item = (&'a str, u32)> {
+        let map = match self {
+            Replicas::PerDc(map) => Some(*map),
+            _ => None,
+        };
+        map.into_iter()
+            .flat_map(|m| m.iter())
+            .filter(|(k, _)| k.as_str() != "class")
+            .map(|(k, v)| (k.as_str(), factor(v)))
+    }
+}
+
+/// A stored replication factor (validated as a non-negative integer when it was set).
+fn factor(v: &str) -> u32 {
+    v.trim()
+        .parse::<u64>()
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+impl KeyspaceParams {
+    /// The keyspace's replicas, as consistency levels count them.
+    pub fn replicas(&self) -> Replicas<'_> {
+        let class = self.replication.get("class").map_or("", String::as_str);
+        let short = class.strip_prefix(STRATEGY_PREFIX).unwrap_or(class);
+        match short {
+            "SimpleStrategy" => Replicas::Simple(
+                self.replication
+                    .get("replication_factor")
+                    .map_or(0, |rf| factor(rf)),
+            ),
+            "NetworkTopologyStrategy" => Replicas::PerDc(&self.replication),
+            _ => Replicas::Local,
+        }
+    }
+}
+
 fn parse_bool(name: &str, v: &OptionValue) -> Result<bool, QueryError> {
     match option_text(v).map(|s| s.to_ascii_lowercase()).as_deref() {
         Some("true") => Ok(true),
@@ -123,8 +203,14 @@ fn parse_bool(name: &str, v: &OptionValue) -> Result<bool, QueryError> {
     }
 }
 
+/// Checks a `replication` map and gives it the form Cassandra stores (`class` fully
+/// qualified, NetworkTopologyStrategy's `replication_factor` expanded), following Cassandra
+/// 4.1's `prepareOptions`, `validateExpectedOptions` and `validateOptions`; `previous` is the
+/// keyspace's replication before an ALTER.
 fn normalize_replication(
+    keyspace: &str,
     mut map: BTreeMap<String, String>,
+    previous: Option<&BTreeMap<String, String>>,
 ) -> Result<BTreeMap<String, String>, QueryError> {
     let class = map
         .remove("class")
@@ -140,21 +226,47 @@ fn normalize_replication(
             check_replication_factor(rf)?;
             if let Some(other) = map.keys().find(|k| *k != "replication_factor") {
                 return Err(QueryError::Config(format!(
-                    "Unrecognized strategy option {{{other}}} passed to SimpleStrategy for keyspace"
+                    "Unrecognized strategy option {{{other}}} passed to SimpleStrategy for keyspace {keyspace}"
                 )));
             }
         }
         "NetworkTopologyStrategy" => {
-            for (dc, rf) in &map {
-                if dc == "replication_factor" {
-                    continue;
+            let mut previous = previous
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| k.as_str() != "class");
+            let mut replication = map.remove("replication_factor");
+            if replication.is_none() && map.is_empty() {
+                // A direct ALTER from SimpleStrategy keeps its factor.
+                replication = previous
+                    .find(|(k, _)| k.as_str() == "replication_factor")
+                    .map(|(_, rf)| rf.clone());
+            } else if replication.is_some() {
+                // Expanding on ALTER keeps the factors the datacenters already had.
+                for (dc, rf) in previous.filter(|(k, _)| k.as_str() != "replication_factor") {
+                    map.entry(dc.clone()).or_insert_with(|| rf.clone());
                 }
-                check_replication_factor(rf)?;
             }
-            if let Some(rf) = map.remove("replication_factor") {
+            if let Some(rf) = replication {
                 // Cassandra expands a default replication_factor to every known datacenter.
                 check_replication_factor(&rf)?;
                 map.entry(DATA_CENTER.to_string()).or_insert(rf);
+            }
+            // A datacenter with factor 0 is dropped from the map.
+            map.retain(|_, rf| rf != "0");
+            if map.is_empty() {
+                return Err(QueryError::Config(
+                    "Configuration for at least one datacenter must be present".to_string(),
+                ));
+            }
+            // The one datacenter this node knows is the only one accepted.
+            if let Some(dc) = map.keys().find(|dc| *dc != DATA_CENTER) {
+                return Err(QueryError::Config(format!(
+                    "Unrecognized strategy option {{{dc}}} passed to NetworkTopologyStrategy for keyspace {keyspace}"
+                )));
+            }
+            for rf in map.values() {
+                check_replication_factor(rf)?;
             }
         }
         "LocalStrategy" | "EverywhereStrategy" => {
@@ -395,5 +507,100 @@ impl TableParams {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replication(entries: &[(&str, &str)]) -> Vec<(String, OptionValue)> {
+        let map = entries
+            .iter()
+            .map(|(k, v)| {
+                (
+                    OptionValue::String(k.to_string()),
+                    OptionValue::String(v.to_string()),
+                )
+            })
+            .collect();
+        vec![("replication".to_string(), OptionValue::Map(map))]
+    }
+
+    fn config_error(r: Result<KeyspaceParams, QueryError>) -> String {
+        match r {
+            Err(QueryError::Config(m)) => m,
+            other => panic!("ConfigurationException expected, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn network_topology_accepts_only_this_datacenter() {
+        let opts = replication(&[
+            ("class", "NetworkTopologyStrategy"),
+            ("datacenter1", "3"),
+            ("dc2", "1"),
+        ]);
+        assert_eq!(
+            config_error(KeyspaceParams::from_options("ks", &opts, None)),
+            "Unrecognized strategy option {dc2} passed to NetworkTopologyStrategy for keyspace ks"
+        );
+        let opts = replication(&[("class", "NetworkTopologyStrategy"), ("datacenter1", "3")]);
+        let p = KeyspaceParams::from_options("ks", &opts, None).expect("datacenter1");
+        assert_eq!(
+            p.replication.get("datacenter1").map(String::as_str),
+            Some("3")
+        );
+        assert_eq!(p.replicas().total(), 3);
+        assert_eq!(p.replicas().in_dc(DATA_CENTER), 3);
+    }
+
+    #[test]
+    fn network_topology_drops_zero_factors_then_needs_a_datacenter() {
+        // Cassandra removes the zero factors before it validates the names.
+        let opts = replication(&[
+            ("class", "NetworkTopologyStrategy"),
+            ("datacenter1", "2"),
+            ("dc2", "0"),
+        ]);
+        let p = KeyspaceParams::from_options("ks", &opts, None).expect("dc2 dropped");
+        assert_eq!(p.replication.len(), 2, "{:?}", p.replication);
+        let opts = replication(&[("class", "NetworkTopologyStrategy"), ("datacenter1", "0")]);
+        assert_eq!(
+            config_error(KeyspaceParams::from_options("ks", &opts, None)),
+            "Configuration for at least one datacenter must be present"
+        );
+    }
+
+    #[test]
+    fn network_topology_expands_a_replication_factor() {
+        let opts = replication(&[
+            ("class", "NetworkTopologyStrategy"),
+            ("replication_factor", "2"),
+        ]);
+        let p = KeyspaceParams::from_options("ks", &opts, None).expect("expanded");
+        assert_eq!(p.replicas().in_dc(DATA_CENTER), 2);
+        assert!(!p.replication.contains_key("replication_factor"));
+        // A direct ALTER from SimpleStrategy keeps its factor.
+        let simple = KeyspaceParams::simple(3);
+        let opts = replication(&[("class", "NetworkTopologyStrategy")]);
+        let p = KeyspaceParams::from_options("ks", &opts, Some(&simple)).expect("altered");
+        assert_eq!(p.replicas().in_dc(DATA_CENTER), 3);
+    }
+
+    #[test]
+    fn simple_strategy_names_the_keyspace_for_an_unknown_option() {
+        let opts = replication(&[
+            ("class", "SimpleStrategy"),
+            ("replication_factor", "1"),
+            ("datacenter1", "1"),
+        ]);
+        assert_eq!(
+            config_error(KeyspaceParams::from_options("ks", &opts, None)),
+            "Unrecognized strategy option {datacenter1} passed to SimpleStrategy for keyspace ks"
+        );
+        let p = KeyspaceParams::simple(3);
+        assert_eq!(p.replicas(), Replicas::Simple(3));
+        assert_eq!(KeyspaceParams::local().replicas().total(), 1);
     }
 }

@@ -46,22 +46,27 @@ def test_simple_and_nts_keyspaces(cluster, session):
     simple = fresh_name("simple")
     nts = fresh_name("nts")
     session.execute(f"CREATE KEYSPACE {simple} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 3}}")
+    # a datacenter the node does not know is refused, as Cassandra refuses it
+    with pytest.raises(ConfigurationException) as ei:
+        session.execute(f"CREATE KEYSPACE {nts} WITH replication = "
+                        "{'class': 'NetworkTopologyStrategy', 'datacenter1': 2, 'dc2': '1'}")
+    assert f"Unrecognized strategy option {{dc2}} passed to NetworkTopologyStrategy for keyspace {nts}" in str(ei.value)
     session.execute(f"CREATE KEYSPACE {nts} WITH replication = "
-                    "{'class': 'NetworkTopologyStrategy', 'datacenter1': 2, 'dc2': '1'} AND durable_writes = false")
+                    "{'class': 'NetworkTopologyStrategy', 'datacenter1': 2} AND durable_writes = false")
     s = cluster.metadata.keyspaces[simple]
     assert type(s.replication_strategy).__name__ == "SimpleStrategy"
     assert s.replication_strategy.replication_factor == 3
     assert s.durable_writes is True
     n = cluster.metadata.keyspaces[nts]
     assert type(n.replication_strategy).__name__ == "NetworkTopologyStrategy"
-    assert {k: int(v) for k, v in n.replication_strategy.dc_replication_factors.items()} == {"datacenter1": 2, "dc2": 1}
+    assert {k: int(v) for k, v in n.replication_strategy.dc_replication_factors.items()} == {"datacenter1": 2}
     assert n.durable_writes is False
     # Cassandra stores the fully-qualified class names (Spark and others compare them)
     r = replication_row(session, simple)
     assert r.replication == {"class": "org.apache.cassandra.locator.SimpleStrategy", "replication_factor": "3"}
     r = replication_row(session, nts)
     assert r.replication == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy",
-                             "datacenter1": "2", "dc2": "1"}
+                             "datacenter1": "2"}
     assert r.durable_writes is False
     # and the system keyspaces are listed too
     for sys_ks in ("system", "system_schema"):
