@@ -8,7 +8,7 @@ use common::TestServer;
 use num_bigint::BigInt;
 use scylla::client::session::Session;
 use scylla::cluster::metadata::{ColumnType, NativeType};
-use scylla::value::CqlDecimal;
+use scylla::value::{CqlDecimal, CqlValue};
 
 /// The names and types of a prepared statement's bind markers, in order.
 async fn marker_specs(session: &Session, cql: &str) -> Vec<(String, ColumnType<'static>)> {
@@ -58,93 +58,60 @@ async fn using_markers_bind_in_the_order_written() {
         .session_with_keyspace("mk", &["CREATE TABLE mk.t (k int PRIMARY KEY, v int)"])
         .await;
 
-    // INSERT, both orders: PREPARE names the markers and types them as Cassandra does.
-    let insert_ts_ttl = "INSERT INTO mk.t (k, v) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?";
-    assert_eq!(
-        marker_specs(&session, insert_ts_ttl).await,
-        vec![
-            spec("k", Int),
-            spec("v", Int),
-            spec("[timestamp]", Bigint),
-            spec("[ttl]", Int)
-        ]
-    );
-    let insert_ttl_ts = "INSERT INTO mk.t (k, v) VALUES (?, ?) USING TTL ? AND TIMESTAMP ?";
-    assert_eq!(
-        marker_specs(&session, insert_ttl_ts).await,
-        vec![
-            spec("k", Int),
-            spec("v", Int),
-            spec("[ttl]", Int),
-            spec("[timestamp]", Bigint)
-        ]
-    );
-    let prepared = session.prepare(insert_ts_ttl).await.expect("prepare");
-    session
-        .execute_unpaged(&prepared, (1i32, 10i32, 100i64, 777i32))
-        .await
-        .expect("insert timestamp, ttl");
-    assert_written(
-        writetime_and_ttl(&session, 1).await,
-        100,
-        777,
-        "INSERT TIMESTAMP ? AND TTL ?",
-    );
-    let prepared = session.prepare(insert_ttl_ts).await.expect("prepare");
-    session
-        .execute_unpaged(&prepared, (2i32, 20i32, 888i32, 200i64))
-        .await
-        .expect("insert ttl, timestamp");
-    assert_written(
-        writetime_and_ttl(&session, 2).await,
-        200,
-        888,
-        "INSERT TTL ? AND TIMESTAMP ?",
-    );
-
-    // UPDATE: USING comes before SET and WHERE, in either order.
-    let update_ts_ttl = "UPDATE mk.t USING TIMESTAMP ? AND TTL ? SET v = ? WHERE k = ?";
-    assert_eq!(
-        marker_specs(&session, update_ts_ttl).await,
-        vec![
-            spec("[timestamp]", Bigint),
-            spec("[ttl]", Int),
-            spec("v", Int),
-            spec("k", Int)
-        ]
-    );
-    let update_ttl_ts = "UPDATE mk.t USING TTL ? AND TIMESTAMP ? SET v = ? WHERE k = ?";
-    assert_eq!(
-        marker_specs(&session, update_ttl_ts).await,
-        vec![
-            spec("[ttl]", Int),
-            spec("[timestamp]", Bigint),
-            spec("v", Int),
-            spec("k", Int)
-        ]
-    );
-    let prepared = session.prepare(update_ts_ttl).await.expect("prepare");
-    session
-        .execute_unpaged(&prepared, (300i64, 999i32, 30i32, 3i32))
-        .await
-        .expect("update timestamp, ttl");
-    assert_written(
-        writetime_and_ttl(&session, 3).await,
-        300,
-        999,
-        "UPDATE TIMESTAMP ? AND TTL ?",
-    );
-    let prepared = session.prepare(update_ttl_ts).await.expect("prepare");
-    session
-        .execute_unpaged(&prepared, (1111i32, 400i64, 40i32, 4i32))
-        .await
-        .expect("update ttl, timestamp");
-    assert_written(
-        writetime_and_ttl(&session, 4).await,
-        400,
-        1111,
-        "UPDATE TTL ? AND TIMESTAMP ?",
-    );
+    // INSERT and UPDATE, both orders: PREPARE names the markers and types them as Cassandra
+    // does, and each value lands where it was written. UPDATE's USING comes before SET and
+    // WHERE. Each case: statement, marker specs, row key, timestamp, TTL.
+    let ts = |t: i64| ("[timestamp]", Bigint, CqlValue::BigInt(t));
+    let ttl = |t: i32| ("[ttl]", Int, CqlValue::Int(t));
+    let k = |k: i32| ("k", Int, CqlValue::Int(k));
+    let v = |v: i32| ("v", Int, CqlValue::Int(v));
+    let cases = [
+        (
+            "INSERT INTO mk.t (k, v) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?",
+            [k(1), v(10), ts(100), ttl(777)],
+        ),
+        (
+            "INSERT INTO mk.t (k, v) VALUES (?, ?) USING TTL ? AND TIMESTAMP ?",
+            [k(2), v(20), ttl(888), ts(200)],
+        ),
+        (
+            "UPDATE mk.t USING TIMESTAMP ? AND TTL ? SET v = ? WHERE k = ?",
+            [ts(300), ttl(999), v(30), k(3)],
+        ),
+        (
+            "UPDATE mk.t USING TTL ? AND TIMESTAMP ? SET v = ? WHERE k = ?",
+            [ttl(1111), ts(400), v(40), k(4)],
+        ),
+    ];
+    for (cql, markers) in cases {
+        assert_eq!(
+            marker_specs(&session, cql).await,
+            markers
+                .iter()
+                .map(|(name, ty, _)| spec(name, ty.clone()))
+                .collect::<Vec<_>>(),
+            "{cql}: PREPARE's markers"
+        );
+        let bound = |name: &str| {
+            markers
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, _, value)| value.clone())
+                .unwrap_or_else(|| panic!("{cql}: no {name}"))
+        };
+        let (CqlValue::Int(key), CqlValue::BigInt(timestamp), CqlValue::Int(ttl)) =
+            (bound("k"), bound("[timestamp]"), bound("[ttl]"))
+        else {
+            panic!("{cql}: case values");
+        };
+        let prepared = session.prepare(cql).await.expect("prepare");
+        let values: Vec<CqlValue> = markers.iter().map(|(_, _, value)| value.clone()).collect();
+        session
+            .execute_unpaged(&prepared, values)
+            .await
+            .unwrap_or_else(|e| panic!("{cql}: {e}"));
+        assert_written(writetime_and_ttl(&session, key).await, timestamp, ttl, cql);
+    }
 
     // DELETE: the deletion column's marker, then USING TIMESTAMP, then WHERE.
     let delete = "DELETE v FROM mk.t USING TIMESTAMP ? WHERE k = ?";
