@@ -198,8 +198,7 @@ pub fn from_json(j: &Json, ty: &DataType, column: &str) -> Result<Option<Value>,
                 .iter()
                 .map(|i| from_json(i, e, column)?.ok_or_else(bad))
                 .collect::<Result<_, _>>()?;
-            v.sort_by(|a, b| crate::executor::order::compare_values(a, b, e));
-            v.dedup_by(|a, b| crate::executor::order::compare_values(a, b, e).is_eq());
+            crate::executor::order::sort_set(&mut v, e);
             Value::Set(v)
         }
         (Json::Object(m), DataType::Map(kt, vt)) => {
@@ -215,8 +214,7 @@ pub fn from_json(j: &Json, ty: &DataType, column: &str) -> Result<Option<Value>,
                 let val = from_json(v, vt, column)?.ok_or_else(bad)?;
                 out.push((key, val));
             }
-            out.sort_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt));
-            out.dedup_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt).is_eq());
+            crate::executor::order::sort_map(&mut out, kt);
             Value::Map(out)
         }
         (Json::Array(items), DataType::Tuple(types)) => {

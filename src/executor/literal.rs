@@ -87,7 +87,7 @@ pub fn literal_value(
         (Expr::List(items), DataType::List(elem)) => Value::List(elements(items, elem, receiver)?),
         (Expr::List(items), DataType::Set(elem)) | (Expr::Set(items), DataType::Set(elem)) => {
             let mut v = elements(items, elem, receiver)?;
-            sort_dedup(&mut v, elem);
+            crate::executor::order::sort_set(&mut v, elem);
             Value::Set(v)
         }
         (Expr::Set(items), DataType::Map(_, _)) if items.is_empty() => Value::Map(Vec::new()),
@@ -102,8 +102,7 @@ pub fn literal_value(
                 })?;
                 out.push((k, v));
             }
-            out.sort_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt));
-            out.dedup_by(|a, b| crate::executor::order::compare_values(&a.0, &b.0, kt).is_eq());
+            crate::executor::order::sort_map(&mut out, kt);
             Value::Map(out)
         }
         (Expr::Tuple(items), DataType::Tuple(types)) => {
@@ -232,11 +231,6 @@ fn elements(items: &[Expr], elem: &DataType, receiver: &str) -> Result<Vec<Value
                 .ok_or_else(|| QueryError::invalid("null is not supported inside collections"))
         })
         .collect()
-}
-
-fn sort_dedup(v: &mut Vec<Value>, elem: &DataType) {
-    v.sort_by(|a, b| crate::executor::order::compare_values(a, b, elem));
-    v.dedup_by(|a, b| crate::executor::order::compare_values(a, b, elem).is_eq());
 }
 
 /// A scalar literal for a native type; `None` when the literal kind does not fit the type.

@@ -101,6 +101,27 @@ pub fn compare_values(a: &Value, b: &Value, ty: &DataType) -> Ordering {
     }
 }
 
+/// A set's elements in Cassandra's order: sorted by the element type's comparator, duplicates
+/// removed (the first kept).
+pub fn sort_set(items: &mut Vec<Value>, elem: &DataType) {
+    items.sort_by(|a, b| compare_values(a, b, elem));
+    items.dedup_by(|a, b| compare_values(a, b, elem).is_eq());
+}
+
+/// A map's entries in Cassandra's order: sorted by the key type's comparator, one entry per
+/// key, the last given winning (as Cassandra's `TreeMap::put` keeps it).
+pub fn sort_map(entries: &mut Vec<(Value, Value)>, key: &DataType) {
+    entries.sort_by(|a, b| compare_values(&a.0, &b.0, key));
+    // `dedup_by` drops the later of two equal keys: keep its value instead.
+    entries.dedup_by(|later, kept| {
+        let same = compare_values(&later.0, &kept.0, key).is_eq();
+        if same {
+            std::mem::swap(&mut later.1, &mut kept.1);
+        }
+        same
+    });
+}
+
 /// Puts every set and map inside `value` (at any depth: in lists, sets, maps, tuples and UDT
 /// fields) into Cassandra's canonical form: sets sorted by the element type's comparator with
 /// duplicates removed (the first kept), maps sorted by the key type's comparator with one entry
@@ -117,23 +138,14 @@ pub fn canonicalize(value: &mut Value, ty: &DataType) {
         }
         (Value::Set(items), DataType::Set(elem)) => {
             items.iter_mut().for_each(|v| canonicalize(v, elem));
-            items.sort_by(|a, b| compare_values(a, b, elem));
-            items.dedup_by(|a, b| compare_values(a, b, elem).is_eq());
+            sort_set(items, elem);
         }
         (Value::Map(entries), DataType::Map(kt, vt)) => {
             for (k, v) in entries.iter_mut() {
                 canonicalize(k, kt);
                 canonicalize(v, vt);
             }
-            entries.sort_by(|a, b| compare_values(&a.0, &b.0, kt));
-            // `dedup_by` drops the later of two equal keys: keep its value instead.
-            entries.dedup_by(|later, kept| {
-                let same = compare_values(&later.0, &kept.0, kt).is_eq();
-                if same {
-                    std::mem::swap(&mut later.1, &mut kept.1);
-                }
-                same
-            });
+            sort_map(entries, kt);
         }
         (Value::Tuple(items), DataType::Tuple(types)) => {
             for (v, t) in items.iter_mut().zip(types) {
