@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod cluster;
 pub mod config;
 pub mod connection;
 pub mod context;

@@ -1,0 +1,1 @@
+//! Internode transport: one multiplexed RPC connection per peer, checked by a handshake.
