@@ -79,8 +79,17 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Log filter (`info`, `debug`, `ringdb=trace`, ...).
     pub log_level: String,
-    /// Cluster name reported in `system.local`.
+    /// Cluster name reported in `system.local`; nodes of a cluster must agree on it (checked
+    /// when they connect).
     pub cluster_name: String,
+    /// Address the internode listener binds. Unset: the `listen` host, port 7000.
+    pub internode_listen: Option<SocketAddr>,
+    /// Other nodes' internode addresses. Empty (or only this node): start a new cluster;
+    /// otherwise join theirs on first start.
+    pub seeds: Vec<SocketAddr>,
+    /// Physical partitions a new table starts with in a cluster. 0, the default, is four per
+    /// node at its creation, so every node leads some from the start.
+    pub initial_physical_partitions: usize,
     /// Largest accepted frame body, in bytes; a larger frame gets a ProtocolError.
     pub max_frame_bytes: u32,
     /// Maximum simultaneous client connections.
@@ -305,6 +314,17 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The internode address: `internode_listen`, else the `listen` host with port 7000.
+    pub fn internode_address(&self) -> SocketAddr {
+        self.internode_listen
+            .unwrap_or_else(|| SocketAddr::new(self.listen.ip(), DEFAULT_INTERNODE_PORT))
+    }
+}
+
+/// The internode port when `internode_listen` is unset (Cassandra's `storage_port`).
+pub const DEFAULT_INTERNODE_PORT: u16 = 7000;
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -312,6 +332,9 @@ impl Default for Config {
             data_dir: PathBuf::from("data"),
             log_level: "info,lsm_tree=warn,fjall=warn".to_string(),
             cluster_name: "Test Cluster".to_string(),
+            internode_listen: None,
+            seeds: Vec::new(),
+            initial_physical_partitions: 0,
             max_frame_bytes: 256 * 1024 * 1024,
             max_connections: 4096,
             max_requests_per_connection: 1024,
@@ -394,6 +417,9 @@ impl Config {
     /// # Errors
     /// A message naming the conflicting keys.
     pub fn validate(&self) -> Result<(), String> {
+        if self.cluster_name.is_empty() {
+            return Err("cluster_name can't be empty".into());
+        }
         if self.authenticator == Authenticator::AllowAllAuthenticator
             && self.authorizer == Authorizer::CassandraAuthorizer
         {

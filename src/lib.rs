@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod auth;
 pub mod cluster;
+pub mod cluster_hooks;
 pub mod config;
 pub mod connection;
 pub mod context;

@@ -2,6 +2,7 @@
 //! storage and its shards, auth, prepared statements, the schema-event channel), with its
 //! startup and shutdown. Plain state: statements run in `executor`, taking what they need.
 
+use crate::cluster_hooks::ClusterHooks;
 use crate::config::{CommitlogSync, Config};
 use crate::prepared::PreparedCache;
 use crate::schema::{self, Catalog};
@@ -55,6 +56,8 @@ pub struct Node {
     request_slots: Arc<tokio::sync::Semaphore>,
     /// Reads handed to the read threads since the node started.
     reads_handed_over: AtomicU64,
+    /// The cluster, once it has started (a node run in-process by tests has none).
+    cluster: std::sync::OnceLock<Arc<dyn ClusterHooks>>,
 }
 
 fn now_ms() -> i64 {
@@ -181,6 +184,7 @@ impl Node {
         ));
         Ok(Node {
             reads_handed_over: AtomicU64::new(0),
+            cluster: std::sync::OnceLock::new(),
             shards: LocalShards::new(storage.clone()),
             config,
             info,
@@ -290,6 +294,72 @@ impl Node {
             *current = Arc::new(next);
         }
         Ok(out)
+    }
+
+    /// Installs the cluster's hooks (once, at startup).
+    pub fn attach_cluster(&self, hooks: Arc<dyn ClusterHooks>) {
+        if self.cluster.set(hooks).is_err() {
+            tracing::warn!("the cluster was attached twice; keeping the first");
+        }
+    }
+
+    /// The cluster, when this node runs in one.
+    pub fn cluster(&self) -> Option<&Arc<dyn ClusterHooks>> {
+        self.cluster.get()
+    }
+
+    /// Installs a catalog replicated by the cluster's schema log (every node, the proposer
+    /// included, in log order): the tables it creates or alters reach storage, the tables it
+    /// no longer has are dropped, it is persisted and becomes current, and `change` goes to
+    /// the prepared cache and the registered connections. The system keyspaces are this
+    /// node's own and are kept.
+    ///
+    /// # Errors
+    /// When storage or persisting fails (the entry must then not count as applied).
+    pub fn install_catalog(
+        &self,
+        mut next: Catalog,
+        change: Option<&cql::response::SchemaChange>,
+    ) -> Result<(), NodeError> {
+        let _guard = self.ddl_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.catalog();
+        next.keyspaces
+            .retain(|name, _| !schema::is_system_keyspace(name));
+        let persisted = next.clone();
+        system::install(&mut next).map_err(NodeError::Startup)?;
+        let tables = |c: &Catalog| -> std::collections::HashMap<uuid::Uuid, Arc<schema::Table>> {
+            c.keyspaces
+                .values()
+                .filter(|k| !schema::is_system_keyspace(&k.name))
+                .flat_map(|k| k.tables.values())
+                .map(|t| (t.id, t.clone()))
+                .collect()
+        };
+        let (before, after) = (tables(&current), tables(&next));
+        for (id, t) in &after {
+            let layout = schema::layout_of(t);
+            let same = before
+                .get(id)
+                .is_some_and(|old| schema::layout_of(old) == layout);
+            if !same {
+                self.storage.create_table(schema::table_id(t), layout)?;
+            }
+        }
+        for id in before.keys().filter(|id| !after.contains_key(id)) {
+            self.storage.drop_table(storage::TableId(id.as_u128()))?;
+        }
+        schema::save_catalog(&self.config.data_dir, &persisted).map_err(|source| {
+            NodeError::DataDir {
+                path: self.config.data_dir.clone(),
+                source,
+            }
+        })?;
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        if let Some(change) = change {
+            self.prepared.invalidate(change);
+            self.publish(Event::SchemaChange(change.clone()));
+        }
+        Ok(())
     }
 
     /// Current time in milliseconds since the epoch.

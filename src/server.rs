@@ -59,8 +59,39 @@ pub async fn serve(config: Config) -> Result<(), ServerError> {
         }
         None => None,
     };
-    run_with_tls(listener, tls_listener, Arc::new(node), shutdown_signal()).await;
+    let node = Arc::new(node);
+    let native = std::net::SocketAddr::new(node.info().rpc_address, local.port());
+    let stop_cluster = CancellationToken::new();
+    let cluster = start_cluster(&node, native, stop_cluster.clone()).await?;
+    run_with_tls(listener, tls_listener, node, shutdown_signal()).await;
+    stop_cluster.cancel();
+    if let Some(cluster) = cluster {
+        cluster.stop().await;
+    }
     Ok(())
+}
+
+/// Binds the internode listener and starts this node's part of the cluster. A node without
+/// seeds whose internode port is taken (another ringdb on this host) runs alone, with a
+/// warning; a node with seeds cannot.
+async fn start_cluster(
+    node: &Arc<Node>,
+    native: std::net::SocketAddr,
+    shutdown: CancellationToken,
+) -> Result<Option<Arc<crate::cluster::Cluster>>, ServerError> {
+    let addr = node.config().internode_address();
+    let listener = match TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(source) if node.config().seeds.is_empty() => {
+            warn!(%addr, error = %source, "internode port unavailable: running as a single node that others cannot join");
+            return Ok(None);
+        }
+        Err(source) => return Err(ServerError::Listen { addr, source }),
+    };
+    crate::cluster::Cluster::start(node.clone(), listener, native, shutdown)
+        .await
+        .map(Some)
+        .map_err(|e| ServerError::Node(NodeError::Startup(e.to_string())))
 }
 
 /// Serves `listener` until `shutdown` completes, then drains connections and flushes storage.

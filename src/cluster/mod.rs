@@ -1,5 +1,210 @@
 //! The cluster: nodes that find each other through seeds, talk over the internode transport,
 //! keep cluster metadata in one Raft group and replicate each physical partition in its own.
 //! The design is in `docs/cluster.md`.
+//!
+//! [`Cluster::start`] opens the Raft database, starts the metadata group, serves peers
+//! ([`handler`]), creates or joins the cluster ([`join`]), watches peers ([`liveness`]) and
+//! installs itself on the node as its [`crate::cluster_hooks::ClusterHooks`] ([`hooks`]).
 
+pub mod codec;
+pub mod handler;
+pub mod hooks;
+pub mod join;
+pub mod liveness;
+pub mod log_store;
+pub mod meta_machine;
+pub mod meta_state;
+pub mod network;
+pub mod propose;
+pub mod raft_types;
+pub mod rpc;
 pub mod transport;
+
+use crate::node::Node;
+use liveness::Liveness;
+use log_store::RaftDb;
+use meta_machine::{MetaMachine, MetaShared};
+use raft_types::{Member, NodeId, Raft, META_GROUP};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+use transport::{Identity, Transport};
+
+/// Why the cluster could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The Raft database or state could not be opened.
+    #[error("raft storage: {0}")]
+    Storage(String),
+    /// openraft refused to start.
+    #[error("raft: {0}")]
+    Raft(String),
+}
+
+/// This node's part in the cluster.
+pub struct Cluster {
+    me: Member,
+    node: Arc<Node>,
+    transport: Transport,
+    raft_config: Arc<openraft::Config>,
+    db: RaftDb,
+    meta: Raft,
+    meta_shared: Arc<MetaShared>,
+    liveness: Liveness,
+    runtime: tokio::runtime::Handle,
+}
+
+/// A node's id: the first 8 bytes of its host id.
+pub fn node_id(host_id: uuid::Uuid) -> NodeId {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&host_id.as_bytes()[..8]);
+    u64::from_be_bytes(b)
+}
+
+/// The Raft timing every group uses: heartbeats every 250 ms, elections after 1-2 s of
+/// silence (failover well within 5 s), no snapshots of the logs (they are kept whole).
+fn raft_config(cluster_name: &str) -> Result<openraft::Config, ClusterError> {
+    openraft::Config {
+        cluster_name: cluster_name.to_string(),
+        heartbeat_interval: 250,
+        election_timeout_min: 1000,
+        election_timeout_max: 2000,
+        snapshot_policy: openraft::SnapshotPolicy::Never,
+        max_in_snapshot_log_to_keep: u64::MAX,
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| ClusterError::Raft(e.to_string()))
+}
+
+impl Cluster {
+    /// Starts this node's part: the metadata group, the internode server on `listener`, and
+    /// creating or joining the cluster (in the background when joining). `native` is the
+    /// address clients reach this node's CQL listener at.
+    ///
+    /// # Errors
+    /// When the Raft database or the metadata group cannot be opened.
+    pub async fn start(
+        node: Arc<Node>,
+        listener: TcpListener,
+        native: SocketAddr,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Cluster>, ClusterError> {
+        let config = node.config().clone();
+        let internode = listener
+            .local_addr()
+            .map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let me = Member {
+            id: node_id(node.info().host_id),
+            host_id: node.info().host_id,
+            internode,
+            native,
+        };
+        let fsync = config.commitlog_sync == crate::config::CommitlogSync::Batch;
+        let db = RaftDb::open(&config.data_dir.join("raft"), fsync)
+            .map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let identity = Identity {
+            cluster_name: config.cluster_name.clone(),
+            node_id: me.id,
+        };
+        let transport = Transport::new(identity.clone(), None);
+        let raft_config = Arc::new(raft_config(&config.cluster_name)?);
+        let (machine, meta_shared) = MetaMachine::open(node.clone(), db.clone())
+            .map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let meta = Raft::new(
+            me.id,
+            raft_config.clone(),
+            network::GroupNetwork::new(META_GROUP, transport.clone()),
+            db.group(META_GROUP),
+            machine,
+        )
+        .await
+        .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let cluster = Arc::new(Cluster {
+            me: me.clone(),
+            node: node.clone(),
+            transport,
+            raft_config,
+            db,
+            meta,
+            meta_shared,
+            liveness: Liveness::default(),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        let handler = Arc::new(handler::ClusterHandler::new(&cluster));
+        tokio::spawn(transport::serve(
+            listener,
+            identity,
+            handler,
+            None,
+            shutdown.clone(),
+        ));
+        info!(node = me.id, %internode, seeds = ?config.seeds, "internode listener started");
+        join::start_or_join(&cluster, &config.seeds).await;
+        tokio::spawn(liveness::watch(cluster.clone(), shutdown.clone()));
+        node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
+        Ok(cluster)
+    }
+
+    /// This node as a member.
+    pub fn me(&self) -> &Member {
+        &self.me
+    }
+
+    /// The metadata group's Raft handle.
+    pub fn meta(&self) -> &Raft {
+        &self.meta
+    }
+
+    /// The metadata state (members, groups).
+    pub fn meta_state(&self) -> &MetaShared {
+        &self.meta_shared
+    }
+
+    /// The node this cluster serves.
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// The internode transport.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// What liveness knows of the peers.
+    pub fn liveness(&self) -> &Liveness {
+        &self.liveness
+    }
+
+    /// The runtime the cluster's tasks run on (blocking callers enter it).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// The Raft handle of `group` when this node holds a replica of it.
+    pub fn group(&self, group: raft_types::GroupId) -> Option<Raft> {
+        (group == META_GROUP).then(|| self.meta.clone())
+    }
+
+    /// The shared Raft timing.
+    pub fn raft_config(&self) -> &Arc<openraft::Config> {
+        &self.raft_config
+    }
+
+    /// The Raft database.
+    pub fn raft_db(&self) -> &RaftDb {
+        &self.db
+    }
+
+    /// Stops every group (shutdown).
+    pub async fn stop(&self) {
+        if let Err(e) = self.meta.shutdown().await {
+            tracing::warn!(error = %e, "stopping the metadata group");
+        }
+        if let Err(e) = self.db.sync() {
+            tracing::warn!(error = %e, "syncing the raft log");
+        }
+    }
+}

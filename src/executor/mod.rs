@@ -356,8 +356,10 @@ fn run_plan(
     let shards = node.shards();
     match plan {
         Plan::Virtual(v) => {
+            let peers = node.cluster().map(|c| c.peers()).unwrap_or_default();
             let rows = crate::system::rows_for(
                 node.info(),
+                &peers,
                 catalog,
                 &node.auth().state(),
                 node.storage(),
@@ -419,10 +421,42 @@ fn run_plan(
     }
 }
 
+/// Runs a schema change in a cluster: planned on this node's catalog and replicated through
+/// the schema log, which installs it on every node (tables, events included); planned again
+/// when another change got in first.
+fn run_replicated_ddl(
+    node: &Node,
+    cluster: &dyn crate::cluster_hooks::ClusterHooks,
+    ctx: &SessionContext,
+    stmt: &Statement,
+    now: i64,
+) -> Result<ResultBody, QueryError> {
+    use crate::cluster_hooks::SchemaProposal;
+    for _ in 0..20 {
+        let current = node.catalog();
+        let mut next = (*current).clone();
+        let outcome = apply_ddl(&mut next, stmt, ctx.keyspace.as_deref(), now)?;
+        let Some(change) = outcome.change else {
+            return Ok(ResultBody::Void);
+        };
+        next.version = uuid::Uuid::new_v4();
+        match cluster.propose_schema(current.version, &next, &change)? {
+            SchemaProposal::Installed => return Ok(ResultBody::SchemaChange(change)),
+            SchemaProposal::Stale => continue,
+        }
+    }
+    Err(QueryError::Server(
+        "The schema kept changing while this change was made; try again".into(),
+    ))
+}
+
 /// Runs a schema change: the catalog first (persisted), then the tables' shards, then the
 /// prepared statements it made stale and the SCHEMA_CHANGE event.
 fn run_ddl(node: &Node, ctx: &SessionContext, stmt: &Statement) -> Result<ResultBody, QueryError> {
     let now = node.now_ms();
+    if let Some(cluster) = node.cluster() {
+        return run_replicated_ddl(node, cluster.as_ref(), ctx, stmt, now);
+    }
     let outcome = node.update_catalog(|catalog| {
         let outcome = apply_ddl(catalog, stmt, ctx.keyspace.as_deref(), now)?;
         let changed = outcome.change.is_some();

@@ -3,6 +3,7 @@
 use super::CQL_VERSION;
 use super::{is_virtual_keyspace, DATA_CENTER, PARTITIONER, RACK, RELEASE_VERSION};
 use crate::auth::AuthState;
+use crate::cluster_hooks::Peer;
 use crate::schema::{Catalog, Table};
 use bytes::Bytes;
 use cql::types::Value;
@@ -49,6 +50,7 @@ fn text_list<S: AsRef<str>>(items: &[S]) -> Value {
 /// `None` when the table holds no generated data.
 pub fn rows_for(
     info: &NodeInfo,
+    peers: &[Peer],
     catalog: &Catalog,
     auth: &AuthState,
     storage: &storage::Storage,
@@ -66,6 +68,8 @@ pub fn rows_for(
         ("system_auth", "resource_role_permissons_index") => auth_permissions_index(auth),
         ("system_auth", "network_permissions") => auth_network_permissions(auth),
         ("system", "local") => vec![local(info, catalog)],
+        ("system", "peers") => peers.iter().map(peer_row).collect(),
+        ("system", "peers_v2") => peers.iter().map(peer_v2_row).collect(),
         ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
         ("system_schema", "tables") => schema_tables(catalog),
         ("system_schema", "columns") => schema_columns(catalog, false),
@@ -113,6 +117,41 @@ fn local(info: &NodeInfo, catalog: &Catalog) -> NamedRow {
         ("rpc_port", Value::Int(i32::from(info.rpc_port))),
         ("schema_version", Value::Uuid(catalog.version)),
         ("tokens", Value::Set(vec![text(info.token.to_string())])),
+    ]
+}
+
+fn tokens(peer: &Peer) -> Value {
+    Value::Set(peer.tokens.iter().map(|t| text(t.to_string())).collect())
+}
+
+fn peer_row(peer: &Peer) -> NamedRow {
+    vec![
+        ("peer", Value::Inet(peer.rpc_address)),
+        ("data_center", text(DATA_CENTER)),
+        ("host_id", Value::Uuid(peer.host_id)),
+        ("preferred_ip", Value::Inet(peer.rpc_address)),
+        ("rack", text(RACK)),
+        ("release_version", text(RELEASE_VERSION)),
+        ("rpc_address", Value::Inet(peer.rpc_address)),
+        ("schema_version", Value::Uuid(peer.schema_version)),
+        ("tokens", tokens(peer)),
+    ]
+}
+
+fn peer_v2_row(peer: &Peer) -> NamedRow {
+    vec![
+        ("peer", Value::Inet(peer.rpc_address)),
+        ("peer_port", Value::Int(7000)),
+        ("data_center", text(DATA_CENTER)),
+        ("host_id", Value::Uuid(peer.host_id)),
+        ("native_address", Value::Inet(peer.rpc_address)),
+        ("native_port", Value::Int(i32::from(peer.rpc_port))),
+        ("preferred_ip", Value::Inet(peer.rpc_address)),
+        ("preferred_port", Value::Int(7000)),
+        ("rack", text(RACK)),
+        ("release_version", text(RELEASE_VERSION)),
+        ("schema_version", Value::Uuid(peer.schema_version)),
+        ("tokens", tokens(peer)),
     ]
 }
 

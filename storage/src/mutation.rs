@@ -5,14 +5,14 @@
 use crate::key::ClusteringBound;
 
 /// A deletion at a write timestamp (microseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Deletion {
     /// Data written at or before this timestamp is shadowed.
     pub timestamp: i64,
 }
 
 /// The primary-key liveness marker that INSERT writes (UPDATE does not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Liveness {
     /// Write timestamp (microseconds).
     pub timestamp: i64,
@@ -21,7 +21,7 @@ pub struct Liveness {
 }
 
 /// A clustering range deletion (`DELETE ... WHERE ck > x AND ck <= y`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RangeDeletion {
     /// Start bound (a clustering prefix, inclusive or exclusive).
     pub start: ClusteringBound,
@@ -32,7 +32,7 @@ pub struct RangeDeletion {
 }
 
 /// One change to one column.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ColumnOp {
     /// Sets a simple (or frozen) cell.
     Set {
@@ -82,7 +82,7 @@ pub enum ColumnOp {
 }
 
 /// A change to one column of a row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnWrite {
     /// Column id (from the server's schema).
     pub column: u32,
@@ -91,7 +91,7 @@ pub struct ColumnWrite {
 }
 
 /// Changes to one row.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct RowWrite {
     /// Full clustering, protocol-serialized, one value per clustering column.
     pub clustering: Vec<Vec<u8>>,
@@ -104,7 +104,7 @@ pub struct RowWrite {
 }
 
 /// Everything that changes in one partition, applied atomically.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Mutation {
     /// Partition-key components, protocol-serialized, in key order.
     pub partition_key: Vec<Vec<u8>>,

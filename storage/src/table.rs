@@ -9,7 +9,9 @@ use cql::types::DataType;
 use crate::key::Order;
 
 /// A table's identity (the schema's table uuid as a u128).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct TableId(pub u128);
 
 impl fmt::Display for TableId {

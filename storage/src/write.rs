@@ -51,10 +51,34 @@ impl Storage {
     /// # Errors
     /// As [`Storage::apply`]; when any mutation fails nothing is written.
     pub fn apply_all(&self, writes: &[(TableId, &Mutation)]) -> Result<(), StorageError> {
+        self.apply_replicated(writes, self.now(), None)
+    }
+
+    /// As [`Storage::apply_all`], for a replica applying a replicated log entry: `now` (seconds
+    /// since the epoch, the expiry base of TTLs and tombstones) comes from the entry, so every
+    /// replica stores the same cells, and `marker` (a server meta key and value, e.g. the
+    /// entry's log position) is written in the same atomic batch, so after a crash the data
+    /// and the marker agree.
+    ///
+    /// # Errors
+    /// As [`Storage::apply_all`].
+    pub fn apply_replicated(
+        &self,
+        writes: &[(TableId, &Mutation)],
+        now: i64,
+        marker: Option<(&[u8], &[u8])>,
+    ) -> Result<(), StorageError> {
+        if let Some((key, _)) = marker {
+            if key.starts_with(crate::names::STORAGE_META_PREFIX) {
+                return Err(StorageError::InvalidRequest(
+                    "meta keys starting with \\0storage\\0 belong to storage".into(),
+                ));
+            }
+        }
         // Per-write lists hold one entry in place: a single write allocates none of them.
         let staged = writes
             .iter()
-            .map(|(table_id, m)| stage(self.table(*table_id)?, m, self.now()))
+            .map(|(table_id, m)| stage(self.table(*table_id)?, m, now))
             .collect::<Result<SmallVec<[_; 1]>, _>>()?;
         self.inner.disk.check()?;
         let mask = staged
@@ -80,7 +104,14 @@ impl Storage {
             }
         }
         if accounted.is_empty() {
+            if let Some((key, value)) = marker {
+                batch.insert(&self.inner.meta, key, value);
+                batch.commit()?;
+            }
             return self.after_write();
+        }
+        if let Some((key, value)) = marker {
+            batch.insert(&self.inner.meta, key, value);
         }
         // Set before the commit, so a reader whose snapshot holds these items sees the flags.
         let marked: SmallVec<[u8; 4]> = staged

@@ -229,7 +229,7 @@ pub fn decode_clustering(
 }
 
 /// One end of a clustering slice: a clustering prefix, inclusive or exclusive, or none.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum ClusteringBound {
     /// No bound on this side.
     #[default]

@@ -1,0 +1,120 @@
+//! Serves what peers send: Raft RPCs to the addressed group, joins, forwarded proposals and
+//! pings.
+
+use super::codec::{decode, encode};
+use super::propose::propose_local;
+use super::raft_types::{Command, Member};
+use super::rpc::{ProposeFailure, Request, Response};
+use super::transport::Handler;
+use super::Cluster;
+use futures::future::BoxFuture;
+use openraft::BasicNode;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// The transport's handler: holds the cluster weakly (the cluster owns the server task).
+pub struct ClusterHandler {
+    cluster: Weak<Cluster>,
+}
+
+impl ClusterHandler {
+    /// The handler of `cluster`.
+    pub fn new(cluster: &Arc<Cluster>) -> ClusterHandler {
+        ClusterHandler {
+            cluster: Arc::downgrade(cluster),
+        }
+    }
+}
+
+impl Handler for ClusterHandler {
+    fn handle(&self, from: u64, payload: Vec<u8>) -> BoxFuture<'static, Vec<u8>> {
+        let cluster = self.cluster.upgrade();
+        Box::pin(async move {
+            let response = match (cluster, decode::<Request>(&payload)) {
+                (None, _) => Response::BadRequest("the node is stopping".into()),
+                (_, Err(e)) => {
+                    tracing::warn!(from, error = %e, "undecodable internode request");
+                    Response::BadRequest(e.to_string())
+                }
+                (Some(cluster), Ok(request)) => serve(&cluster, request).await,
+            };
+            encode(&response).unwrap_or_default()
+        })
+    }
+}
+
+async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
+    match request {
+        Request::AppendEntries(group, rpc) => match cluster.group(group) {
+            Some(raft) => Response::AppendEntries(raft.append_entries(rpc).await),
+            None => Response::NoGroup,
+        },
+        Request::Vote(group, rpc) => match cluster.group(group) {
+            Some(raft) => Response::Vote(raft.vote(rpc).await),
+            None => Response::NoGroup,
+        },
+        Request::InstallSnapshot(group, rpc) => match cluster.group(group) {
+            Some(raft) => Response::InstallSnapshot(raft.install_snapshot(rpc).await),
+            None => Response::NoGroup,
+        },
+        Request::Propose(group, command) => match cluster.group(group) {
+            Some(raft) => Response::Proposed(propose_local(&raft, command).await),
+            None => Response::NoGroup,
+        },
+        Request::Join(member) => Response::Joined(admit(cluster, member).await),
+        Request::Ping => Response::Pong {
+            schema_version: cluster.node().catalog().version,
+        },
+    }
+}
+
+/// Admits a node into the metadata group (as a voter) and records it; forwarded to the
+/// leader when this node is not it.
+async fn admit(cluster: &Arc<Cluster>, member: Member) -> Result<Vec<Member>, String> {
+    let meta = cluster.meta();
+    if meta.ensure_linearizable().await.is_err() {
+        let leader = meta.current_leader().await;
+        return match leader.and_then(|l| cluster.address_of(l)) {
+            Some(addr) if leader != Some(cluster.me().id) => {
+                let payload = encode(&Request::Join(member)).map_err(|e| e.to_string())?;
+                let bytes = cluster
+                    .transport()
+                    .call(addr, payload, Duration::from_secs(10))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                match decode::<Response>(&bytes) {
+                    Ok(Response::Joined(r)) => r,
+                    Ok(other) => Err(format!("unexpected answer {other:?}")),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            _ => Err("the metadata group has no leader".into()),
+        };
+    }
+    tracing::info!(node = member.id, internode = %member.internode, "admitting a node");
+    let node = BasicNode {
+        addr: member.internode.to_string(),
+    };
+    meta.add_learner(member.id, node, true)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut voters: std::collections::BTreeSet<u64> = meta
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect();
+    if voters.insert(member.id) {
+        meta.change_membership(voters, false)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    match propose_local(meta, Command::Join(member)).await {
+        Ok(_) => Ok(cluster
+            .meta_state()
+            .with(|s| s.members.values().cloned().collect())),
+        Err(ProposeFailure::Failed(e)) => Err(e),
+        Err(other) => Err(format!("{other:?}")),
+    }
+}

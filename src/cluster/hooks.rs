@@ -1,0 +1,213 @@
+//! The node's view of the cluster ([`ClusterHooks`]): peers for `system.peers` and the schema
+//! log DDL goes through.
+
+use super::raft_types::{Command, GroupInfo, Reply, META_GROUP};
+use super::Cluster;
+use crate::cluster_hooks::{ClusterHooks, Peer, SchemaProposal};
+use crate::error::QueryError;
+use crate::schema::{self, Catalog};
+use cql::response::SchemaChange;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// How long a schema change may take to commit.
+const SCHEMA_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a committed schema change waits for the peers that are up to report it.
+const AGREEMENT_WAIT: Duration = Duration::from_secs(3);
+
+/// The hooks the cluster installs on its node.
+pub struct NodeHooks {
+    cluster: Weak<Cluster>,
+}
+
+impl NodeHooks {
+    /// The hooks of `cluster`.
+    pub fn new(cluster: &Arc<Cluster>) -> NodeHooks {
+        NodeHooks {
+            cluster: Arc::downgrade(cluster),
+        }
+    }
+}
+
+/// A node's token from its host id (as `system.local` reports it).
+pub fn token_of(host_id: uuid::Uuid) -> i64 {
+    let t = super::node_id(host_id) as i64;
+    if t == i64::MIN {
+        0
+    } else {
+        t
+    }
+}
+
+impl ClusterHooks for NodeHooks {
+    fn peers(&self) -> Vec<Peer> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Vec::new();
+        };
+        let me = cluster.me().id;
+        let (members, version) = cluster.meta_state().with(|s| {
+            (
+                s.members.values().cloned().collect::<Vec<_>>(),
+                s.catalog_version,
+            )
+        });
+        members
+            .into_iter()
+            .filter(|m| m.id != me)
+            .map(|m| Peer {
+                host_id: m.host_id,
+                rpc_address: m.native.ip(),
+                rpc_port: m.native.port(),
+                tokens: vec![token_of(m.host_id)],
+                schema_version: cluster
+                    .liveness()
+                    .seen(m.id)
+                    .map(|s| s.schema_version)
+                    .filter(|v| !v.is_nil())
+                    .or(version)
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    fn propose_schema(
+        &self,
+        expected: uuid::Uuid,
+        next: &Catalog,
+        change: &SchemaChange,
+    ) -> Result<SchemaProposal, QueryError> {
+        let cluster = self
+            .cluster
+            .upgrade()
+            .ok_or_else(|| QueryError::Server("The node is stopping".into()))?;
+        let mut persisted = next.clone();
+        persisted
+            .keyspaces
+            .retain(|name, _| !schema::is_system_keyspace(name));
+        let catalog = serde_json::to_string(&persisted)
+            .map_err(|e| QueryError::Server(format!("Could not encode the schema: {e}")))?;
+        let groups = new_groups(&cluster, &cluster.node().catalog(), next);
+        let mut event = Vec::new();
+        change.encode(&mut event);
+        let command = Command::SetCatalog {
+            expected,
+            catalog,
+            groups,
+            change: Some(event),
+        };
+        let voters: Vec<u64> = cluster
+            .meta()
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .collect();
+        let runtime = cluster.runtime().clone();
+        let reply = tokio::task::block_in_place(|| {
+            runtime.block_on(cluster.propose(META_GROUP, &voters, command, SCHEMA_TIMEOUT))
+        })
+        .map_err(|e| {
+            tracing::warn!(error = %e, "schema change not committed");
+            QueryError::Unavailable {
+                consistency: cql::request::Consistency::Quorum,
+                required: voters.len() as i32 / 2 + 1,
+                alive: alive(&cluster, &voters),
+                dc: None,
+            }
+        })?;
+        if let Reply::Refused(reason) = reply {
+            tracing::debug!(%reason, "schema change refused; planning again");
+            return Ok(SchemaProposal::Stale);
+        }
+        wait_for(
+            || cluster.node().catalog().version == next.version,
+            SCHEMA_TIMEOUT,
+        );
+        let me = cluster.me().id;
+        let peers: Vec<u64> = voters.into_iter().filter(|v| *v != me).collect();
+        wait_for(
+            || {
+                peers.iter().all(|p| {
+                    cluster
+                        .liveness()
+                        .seen(*p)
+                        .is_none_or(|s| !s.up || s.schema_version == next.version)
+                })
+            },
+            AGREEMENT_WAIT,
+        );
+        Ok(SchemaProposal::Installed)
+    }
+}
+
+fn alive(cluster: &Cluster, voters: &[u64]) -> i32 {
+    voters
+        .iter()
+        .filter(|v| **v == cluster.me().id || cluster.liveness().is_up(**v))
+        .count() as i32
+}
+
+fn wait_for(mut done: impl FnMut() -> bool, at_most: Duration) {
+    let deadline = Instant::now() + at_most;
+    while !done() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The groups of the tables `next` creates: `initial_physical_partitions` token ranges of
+/// equal width, each replicated on `min(RF, members)` nodes, rotated so every node leads some.
+fn new_groups(cluster: &Cluster, current: &Catalog, next: &Catalog) -> Vec<GroupInfo> {
+    let existing: std::collections::HashSet<uuid::Uuid> = current
+        .keyspaces
+        .values()
+        .flat_map(|k| k.tables.values())
+        .map(|t| t.id)
+        .collect();
+    let (members, mut id) = cluster.meta_state().with(|s| {
+        (
+            s.members.keys().copied().collect::<Vec<_>>(),
+            s.next_group_id(),
+        )
+    });
+    if members.is_empty() {
+        return Vec::new();
+    }
+    let per_table = match cluster.node().config().initial_physical_partitions {
+        0 => members.len() * 4,
+        n => n,
+    };
+    let mut groups = Vec::new();
+    for ks in next.keyspaces.values() {
+        if schema::is_system_keyspace(&ks.name) {
+            continue;
+        }
+        let rf = ks.params.replicas().in_dc(schema::DATA_CENTER).max(1) as usize;
+        let copies = rf.min(members.len());
+        for t in ks.tables.values().filter(|t| !existing.contains(&t.id)) {
+            for i in 0..per_table {
+                let replicas = (0..copies)
+                    .map(|k| members[(i + k) % members.len()])
+                    .collect();
+                groups.push(GroupInfo {
+                    id,
+                    table: schema::table_id(t),
+                    end: range_end(i, per_table),
+                    replicas,
+                });
+                id += 1;
+            }
+        }
+    }
+    groups
+}
+
+/// The last token of range `i` of `n` equal ranges of the ring.
+pub fn range_end(i: usize, n: usize) -> i64 {
+    if i + 1 >= n {
+        return i64::MAX;
+    }
+    let width = u64::MAX / n as u64;
+    let end = (i as u64 + 1) * width;
+    (end as i64).wrapping_add(i64::MIN)
+}

@@ -1,0 +1,127 @@
+//! Liveness: every node pings every member twice a second; a member that answers is up (and
+//! reports its schema version), one that misses two seconds of pings is down. Changes go to
+//! registered connections as STATUS_CHANGE, new members as TOPOLOGY_CHANGE NEW_NODE.
+
+use super::codec::{decode, encode};
+use super::raft_types::NodeId;
+use super::rpc::{Request, Response};
+use super::Cluster;
+use cql::response::Event;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How long a member may go unanswered before it counts as down.
+const DOWN_AFTER: Duration = Duration::from_secs(2);
+
+/// What this node last saw of a peer.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen {
+    /// When it last answered.
+    pub at: Instant,
+    /// The schema version it reported.
+    pub schema_version: uuid::Uuid,
+    /// Whether it counts as up.
+    pub up: bool,
+}
+
+/// The peers' liveness.
+#[derive(Default)]
+pub struct Liveness {
+    seen: Mutex<HashMap<NodeId, Seen>>,
+}
+
+impl Liveness {
+    /// What was last seen of `id`.
+    pub fn seen(&self, id: NodeId) -> Option<Seen> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .copied()
+    }
+
+    /// Whether `id` is up (this node is always up).
+    pub fn is_up(&self, id: NodeId) -> bool {
+        self.seen(id).is_some_and(|s| s.up)
+    }
+}
+
+/// Pings the members until `shutdown`.
+pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
+    let mut known: Vec<NodeId> = Vec::new();
+    loop {
+        let members: Vec<_> = cluster
+            .meta_state()
+            .with(|s| s.members.values().cloned().collect());
+        for m in &members {
+            if m.id != cluster.me().id && !known.contains(&m.id) && !known.is_empty() {
+                cluster.node().publish(Event::TopologyChange {
+                    change: "NEW_NODE".into(),
+                    address: m.native,
+                });
+            }
+        }
+        known = members.iter().map(|m| m.id).collect();
+        let pings = members.iter().filter(|m| m.id != cluster.me().id).map(|m| {
+            let cluster = cluster.clone();
+            let m = m.clone();
+            async move {
+                let answer = ping(&cluster, m.internode).await;
+                (m, answer)
+            }
+        });
+        for (m, answer) in futures::future::join_all(pings).await {
+            let now = Instant::now();
+            let mut seen = cluster
+                .liveness()
+                .seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let before = seen.get(&m.id).copied();
+            let after = match (answer, before) {
+                (Some(v), _) => Seen {
+                    at: now,
+                    schema_version: v,
+                    up: true,
+                },
+                (None, Some(b)) => Seen {
+                    up: b.up && now.duration_since(b.at) < DOWN_AFTER,
+                    ..b
+                },
+                (None, None) => Seen {
+                    at: now,
+                    schema_version: uuid::Uuid::nil(),
+                    up: false,
+                },
+            };
+            seen.insert(m.id, after);
+            drop(seen);
+            if before.map(|b| b.up) != Some(after.up) && (before.is_some() || after.up) {
+                tracing::info!(node = m.id, up = after.up, "peer status changed");
+                cluster.node().publish(Event::StatusChange {
+                    status: if after.up { "UP" } else { "DOWN" }.into(),
+                    address: m.native,
+                });
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+}
+
+async fn ping(cluster: &Cluster, addr: std::net::SocketAddr) -> Option<uuid::Uuid> {
+    let payload = encode(&Request::Ping).ok()?;
+    let bytes = cluster
+        .transport()
+        .call(addr, payload, Duration::from_millis(800))
+        .await
+        .ok()?;
+    match decode::<Response>(&bytes) {
+        Ok(Response::Pong { schema_version }) => Some(schema_version),
+        _ => None,
+    }
+}

@@ -1,0 +1,245 @@
+//! The metadata group's state machine: applies joins and schema changes, installs each
+//! replicated catalog on this node, and saves its whole state after every entry (it is small),
+//! so a restart resumes from there instead of replaying old catalogs.
+
+use super::codec::{decode, encode};
+use super::log_store::RaftDb;
+use super::meta_state::MetaState;
+use super::raft_types::{Command, NodeId, Reply, TypeConfig, META_GROUP};
+use crate::node::Node;
+use crate::schema::Catalog;
+use openraft::storage::RaftStateMachine;
+use openraft::{
+    EntryPayload, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
+    StoredMembership,
+};
+use std::io::Cursor;
+use std::sync::{Arc, RwLock};
+use tokio::sync::watch;
+
+/// The state the cluster reads (members, groups), shared with the state machine.
+pub struct MetaShared {
+    state: RwLock<MetaState>,
+    /// Bumped after every applied entry.
+    changed: watch::Sender<u64>,
+}
+
+impl MetaShared {
+    /// A copy of the current state.
+    pub fn snapshot(&self) -> MetaState {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Runs `f` on the current state.
+    pub fn with<T>(&self, f: impl FnOnce(&MetaState) -> T) -> T {
+        f(&self.state.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Notified after every applied entry.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+/// The metadata group's state machine.
+pub struct MetaMachine {
+    shared: Arc<MetaShared>,
+    node: Arc<Node>,
+    db: RaftDb,
+}
+
+type Result<T> = std::result::Result<T, StorageError<NodeId>>;
+
+fn io(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+impl MetaMachine {
+    /// Opens the machine with the state saved by the last run.
+    ///
+    /// # Errors
+    /// When the saved state cannot be read.
+    pub fn open(node: Arc<Node>, db: RaftDb) -> std::io::Result<(MetaMachine, Arc<MetaShared>)> {
+        let state = match db.load_machine(META_GROUP).map_err(io)? {
+            Some(bytes) => decode(&bytes).map_err(io)?,
+            None => MetaState::default(),
+        };
+        let (changed, _) = watch::channel(0);
+        let shared = Arc::new(MetaShared {
+            state: RwLock::new(state),
+            changed,
+        });
+        Ok((
+            MetaMachine {
+                shared: shared.clone(),
+                node,
+                db,
+            },
+            shared,
+        ))
+    }
+
+    fn save(&self, state: &MetaState) -> Result<()> {
+        let bytes = encode(state).map_err(|e| StorageIOError::write_state_machine(&io(e)))?;
+        self.db
+            .save_machine(META_GROUP, &bytes)
+            .map_err(|e| StorageIOError::write_state_machine(&io(e)).into())
+    }
+
+    /// Applies one command to `state`; installs catalogs on the node.
+    async fn apply_command(&self, state: &mut MetaState, command: Command) -> Result<Reply> {
+        match command {
+            Command::Join(member) => {
+                state.members.insert(member.id, member);
+                Ok(Reply::Done)
+            }
+            Command::SetCatalog {
+                expected,
+                catalog,
+                groups,
+                change,
+            } => {
+                if state.catalog_version.is_some_and(|v| v != expected) {
+                    return Ok(Reply::Refused("stale schema version".into()));
+                }
+                let catalog: Catalog = match serde_json::from_str(&catalog) {
+                    Ok(c) => c,
+                    Err(e) => return Ok(Reply::Refused(format!("bad catalog: {e}"))),
+                };
+                let change = change
+                    .as_deref()
+                    .and_then(|mut b| cql::response::SchemaChange::decode(&mut b).ok());
+                let version = catalog.version;
+                let tables: std::collections::HashSet<storage::TableId> = catalog
+                    .keyspaces
+                    .values()
+                    .flat_map(|k| k.tables.values())
+                    .map(|t| crate::schema::table_id(t))
+                    .collect();
+                let node = self.node.clone();
+                tokio::task::spawn_blocking(move || node.install_catalog(catalog, change.as_ref()))
+                    .await
+                    .map_err(|e| StorageIOError::write_state_machine(&io(e)))?
+                    .map_err(|e| StorageIOError::write_state_machine(&io(e)))?;
+                state.catalog_version = Some(version);
+                for g in groups {
+                    state.groups.insert(g.id, g);
+                }
+                state.retain_tables(&tables);
+                Ok(Reply::Done)
+            }
+            Command::Write { .. } => Ok(Reply::Refused(
+                "a data write reached the metadata group".into(),
+            )),
+        }
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for MetaMachine {
+    type SnapshotBuilder = MetaSnapshotBuilder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(
+        Option<LogId<NodeId>>,
+        StoredMembership<NodeId, openraft::BasicNode>,
+    )> {
+        Ok(self.shared.with(|s| (s.last_applied, s.membership.clone())))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Reply>>
+    where
+        I: IntoIterator<Item = openraft::Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        let mut replies = Vec::new();
+        let mut state = self.shared.snapshot();
+        for entry in entries {
+            state.last_applied = Some(entry.log_id);
+            let reply = match entry.payload {
+                EntryPayload::Blank => Reply::Done,
+                EntryPayload::Membership(m) => {
+                    state.membership = StoredMembership::new(Some(entry.log_id), m);
+                    Reply::Done
+                }
+                EntryPayload::Normal(command) => self.apply_command(&mut state, command).await?,
+            };
+            replies.push(reply);
+            // Saved before the next entry: installing a catalog is not idempotent across
+            // versions, so a restart must not replay what was applied.
+            self.save(&state)?;
+            *self.shared.state.write().unwrap_or_else(|p| p.into_inner()) = state.clone();
+        }
+        self.shared.changed.send_modify(|n| *n += 1);
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        MetaSnapshotBuilder {
+            state: self.shared.snapshot(),
+        }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<()> {
+        let (mut state, catalog): (MetaState, String) = decode(snapshot.get_ref())
+            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &io(e)))?;
+        state.last_applied = meta.last_log_id;
+        state.membership = meta.last_membership.clone();
+        let catalog: Catalog = serde_json::from_str(&catalog)
+            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &io(e)))?;
+        let node = self.node.clone();
+        tokio::task::spawn_blocking(move || node.install_catalog(catalog, None))
+            .await
+            .map_err(|e| StorageIOError::write_state_machine(&io(e)))?
+            .map_err(|e| StorageIOError::write_state_machine(&io(e)))?;
+        self.save(&state)?;
+        *self.shared.state.write().unwrap_or_else(|p| p.into_inner()) = state;
+        self.shared.changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>> {
+        let mut builder = self.get_snapshot_builder().await;
+        builder.snapshot(&self.node).map(Some)
+    }
+}
+
+/// Builds the metadata group's snapshot: the state and the catalog.
+pub struct MetaSnapshotBuilder {
+    state: MetaState,
+}
+
+impl MetaSnapshotBuilder {
+    fn snapshot(&mut self, node: &Node) -> Result<Snapshot<TypeConfig>> {
+        let catalog = serde_json::to_string(&*node.catalog())
+            .map_err(|e| StorageIOError::read_state_machine(&io(e)))?;
+        let bytes = encode(&(&self.state, catalog))
+            .map_err(|e| StorageIOError::read_state_machine(&io(e)))?;
+        let last = self.state.last_applied;
+        Ok(Snapshot {
+            meta: SnapshotMeta {
+                last_log_id: last,
+                last_membership: self.state.membership.clone(),
+                snapshot_id: format!("meta-{}", last.map_or(0, |l| l.index)),
+            },
+            snapshot: Box::new(Cursor::new(bytes)),
+        })
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for MetaSnapshotBuilder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>> {
+        Err(StorageIOError::read_state_machine(&io(
+            "the metadata group's snapshots are served from the state machine",
+        ))
+        .into())
+    }
+}

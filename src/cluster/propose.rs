@@ -1,0 +1,138 @@
+//! Committing a command to a group from any node: through the local replica when this node
+//! leads the group, else forwarded to the leader (learned from the replica's refusal), retried
+//! until the deadline while the group elects one.
+
+use super::codec::{decode, encode};
+use super::raft_types::{Command, GroupId, NodeId, Raft, Reply};
+use super::rpc::{ProposeFailure, Request, Response};
+use super::Cluster;
+use openraft::error::{ClientWriteError, RaftError};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// Why a command was not committed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProposeError {
+    /// No leader could be reached before the deadline (no majority, or every replica down).
+    #[error("no leader of group {0} could be reached")]
+    NoLeader(GroupId),
+    /// The group failed.
+    #[error("group {0} failed: {1}")]
+    Failed(GroupId, String),
+}
+
+/// Commits `command` through a local replica; `Err(NotLeader)` names the leader when known.
+pub async fn propose_local(raft: &Raft, command: Command) -> Result<Reply, ProposeFailure> {
+    match raft.client_write(command).await {
+        Ok(r) => Ok(r.data),
+        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+            Err(ProposeFailure::NotLeader(f.leader_id))
+        }
+        Err(e) => Err(ProposeFailure::Failed(e.to_string())),
+    }
+}
+
+impl Cluster {
+    /// The internode address of node `id`, from the metadata group.
+    pub fn address_of(&self, id: NodeId) -> Option<SocketAddr> {
+        if id == self.me.id {
+            return Some(self.me.internode);
+        }
+        let known = self
+            .meta_shared
+            .with(|s| s.members.get(&id).map(|m| m.internode));
+        known.or_else(|| {
+            let metrics = self.meta.metrics().borrow().clone();
+            metrics
+                .membership_config
+                .membership()
+                .get_node(&id)
+                .and_then(|n| n.addr.parse().ok())
+        })
+    }
+
+    /// Commits `command` to `group` within `timeout`, from whichever node this is.
+    /// `replicas` are the nodes holding the group (tried when this node holds none).
+    ///
+    /// # Errors
+    /// [`ProposeError::NoLeader`] at the deadline; [`ProposeError::Failed`] when the group
+    /// refused for good.
+    pub async fn propose(
+        &self,
+        group: GroupId,
+        replicas: &[NodeId],
+        command: Command,
+        timeout: Duration,
+    ) -> Result<Reply, ProposeError> {
+        let deadline = Instant::now() + timeout;
+        let mut target: Option<NodeId> = None;
+        let mut next_replica = 0usize;
+        loop {
+            let attempt = match target {
+                None if self.group(group).is_some() => {
+                    let raft = self.group(group).ok_or(ProposeError::NoLeader(group))?;
+                    propose_local(&raft, command.clone()).await
+                }
+                None => {
+                    if replicas.is_empty() {
+                        return Err(ProposeError::NoLeader(group));
+                    }
+                    let to = replicas[next_replica % replicas.len()];
+                    next_replica += 1;
+                    self.propose_remote(to, group, &command, deadline).await
+                }
+                Some(leader) if leader == self.me.id => match self.group(group) {
+                    Some(raft) => propose_local(&raft, command.clone()).await,
+                    None => Err(ProposeFailure::NoGroup),
+                },
+                Some(leader) => self.propose_remote(leader, group, &command, deadline).await,
+            };
+            match attempt {
+                Ok(reply) => return Ok(reply),
+                Err(ProposeFailure::NotLeader(Some(leader))) if target != Some(leader) => {
+                    target = Some(leader);
+                    continue;
+                }
+                Err(ProposeFailure::NotLeader(_)) | Err(ProposeFailure::NoGroup) => {
+                    target = None;
+                }
+                Err(ProposeFailure::Failed(reason)) => {
+                    tracing::debug!(group, %reason, "proposal failed; retrying");
+                    target = None;
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(ProposeError::NoLeader(group));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn propose_remote(
+        &self,
+        to: NodeId,
+        group: GroupId,
+        command: &Command,
+        deadline: Instant,
+    ) -> Result<Reply, ProposeFailure> {
+        let Some(addr) = self.address_of(to) else {
+            return Err(ProposeFailure::NotLeader(None));
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let payload = encode(&Request::Propose(group, command.clone()))
+            .map_err(|e| ProposeFailure::Failed(e.to_string()))?;
+        let bytes = self
+            .transport
+            .call(addr, payload, left.max(Duration::from_millis(10)))
+            .await
+            .map_err(|e| ProposeFailure::Failed(e.to_string()))?;
+        match decode::<Response>(&bytes) {
+            Ok(Response::Proposed(r)) => r,
+            Ok(Response::NoGroup) => Err(ProposeFailure::NoGroup),
+            Ok(other) => Err(ProposeFailure::Failed(format!(
+                "unexpected answer {other:?}"
+            ))),
+            Err(e) => Err(ProposeFailure::Failed(e.to_string())),
+        }
+    }
+}

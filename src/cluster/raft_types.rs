@@ -1,0 +1,92 @@
+//! The Raft type configuration shared by every group (the metadata group and one group per
+//! physical partition), and the entries they replicate.
+
+use serde::{Deserialize, Serialize};
+use std::io::Cursor;
+use storage::{Mutation, TableId};
+
+/// A node's id in the cluster (from its host id).
+pub type NodeId = u64;
+/// A Raft group's id: [`META_GROUP`] or a physical partition's group.
+pub type GroupId = u64;
+/// The metadata group (membership, schema, routing), as ScyllaDB's group 0.
+pub const META_GROUP: GroupId = 0;
+
+openraft::declare_raft_types!(
+    /// ringdb's Raft types.
+    pub TypeConfig:
+        D = Command,
+        R = Reply,
+        NodeId = NodeId,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+/// The Raft handle of one group.
+pub type Raft = openraft::Raft<TypeConfig>;
+
+/// One node of the cluster as the metadata group records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// The node id (the first 8 bytes of the host id).
+    pub id: NodeId,
+    /// The stable host id.
+    pub host_id: uuid::Uuid,
+    /// The internode address peers connect to.
+    pub internode: std::net::SocketAddr,
+    /// The CQL address clients connect to.
+    pub native: std::net::SocketAddr,
+}
+
+/// One physical partition's group: a token range of a table and the nodes holding it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// The group id.
+    pub id: GroupId,
+    /// The table.
+    pub table: TableId,
+    /// The last token the group owns (inclusive); the group owns the tokens after the previous
+    /// group's end. The table's last group ends at `i64::MAX`.
+    pub end: i64,
+    /// The nodes holding a replica; the first one starts the group.
+    pub replicas: Vec<NodeId>,
+}
+
+/// A replicated log entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Command {
+    /// Metadata group: a node joins (or updates its addresses).
+    Join(Member),
+    /// Metadata group: the schema changes from version `expected` to `catalog` (the catalog's
+    /// JSON, as `schema.json` holds it), with the groups of the tables it creates. Refused
+    /// when the current version is not `expected` (the proposer then retries on the new one).
+    SetCatalog {
+        /// The schema version the change was made against.
+        expected: uuid::Uuid,
+        /// The new catalog, as JSON.
+        catalog: String,
+        /// The groups of the tables the change creates.
+        groups: Vec<GroupInfo>,
+        /// The SCHEMA_CHANGE event every node sends its registered connections (encoded).
+        change: Option<Vec<u8>>,
+    },
+    /// Data group: writes, applied atomically with `now` (seconds) as the expiry base.
+    Write {
+        /// The coordinator's clock when the write was made (TTL and tombstone base).
+        now: i64,
+        /// The mutations.
+        writes: Vec<(TableId, Mutation)>,
+    },
+}
+
+/// What applying an entry answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// Applied.
+    #[default]
+    Done,
+    /// Not applied, with the reason (a stale schema version, a rejected write).
+    Refused(String),
+}

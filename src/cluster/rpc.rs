@@ -1,0 +1,64 @@
+//! The internode messages: Raft's own RPCs addressed to a group, and the cluster's (join,
+//! forwarded proposals, liveness). Encoded with [`super::codec`], carried by the transport.
+
+use super::raft_types::{Command, GroupId, Member, NodeId, Reply, TypeConfig};
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+
+/// A request from one node to another.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// Raft: append entries (and heartbeats) to a group's replica.
+    AppendEntries(GroupId, AppendEntriesRequest<TypeConfig>),
+    /// Raft: a candidate asks for a vote.
+    Vote(GroupId, VoteRequest<NodeId>),
+    /// Raft: a chunk of a snapshot.
+    InstallSnapshot(GroupId, InstallSnapshotRequest<TypeConfig>),
+    /// A new node asks to join the cluster (sent to a seed, forwarded to the metadata leader).
+    Join(Member),
+    /// A command for a group's leader, forwarded by a node that does not lead it.
+    Propose(GroupId, Command),
+    /// Liveness and the peer's schema version.
+    Ping,
+}
+
+/// Why a forwarded proposal did not commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ProposeFailure {
+    /// The receiver does not lead the group; the leader it knows of, if any.
+    NotLeader(Option<NodeId>),
+    /// The receiver holds no replica of the group.
+    NoGroup,
+    /// The group cannot commit (no majority) or failed.
+    Failed(String),
+}
+
+/// The answer to a [`Request`].
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Response {
+    /// To [`Request::AppendEntries`].
+    AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    /// To [`Request::Vote`].
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    /// To [`Request::InstallSnapshot`].
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
+    ),
+    /// To [`Request::Join`]: the cluster's members once joined.
+    Joined(Result<Vec<Member>, String>),
+    /// To [`Request::Propose`].
+    Proposed(Result<Reply, ProposeFailure>),
+    /// To [`Request::Ping`]: the schema version the peer runs.
+    Pong {
+        /// The peer's schema version.
+        schema_version: uuid::Uuid,
+    },
+    /// The receiver holds no replica of the group addressed.
+    NoGroup,
+    /// The request could not be decoded.
+    BadRequest(String),
+}

@@ -1,1 +1,0 @@
-//! Internode transport: one multiplexed RPC connection per peer, checked by a handshake.

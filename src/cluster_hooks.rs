@@ -1,0 +1,52 @@
+//! What the node asks of its cluster, through hooks the cluster installs at startup: the other
+//! nodes (for `system.peers`) and the replicated schema log that DDL goes through. A node
+//! without them (tests that run the server in-process) is a single node.
+
+use crate::error::QueryError;
+use crate::schema::Catalog;
+use cql::response::SchemaChange;
+use std::net::IpAddr;
+use uuid::Uuid;
+
+/// Another node, as `system.peers` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// Its host id.
+    pub host_id: Uuid,
+    /// The address clients reach it at.
+    pub rpc_address: IpAddr,
+    /// Its native port.
+    pub rpc_port: u16,
+    /// Its tokens.
+    pub tokens: Vec<i64>,
+    /// The schema version it last reported.
+    pub schema_version: Uuid,
+}
+
+/// The cluster, as the node sees it.
+pub trait ClusterHooks: Send + Sync {
+    /// The other nodes that are members of the cluster.
+    fn peers(&self) -> Vec<Peer>;
+
+    /// Replicates a schema change: `next` replaces the catalog whose version is `expected`.
+    /// Blocks until this node has installed it. [`SchemaProposal::Stale`] when another
+    /// change got in first (the caller plans again on the new catalog).
+    ///
+    /// # Errors
+    /// Unavailable without a majority of the metadata group; a ServerError on I/O failure.
+    fn propose_schema(
+        &self,
+        expected: Uuid,
+        next: &Catalog,
+        change: &SchemaChange,
+    ) -> Result<SchemaProposal, QueryError>;
+}
+
+/// The outcome of [`ClusterHooks::propose_schema`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaProposal {
+    /// Installed on this node.
+    Installed,
+    /// The catalog changed since `expected`: plan again.
+    Stale,
+}

@@ -1,0 +1,112 @@
+//! A three-node cluster on 127.0.0.1, .2 and .3, each node its own ringdb process: the nodes
+//! find each other from one seed, drivers discover all of them from one contact point, DDL
+//! made at one node is seen at every node, and a node killed and restarted catches up.
+
+mod common;
+
+use common::cluster::TestCluster;
+use common::paged_rows;
+use std::time::{Duration, Instant};
+
+async fn table_names(session: &scylla::client::session::Session, ks: &str) -> Vec<String> {
+    let mut names: Vec<(String,)> = paged_rows(
+        session,
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",
+        (ks,),
+        100,
+    )
+    .await;
+    names.sort();
+    names.into_iter().map(|(n,)| n).collect()
+}
+
+/// Waits until `check` passes, at most 10 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what} within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_form_a_cluster_and_share_the_schema() {
+    let mut cluster = TestCluster::start(3);
+    cluster.wait_until_formed().await;
+
+    // One contact point: the driver learns the other two from system.peers.
+    let session = scylla::client::session_builder::SessionBuilder::new()
+        .known_node(cluster.nodes[0].native.to_string())
+        .build()
+        .await
+        .expect("driver connects");
+    let hosts: Vec<_> = session
+        .get_cluster_state()
+        .get_nodes_info()
+        .iter()
+        .map(|n| n.address.ip())
+        .collect();
+    assert_eq!(hosts.len(), 3, "the driver discovers every node: {hosts:?}");
+
+    // DDL at node 2 is seen at every node, and the schema versions agree.
+    let at_two = cluster.nodes[1].session().await;
+    at_two
+        .query_unpaged(
+            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+            (),
+        )
+        .await
+        .expect("create keyspace at node 2");
+    at_two
+        .query_unpaged("CREATE TABLE ks.t (k int PRIMARY KEY, v text)", ())
+        .await
+        .expect("create table at node 2");
+    for node in &cluster.nodes {
+        let s = node.session().await;
+        assert_eq!(
+            table_names(&s, "ks").await,
+            vec!["t".to_string()],
+            "node {}",
+            node.index
+        );
+    }
+    assert!(
+        session.await_schema_agreement().await.is_ok(),
+        "every node reports the same schema version"
+    );
+    let versions = |s: scylla::client::session::Session| async move {
+        let (v,): (uuid::Uuid,) =
+            paged_rows(&s, "SELECT schema_version FROM system.local", (), 100)
+                .await
+                .into_iter()
+                .next()
+                .expect("local row");
+        v
+    };
+    let mut seen = Vec::new();
+    for node in &cluster.nodes {
+        seen.push(versions(node.session().await).await);
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] == w[1]),
+        "schema versions {seen:?}"
+    );
+
+    // A node that was down while the schema changed catches up when it restarts.
+    cluster.node(3).kill();
+    at_two
+        .query_unpaged("CREATE TABLE ks.later (k int PRIMARY KEY)", ())
+        .await
+        .expect("DDL with one node of three down");
+    cluster.node(3).start();
+    let three = cluster.nodes[2].session().await;
+    eventually("node 3 learns the table made while it was down", || {
+        let three = &three;
+        async move { table_names(three, "ks").await == vec!["later".to_string(), "t".to_string()] }
+    })
+    .await;
+}

@@ -1,0 +1,166 @@
+//! A ringdb cluster for tests: one binary per node, node `i` on its own loopback address
+//! 127.0.0.`i` (same CQL port on each, as drivers expect), internode on a second port.
+
+use super::binary;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One node's process and addresses.
+pub struct ClusterNode {
+    /// 1-based index: the node listens on 127.0.0.`index`.
+    pub index: u8,
+    /// Its CQL address.
+    pub native: SocketAddr,
+    /// Its internode address.
+    pub internode: SocketAddr,
+    dir: PathBuf,
+    seeds: Vec<SocketAddr>,
+    child: Option<Child>,
+}
+
+/// Nodes on 127.0.0.1 .. 127.0.0.n.
+pub struct TestCluster {
+    /// The nodes, `nodes[i]` on 127.0.0.(i+1).
+    pub nodes: Vec<ClusterNode>,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port_on(ip: &str) -> u16 {
+    std::net::TcpListener::bind(format!("{ip}:0"))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl TestCluster {
+    /// Starts `n` nodes: the first starts the cluster, the others join it through it.
+    pub fn start(n: u8) -> TestCluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let native_port = free_port_on("127.0.0.1");
+        let internode_port = free_port_on("127.0.0.1");
+        let first: SocketAddr = format!("127.0.0.1:{internode_port}").parse().expect("addr");
+        let mut nodes = Vec::new();
+        for i in 1..=n {
+            let ip = format!("127.0.0.{i}");
+            let mut node = ClusterNode {
+                index: i,
+                native: format!("{ip}:{native_port}").parse().expect("addr"),
+                internode: format!("{ip}:{internode_port}").parse().expect("addr"),
+                dir: dir.path().join(format!("node{i}")),
+                seeds: if i == 1 { Vec::new() } else { vec![first] },
+                child: None,
+            };
+            node.start();
+            nodes.push(node);
+        }
+        TestCluster { nodes, _dir: dir }
+    }
+
+    /// The node on 127.0.0.`index`.
+    pub fn node(&mut self, index: u8) -> &mut ClusterNode {
+        &mut self.nodes[usize::from(index - 1)]
+    }
+
+    /// Waits until every running node lists every other node in `system.peers`.
+    pub async fn wait_until_formed(&self) {
+        let expected = self.nodes.len() - 1;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for node in &self.nodes {
+            loop {
+                let session = node.session().await;
+                let peers: Vec<(std::net::IpAddr,)> =
+                    super::paged_rows(&session, "SELECT peer FROM system.peers", (), 100).await;
+                if peers.len() == expected {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "node {} sees {} peers, not {expected}",
+                    node.index,
+                    peers.len()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+impl ClusterNode {
+    /// Starts (or restarts) the node's process and waits until it accepts CQL connections.
+    pub fn start(&mut self) {
+        std::fs::create_dir_all(&self.dir).expect("data dir");
+        let seeds: Vec<String> = self.seeds.iter().map(|s| format!("\"{s}\"")).collect();
+        let config = format!(
+            "internode_listen = \"{}\"\nseeds = [{}]\ninitial_physical_partitions = 6\n",
+            self.internode,
+            seeds.join(", ")
+        );
+        let config_path = self.dir.join("cluster-test.toml");
+        std::fs::write(&config_path, config).expect("config file");
+        let log = std::fs::File::create(self.dir.join(format!(
+            "log-{}.txt",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0)
+        )))
+        .expect("log file");
+        let child = Command::new(binary())
+            .arg("--config")
+            .arg(&config_path)
+            .arg("--listen")
+            .arg(self.native.to_string())
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .arg("--log-level")
+            .arg("info,openraft=warn,lsm_tree=warn,fjall=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn ringdb");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(self.native).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("node {} did not listen within 30 s", self.index);
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A scylla session connected to this node only (no discovery of the others).
+    pub async fn session(&self) -> scylla::client::session::Session {
+        scylla::client::session_builder::SessionBuilder::new()
+            .known_node(self.native.to_string())
+            .host_filter(std::sync::Arc::new(OnlyNode(self.native)))
+            .build()
+            .await
+            .expect("scylla driver connects")
+    }
+}
+
+/// Lets a session use one node only.
+struct OnlyNode(SocketAddr);
+
+impl scylla::policies::host_filter::HostFilter for OnlyNode {
+    fn accept(&self, peer: &scylla::cluster::metadata::Peer) -> bool {
+        peer.address.ip() == self.0.ip() && peer.address.port() == self.0.port()
+    }
+}
+
+impl Drop for ClusterNode {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
