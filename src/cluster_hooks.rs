@@ -28,6 +28,11 @@ pub trait ClusterHooks: Send + Sync {
     /// The other nodes that are members of the cluster.
     fn peers(&self) -> Vec<Peer>;
 
+    /// True when the cluster has more than one member. Until table data is replicated,
+    /// such a cluster refuses reads and writes of table data rather than let each node keep
+    /// its own copy.
+    fn has_peers(&self) -> bool;
+
     /// Replicates a schema change: `next` replaces the catalog whose version is `expected`.
     /// Blocks until this node has installed it. [`SchemaProposal::Stale`] when another
     /// change got in first (the caller plans again on the new catalog).

@@ -96,6 +96,19 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         "schema versions {seen:?}"
     );
 
+    // Table data is not replicated yet: rather than let each node keep its own copy, the
+    // cluster refuses it with a clear error (and keeps serving).
+    let refused = at_two
+        .query_unpaged("INSERT INTO ks.t (k, v) VALUES (1, 'one')", ())
+        .await
+        .expect_err("table data in a cluster of three");
+    assert!(
+        refused
+            .to_string()
+            .contains("not replicated across ringdb nodes yet"),
+        "{refused}"
+    );
+
     // A node that was down while the schema changed catches up when it restarts.
     cluster.node(3).kill();
     at_two

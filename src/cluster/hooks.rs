@@ -70,6 +70,12 @@ impl ClusterHooks for NodeHooks {
             .collect()
     }
 
+    fn has_peers(&self) -> bool {
+        self.cluster
+            .upgrade()
+            .is_some_and(|c| c.meta_state().with(|s| s.members.len() > 1))
+    }
+
     fn propose_schema(
         &self,
         expected: uuid::Uuid,

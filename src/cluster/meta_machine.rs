@@ -2,6 +2,9 @@
 //! replicated catalog on this node, and saves its whole state after every entry (it is small),
 //! so a restart resumes from there instead of replaying old catalogs.
 
+// openraft's storage traits fix the error type (`StorageError`, 224 bytes); helpers return it too.
+#![allow(clippy::result_large_err)]
+
 use super::codec::{decode, encode};
 use super::log_store::RaftDb;
 use super::meta_state::MetaState;

@@ -64,6 +64,7 @@ pub(super) fn batch(
     // Every statement planned, the batch's level must hold for each table it writes.
     for (plan, _, _) in &planned {
         if let Some(ks) = catalog.keyspaces.get(&plan.table().keyspace) {
+            super::check_data_is_replicated(node, &ks.name)?;
             super::check_replicas(batch.consistency, &ks.params)?;
         }
     }

@@ -330,7 +330,12 @@ fn run(
 /// Checks that this node meets `cl` for every table `plan` reads or writes ([`check_replicas`]
 /// with the table's keyspace). Cassandra's virtual tables (`system_views`,
 /// `system_virtual_schema`) have no replicas to count; its other system keyspaces do.
-fn check_plan_replicas(catalog: &Catalog, plan: &Plan, cl: Consistency) -> Result<(), QueryError> {
+fn check_plan_replicas(
+    node: &Node,
+    catalog: &Catalog,
+    plan: &Plan,
+    cl: Consistency,
+) -> Result<(), QueryError> {
     if let Plan::Virtual(v) = plan {
         if crate::system::is_virtual_keyspace(&v.table().keyspace) {
             return Ok(());
@@ -338,8 +343,22 @@ fn check_plan_replicas(catalog: &Catalog, plan: &Plan, cl: Consistency) -> Resul
     }
     for table in plan.tables() {
         if let Some(ks) = catalog.keyspaces.get(&table.keyspace) {
+            check_data_is_replicated(node, &ks.name)?;
             check_replicas(cl, &ks.params)?;
         }
+    }
+    Ok(())
+}
+
+/// Refuses table data in a cluster of several nodes: each node would keep its own copy, and
+/// replicating it is not built yet (docs/cluster.md). System keyspaces are each node's own.
+pub(crate) fn check_data_is_replicated(node: &Node, keyspace: &str) -> Result<(), QueryError> {
+    if !schema::is_system_keyspace(keyspace) && node.cluster().is_some_and(|c| c.has_peers()) {
+        return Err(QueryError::Invalid(
+            "Table data is not replicated across ringdb nodes yet: in a cluster of several \
+             nodes only the schema is shared; run a single node for table data"
+                .into(),
+        ));
     }
     Ok(())
 }
@@ -352,7 +371,7 @@ fn run_plan(
     values: &Values<'_>,
     inputs: &Inputs<'_>,
 ) -> Result<ResultBody, QueryError> {
-    check_plan_replicas(catalog, plan, inputs.consistency)?;
+    check_plan_replicas(node, catalog, plan, inputs.consistency)?;
     let shards = node.shards();
     match plan {
         Plan::Virtual(v) => {

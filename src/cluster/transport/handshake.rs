@@ -162,8 +162,9 @@ where
 }
 
 /// The accepting side: waits (until `deadline`, which is `timeout` after the connection came)
-/// for the hello of the peer at `peer`, checks it and answers. Returns the stream framed for tarpc and the peer's hello, or `None` when the
-/// peer was refused (logged here, with its address and the reason) or left.
+/// for the hello of the peer at `peer`, checks it and answers. Returns the stream framed for
+/// tarpc and the peer's hello, or `None` when the peer was refused (logged here, with its
+/// address and the reason) or left.
 pub(super) async fn accept<S>(
     stream: S,
     identity: &Identity,
@@ -211,7 +212,10 @@ where
                     None
                 }
                 Err(_) => {
-                    tracing::warn!("internode connection from {peer} failed in the handshake: the welcome could not be sent in time");
+                    tracing::warn!(
+                        "internode connection from {peer} failed in the handshake: \
+                         the welcome could not be sent in time"
+                    );
                     None
                 }
             }

@@ -1,14 +1,14 @@
 //! Internode transport: one multiplexed RPC connection per peer, checked by a handshake.
 //!
-//! A connection starts with a handshake ([`handshake`]): the connecting node sends one
+//! A connection starts with a handshake (`handshake.rs`): the connecting node sends one
 //! length-delimited `Hello` frame (magic, [`PROTOCOL_VERSION`], cluster name, node id) and the
 //! accepting node answers `Welcome` or `Refused`. After a welcome, tarpc takes the stream over
 //! (same length-delimited framing, bincode bodies): request ids, many requests in flight at
 //! once on the one connection, and a deadline on each request that the server honours too.
 //! Requests and answers are opaque byte strings; what they mean is the caller's business.
 //!
-//! [`Transport`] is the client side ([`client`]), [`serve`] the server side ([`server`]);
-//! optional TLS wraps the TCP stream before the handshake ([`tls`]).
+//! [`Transport`] is the client side (`client.rs`), [`serve`] the server side (`server.rs`);
+//! optional TLS ([`ClientTls`], [`ServerTls`]) wraps the TCP stream before the handshake.
 
 mod client;
 mod handshake;

@@ -158,17 +158,12 @@ async fn requests<S>(
         match answer {
             Ok(answer) if answer.len() <= MAX_PAYLOAD_BYTES => Ok(Payload(answer)),
             Ok(answer) => {
-                tracing::warn!(
-                    "internode answer to {peer} of {} bytes is over the limit of {MAX_PAYLOAD_BYTES}",
+                let reason = format!(
+                    "answer of {} bytes is over the internode limit of {MAX_PAYLOAD_BYTES} bytes",
                     answer.len()
                 );
-                Err(ServerError::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "answer of {} bytes is over the internode limit of {MAX_PAYLOAD_BYTES} bytes",
-                        answer.len()
-                    ),
-                ))
+                tracing::warn!("internode request from {peer}: {reason}");
+                Err(ServerError::new(io::ErrorKind::InvalidData, reason))
             }
             Err(_) => {
                 tracing::error!("internode request handler panicked on a request from {peer}");
