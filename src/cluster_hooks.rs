@@ -28,9 +28,11 @@ pub trait ClusterHooks: Send + Sync {
     /// The other nodes that are members of the cluster.
     fn peers(&self) -> Vec<Peer>;
 
-    /// True when the cluster has more than one member. Until table data is replicated,
-    /// such a cluster refuses reads and writes of table data rather than let each node keep
-    /// its own copy.
+    /// The shards a request at `level` reads and writes through: the replicated groups when
+    /// the cluster has more than one member, else None (this node's store, directly).
+    fn shards_at(&self, level: cql::request::Consistency) -> Option<Box<dyn crate::shard::Shards>>;
+
+    /// True when the cluster has more than one member.
     fn has_peers(&self) -> bool;
 
     /// Replicates a schema change: `next` replaces the catalog whose version is `expected`.

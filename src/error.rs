@@ -152,6 +152,28 @@ impl QueryError {
     }
 }
 
+impl From<crate::shard::ShardError> for QueryError {
+    fn from(e: crate::shard::ShardError) -> Self {
+        use crate::shard::ShardError as S;
+        match e {
+            S::Storage(e) => e.into(),
+            S::Rejected(r) => r.into_storage().into(),
+            S::Unavailable {
+                consistency,
+                required,
+                alive,
+            } => QueryError::Unavailable {
+                consistency,
+                required,
+                alive,
+                dc: None,
+            },
+            S::WriteTimeout { .. } => QueryError::WriteTimeout { batch: false },
+            S::ReadTimeout { .. } => QueryError::ReadTimeout,
+        }
+    }
+}
+
 impl From<storage::StorageError> for QueryError {
     fn from(e: storage::StorageError) -> Self {
         use storage::StorageError as S;

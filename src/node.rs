@@ -230,6 +230,15 @@ impl Node {
         &self.shards
     }
 
+    /// The shards a request at `level` goes through: the cluster's replicated groups when it
+    /// has other members, else this node's store.
+    pub fn shards_at(&self, level: cql::request::Consistency) -> crate::shard::ShardsAt<'_> {
+        match self.cluster.get().and_then(|c| c.shards_at(level)) {
+            Some(shards) => crate::shard::ShardsAt::Owned(shards),
+            None => crate::shard::ShardsAt::Borrowed(&self.shards),
+        }
+    }
+
     /// Authentication, roles and permissions.
     pub fn auth(&self) -> &crate::auth::Auth {
         &self.auth

@@ -6,6 +6,7 @@ mod common;
 
 use common::cluster::TestCluster;
 use common::paged_rows;
+use scylla::statement::Consistency;
 use std::time::{Duration, Instant};
 
 async fn table_names(session: &scylla::client::session::Session, ks: &str) -> Vec<String> {
@@ -96,18 +97,49 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         "schema versions {seen:?}"
     );
 
-    // Table data is not replicated yet: rather than let each node keep its own copy, the
-    // cluster refuses it with a clear error (and keeps serving).
-    let refused = at_two
-        .query_unpaged("INSERT INTO ks.t (k, v) VALUES (1, 'one')", ())
+    // RF 3 data written at one node is read at every node, at ONE and at QUORUM.
+    let insert = at_two
+        .prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
         .await
-        .expect_err("table data in a cluster of three");
-    assert!(
-        refused
-            .to_string()
-            .contains("not replicated across ringdb nodes yet"),
-        "{refused}"
-    );
+        .expect("prepare");
+    for k in 0..200i32 {
+        at_two
+            .execute_unpaged(&insert, (k, format!("v{k}")))
+            .await
+            .expect("RF 3 write");
+    }
+    for node in &cluster.nodes {
+        let s = node.session().await;
+        for cl in [Consistency::One, Consistency::Quorum] {
+            let mut read = scylla::statement::Statement::new("SELECT k, v FROM ks.t WHERE k = ?");
+            read.set_consistency(cl);
+            for k in [0i32, 77, 199] {
+                let row: Vec<(i32, String)> = s
+                    .query_unpaged(read.clone(), (k,))
+                    .await
+                    .expect("read")
+                    .into_rows_result()
+                    .expect("rows")
+                    .rows::<(i32, String)>()
+                    .expect("typed")
+                    .map(|r| r.expect("row"))
+                    .collect();
+                assert_eq!(
+                    row,
+                    vec![(k, format!("v{k}"))],
+                    "node {} at {cl:?}",
+                    node.index
+                );
+            }
+        }
+        let all: Vec<(i32,)> = paged_rows(&s, "SELECT k FROM ks.t", (), 37).await;
+        assert_eq!(
+            all.len(),
+            200,
+            "a full scan at node {} sees every row",
+            node.index
+        );
+    }
 
     // A node that was down while the schema changed catches up when it restarts.
     cluster.node(3).kill();
@@ -115,6 +147,27 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         .query_unpaged("CREATE TABLE ks.later (k int PRIMARY KEY)", ())
         .await
         .expect("DDL with one node of three down");
+    // Writes and QUORUM reads go on with one node of three down (its groups elect new
+    // leaders); every acknowledged write is kept.
+    let started = Instant::now();
+    let mut acknowledged = Vec::new();
+    for k in 1000..1100i32 {
+        let mut write = scylla::statement::Statement::new("INSERT INTO ks.t (k, v) VALUES (?, ?)");
+        write.set_consistency(Consistency::Quorum);
+        if at_two
+            .query_unpaged(write, (k, format!("v{k}")))
+            .await
+            .is_ok()
+        {
+            acknowledged.push(k);
+        }
+    }
+    assert!(
+        acknowledged.len() >= 90,
+        "writes resume after a node is killed: {} of 100 acknowledged in {:?}",
+        acknowledged.len(),
+        started.elapsed()
+    );
     cluster.node(3).start();
     let three = cluster.nodes[2].session().await;
     eventually("node 3 learns the table made while it was down", || {
@@ -122,4 +175,34 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         async move { table_names(three, "ks").await == vec!["later".to_string(), "t".to_string()] }
     })
     .await;
+    // It catches up from the log: at ONE it answers from its own replica.
+    eventually(
+        "node 3 catches up with the writes made while it was down",
+        || {
+            let three = &three;
+            let acknowledged = &acknowledged;
+            async move {
+                let mut read = scylla::statement::Statement::new("SELECT k FROM ks.t WHERE k = ?");
+                read.set_consistency(Consistency::One);
+                let mut all = true;
+                for k in acknowledged.iter().step_by(10) {
+                    let found = three
+                        .query_unpaged(read.clone(), (*k,))
+                        .await
+                        .ok()
+                        .and_then(|r| r.into_rows_result().ok())
+                        .is_some_and(|r| r.rows_num() == 1);
+                    all &= found;
+                }
+                all
+            }
+        },
+    )
+    .await;
+    let everything: Vec<(i32,)> = paged_rows(&three, "SELECT k FROM ks.t", (), 100).await;
+    assert_eq!(
+        everything.len(),
+        200 + acknowledged.len(),
+        "no acknowledged write is lost"
+    );
 }

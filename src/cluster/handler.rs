@@ -57,10 +57,34 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             Some(raft) => Response::InstallSnapshot(raft.install_snapshot(rpc).await),
             None => Response::NoGroup,
         },
-        Request::Propose(group, command) => match cluster.group(group) {
-            Some(raft) => Response::Proposed(propose_local(&raft, command).await),
-            None => Response::NoGroup,
-        },
+        Request::Propose(group, command) => {
+            Response::Proposed(cluster.propose_here(group, command).await)
+        }
+        Request::Read {
+            group,
+            table,
+            partition_key,
+            slice,
+            linearizable,
+        } => Response::Read(
+            super::replica_read::read_here(cluster, group, linearizable, |s| {
+                s.read_partition(table, &partition_key, &slice)
+            })
+            .await,
+        ),
+        Request::Scan {
+            group,
+            table,
+            range,
+            limit,
+            cursor,
+            linearizable,
+        } => Response::Scan(
+            super::replica_read::read_here(cluster, group, linearizable, |s| {
+                s.scan(table, range, limit, cursor.as_ref())
+            })
+            .await,
+        ),
         Request::Join(member) => Response::Joined(admit(cluster, member).await),
         Request::Ping => Response::Pong {
             schema_version: cluster.node().catalog().version,

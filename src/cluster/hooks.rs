@@ -71,9 +71,15 @@ impl ClusterHooks for NodeHooks {
     }
 
     fn has_peers(&self) -> bool {
-        self.cluster
-            .upgrade()
-            .is_some_and(|c| c.meta_state().with(|s| s.members.len() > 1))
+        self.cluster.upgrade().is_some_and(|c| c.has_peers())
+    }
+
+    fn shards_at(&self, level: cql::request::Consistency) -> Option<Box<dyn crate::shard::Shards>> {
+        let cluster = self.cluster.upgrade()?;
+        cluster.has_peers().then(|| {
+            Box::new(super::shards::ClusterShards::new(cluster, level))
+                as Box<dyn crate::shard::Shards>
+        })
     }
 
     fn propose_schema(

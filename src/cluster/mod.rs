@@ -7,6 +7,8 @@
 //! installs itself on the node as its [`crate::cluster_hooks::ClusterHooks`] ([`hooks`]).
 
 pub mod codec;
+pub mod data_machine;
+pub mod groups;
 pub mod handler;
 pub mod hooks;
 pub mod join;
@@ -17,7 +19,10 @@ pub mod meta_state;
 pub mod network;
 pub mod propose;
 pub mod raft_types;
+pub mod replica_read;
+pub mod routing;
 pub mod rpc;
+pub mod shards;
 pub mod transport;
 
 use crate::node::Node;
@@ -54,6 +59,11 @@ pub struct Cluster {
     meta_shared: Arc<MetaShared>,
     liveness: Liveness,
     runtime: tokio::runtime::Handle,
+    /// The data groups this node runs.
+    groups: groups::Groups,
+    /// More than one member (kept by [`groups::reconcile`]): table data goes through the
+    /// groups, else straight to the local store.
+    has_peers: std::sync::atomic::AtomicBool,
 }
 
 /// A node's id: the first 8 bytes of its host id.
@@ -132,6 +142,8 @@ impl Cluster {
             meta_shared,
             liveness: Liveness::default(),
             runtime: tokio::runtime::Handle::current(),
+            groups: groups::Groups::default(),
+            has_peers: std::sync::atomic::AtomicBool::new(false),
         });
         let handler = Arc::new(handler::ClusterHandler::new(&cluster));
         tokio::spawn(transport::serve(
@@ -144,6 +156,7 @@ impl Cluster {
         info!(node = me.id, %internode, seeds = ?config.seeds, "internode listener started");
         join::start_or_join(&cluster, &config.seeds).await;
         tokio::spawn(liveness::watch(cluster.clone(), shutdown.clone()));
+        tokio::spawn(groups::keep(cluster.clone(), shutdown.clone()));
         node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
         Ok(cluster)
     }
@@ -185,7 +198,15 @@ impl Cluster {
 
     /// The Raft handle of `group` when this node holds a replica of it.
     pub fn group(&self, group: raft_types::GroupId) -> Option<Raft> {
-        (group == META_GROUP).then(|| self.meta.clone())
+        if group == META_GROUP {
+            return Some(self.meta.clone());
+        }
+        self.groups.get(group)
+    }
+
+    /// True when the cluster has more than one member.
+    pub fn has_peers(&self) -> bool {
+        self.has_peers.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The shared Raft timing.
@@ -200,6 +221,9 @@ impl Cluster {
 
     /// Stops every group (shutdown).
     pub async fn stop(&self) {
+        for (_, raft) in self.groups.all() {
+            let _ = raft.shutdown().await;
+        }
         if let Err(e) = self.meta.shutdown().await {
             tracing::warn!(error = %e, "stopping the metadata group");
         }

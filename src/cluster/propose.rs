@@ -65,27 +65,25 @@ impl Cluster {
         timeout: Duration,
     ) -> Result<Reply, ProposeError> {
         let deadline = Instant::now() + timeout;
-        let mut target: Option<NodeId> = None;
+        let me = self.me.id;
+        let holds = group == super::raft_types::META_GROUP || replicas.contains(&me);
+        let mut target: Option<NodeId> = holds.then_some(me);
         let mut next_replica = 0usize;
         loop {
-            let attempt = match target {
-                None if self.group(group).is_some() => {
-                    let raft = self.group(group).ok_or(ProposeError::NoLeader(group))?;
-                    propose_local(&raft, command.clone()).await
-                }
+            let to = match target {
+                Some(t) => t,
                 None => {
                     if replicas.is_empty() {
                         return Err(ProposeError::NoLeader(group));
                     }
-                    let to = replicas[next_replica % replicas.len()];
                     next_replica += 1;
-                    self.propose_remote(to, group, &command, deadline).await
+                    replicas[(next_replica - 1) % replicas.len()]
                 }
-                Some(leader) if leader == self.me.id => match self.group(group) {
-                    Some(raft) => propose_local(&raft, command.clone()).await,
-                    None => Err(ProposeFailure::NoGroup),
-                },
-                Some(leader) => self.propose_remote(leader, group, &command, deadline).await,
+            };
+            let attempt = if to == me {
+                self.propose_here(group, command.clone()).await
+            } else {
+                self.propose_remote(to, group, &command, deadline).await
             };
             match attempt {
                 Ok(reply) => return Ok(reply),
@@ -93,6 +91,7 @@ impl Cluster {
                     target = Some(leader);
                     continue;
                 }
+                Err(ProposeFailure::Rejected(r)) => return Ok(Reply::Rejected(r)),
                 Err(ProposeFailure::NotLeader(_)) | Err(ProposeFailure::NoGroup) => {
                     target = None;
                 }
@@ -105,6 +104,38 @@ impl Cluster {
                 return Err(ProposeError::NoLeader(group));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Commits `command` through this node's replica of `group`: its Raft, or the store itself
+    /// for a group whose only replica this node is.
+    pub async fn propose_here(
+        &self,
+        group: GroupId,
+        command: Command,
+    ) -> Result<Reply, ProposeFailure> {
+        if let Some(raft) = self.group(group) {
+            return propose_local(&raft, command).await;
+        }
+        let only_here = self.meta_shared.with(|s| {
+            s.groups
+                .get(&group)
+                .is_some_and(|g| g.replicas == [self.me.id])
+        });
+        match command {
+            Command::Write { now, writes } if only_here => {
+                let refs: Vec<(storage::TableId, &storage::Mutation)> =
+                    writes.iter().map(|(t, m)| (*t, m)).collect();
+                let storage = self.node.storage();
+                match storage.apply_replicated(&refs, now, None) {
+                    Ok(()) => Ok(Reply::Done),
+                    Err(e) => match crate::shard::Rejected::of(&e) {
+                        Some(r) => Err(ProposeFailure::Rejected(r)),
+                        None => Err(ProposeFailure::Failed(e.to_string())),
+                    },
+                }
+            }
+            _ => Err(ProposeFailure::NoGroup),
         }
     }
 

@@ -87,6 +87,8 @@ pub enum Reply {
     /// Applied.
     #[default]
     Done,
-    /// Not applied, with the reason (a stale schema version, a rejected write).
+    /// Not applied, with the reason (a stale schema version).
     Refused(String),
+    /// A write every replica refused alike.
+    Rejected(crate::shard::Rejected),
 }

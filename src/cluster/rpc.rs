@@ -24,6 +24,34 @@ pub enum Request {
     Propose(GroupId, Command),
     /// Liveness and the peer's schema version.
     Ping,
+    /// A partition read at a replica of its group.
+    Read {
+        /// The group.
+        group: GroupId,
+        /// The table.
+        table: storage::TableId,
+        /// The partition key's serialized components.
+        partition_key: Vec<Vec<u8>>,
+        /// What to read.
+        slice: storage::Slice,
+        /// Read at the leader after a read index (QUORUM and above), else any replica.
+        linearizable: bool,
+    },
+    /// A scan of part of a group's token range at a replica.
+    Scan {
+        /// The group.
+        group: GroupId,
+        /// The table.
+        table: storage::TableId,
+        /// The range, inside the group's.
+        range: storage::TokenRange,
+        /// Most rows.
+        limit: usize,
+        /// Where to continue.
+        cursor: Option<storage::Cursor>,
+        /// As for [`Request::Read`].
+        linearizable: bool,
+    },
 }
 
 /// Why a forwarded proposal did not commit.
@@ -35,6 +63,8 @@ pub enum ProposeFailure {
     NoGroup,
     /// The group cannot commit (no majority) or failed.
     Failed(String),
+    /// Every replica refuses the write alike, or the read is invalid.
+    Rejected(crate::shard::Rejected),
 }
 
 /// The answer to a [`Request`].
@@ -57,6 +87,10 @@ pub enum Response {
         /// The peer's schema version.
         schema_version: uuid::Uuid,
     },
+    /// To [`Request::Read`].
+    Read(Result<storage::PartitionSlice, ProposeFailure>),
+    /// To [`Request::Scan`].
+    Scan(Result<storage::ScanPage, ProposeFailure>),
     /// The receiver holds no replica of the group addressed.
     NoGroup,
     /// The request could not be decoded.

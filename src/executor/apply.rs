@@ -56,8 +56,12 @@ pub(crate) fn apply(
         .map(|(table, m)| (schema::table_id(table), m))
         .collect();
     shards.apply(&writes).map_err(|e| {
+        use crate::shard::{Rejected, ShardError};
         let culprit = match &e {
-            storage::StorageError::PartitionTooLarge { table, token, .. } => {
+            ShardError::Storage(storage::StorageError::PartitionTooLarge {
+                table, token, ..
+            })
+            | ShardError::Rejected(Rejected::TooLarge { table, token, .. }) => {
                 merged.iter().find(|(t, m)| {
                     schema::table_id(t) == *table && partition_token(&m.partition_key) == *token
                 })

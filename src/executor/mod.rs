@@ -336,6 +336,10 @@ fn check_plan_replicas(
     plan: &Plan,
     cl: Consistency,
 ) -> Result<(), QueryError> {
+    // In a cluster the groups' replicas are counted per request (`cluster::shards`).
+    if node.cluster().is_some_and(|c| c.has_peers()) {
+        return Ok(());
+    }
     if let Plan::Virtual(v) = plan {
         if crate::system::is_virtual_keyspace(&v.table().keyspace) {
             return Ok(());
@@ -343,22 +347,8 @@ fn check_plan_replicas(
     }
     for table in plan.tables() {
         if let Some(ks) = catalog.keyspaces.get(&table.keyspace) {
-            check_data_is_replicated(node, &ks.name)?;
             check_replicas(cl, &ks.params)?;
         }
-    }
-    Ok(())
-}
-
-/// Refuses table data in a cluster of several nodes: each node would keep its own copy, and
-/// replicating it is not built yet (docs/cluster.md). System keyspaces are each node's own.
-pub(crate) fn check_data_is_replicated(node: &Node, keyspace: &str) -> Result<(), QueryError> {
-    if !schema::is_system_keyspace(keyspace) && node.cluster().is_some_and(|c| c.has_peers()) {
-        return Err(QueryError::Invalid(
-            "Table data is not replicated across ringdb nodes yet: in a cluster of several \
-             nodes only the schema is shared; run a single node for table data"
-                .into(),
-        ));
     }
     Ok(())
 }
@@ -372,7 +362,8 @@ fn run_plan(
     inputs: &Inputs<'_>,
 ) -> Result<ResultBody, QueryError> {
     check_plan_replicas(node, catalog, plan, inputs.consistency)?;
-    let shards = node.shards();
+    let shards_at = node.shards_at(inputs.consistency);
+    let shards = shards_at.get();
     match plan {
         Plan::Virtual(v) => {
             let peers = node.cluster().map(|c| c.peers()).unwrap_or_default();

@@ -7,12 +7,17 @@ use crate::error::QueryError;
 /// A failed write: the logical-partition cap becomes a clear InvalidRequest naming the table
 /// and the partition key; other storage errors map as usual.
 pub fn write_error(
-    e: storage::StorageError,
+    e: crate::shard::ShardError,
     table: &Table,
     partition_key: &[Vec<u8>],
 ) -> QueryError {
+    use crate::shard::ShardError;
+    let e = match e {
+        ShardError::Rejected(r) => ShardError::Storage(r.into_storage()),
+        other => other,
+    };
     match e {
-        storage::StorageError::PartitionTooLarge { bytes, max, .. } => {
+        ShardError::Storage(storage::StorageError::PartitionTooLarge { bytes, max, .. }) => {
             let key: Vec<String> = table
                 .partition_key()
                 .zip(partition_key)

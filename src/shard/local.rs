@@ -1,10 +1,9 @@
 //! `LocalShards`: the [`Shards`] seam over this node's own fjall store, whose ring routes each
 //! token to the physical partition that owns it.
 
-use super::{CasDecision, CasError, PartitionLocks, Shards};
+use super::{CasDecision, CasError, PartitionLocks, ShardError, Shards};
 use storage::{
-    Cursor, Mutation, PartitionSlice, ScanPage, Slice, Storage, StorageError, TableId, TableLayout,
-    TokenRange,
+    Cursor, Mutation, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout, TokenRange,
 };
 
 /// Every physical partition of this node, read and written in place.
@@ -24,8 +23,8 @@ impl LocalShards {
 }
 
 impl Shards for LocalShards {
-    fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), StorageError> {
-        self.storage.apply_all(writes)
+    fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError> {
+        Ok(self.storage.apply_all(writes)?)
     }
 
     fn read(
@@ -33,8 +32,8 @@ impl Shards for LocalShards {
         table: TableId,
         partition_key: &[Vec<u8>],
         slice: &Slice,
-    ) -> Result<PartitionSlice, StorageError> {
-        self.storage.read_partition(table, partition_key, slice)
+    ) -> Result<PartitionSlice, ShardError> {
+        Ok(self.storage.read_partition(table, partition_key, slice)?)
     }
 
     fn scan(
@@ -43,8 +42,8 @@ impl Shards for LocalShards {
         range: TokenRange,
         limit: usize,
         cursor: Option<&Cursor>,
-    ) -> Result<ScanPage, StorageError> {
-        self.storage.scan(table, range, limit, cursor)
+    ) -> Result<ScanPage, ShardError> {
+        Ok(self.storage.scan(table, range, limit, cursor)?)
     }
 
     fn compare_and_set(
@@ -58,7 +57,7 @@ impl Shards for LocalShards {
             Some(mutation) => {
                 self.storage
                     .apply(table, &mutation)
-                    .map_err(CasError::Apply)?;
+                    .map_err(|e| CasError::Apply(e.into()))?;
                 Ok(true)
             }
             None => Ok(false),
@@ -73,19 +72,19 @@ impl Shards for LocalShards {
         self.storage.deferring_journal_flush(work).1
     }
 
-    fn sync(&self) -> Result<(), StorageError> {
-        self.storage.flush_journal()
+    fn sync(&self) -> Result<(), ShardError> {
+        Ok(self.storage.flush_journal()?)
     }
 
-    fn create_table(&self, table: TableId, layout: TableLayout) -> Result<(), StorageError> {
-        self.storage.create_table(table, layout)
+    fn create_table(&self, table: TableId, layout: TableLayout) -> Result<(), ShardError> {
+        Ok(self.storage.create_table(table, layout)?)
     }
 
-    fn drop_table(&self, table: TableId) -> Result<(), StorageError> {
-        self.storage.drop_table(table)
+    fn drop_table(&self, table: TableId) -> Result<(), ShardError> {
+        Ok(self.storage.drop_table(table)?)
     }
 
-    fn truncate(&self, table: TableId) -> Result<(), StorageError> {
-        self.storage.truncate(table)
+    fn truncate(&self, table: TableId) -> Result<(), ShardError> {
+        Ok(self.storage.truncate(table)?)
     }
 }

@@ -23,14 +23,15 @@
 
 mod local;
 mod partition_locks;
+mod shard_error;
 
 pub use local::LocalShards;
 pub use partition_locks::PartitionLocks;
+pub use shard_error::{Rejected, ShardError};
 
 use crate::error::QueryError;
 use storage::{
-    Cursor, Mutation, PartitionSlice, ScanPage, Slice, StorageError, TableId, TableLayout,
-    TokenRange,
+    Cursor, Mutation, PartitionSlice, ScanPage, Slice, TableId, TableLayout, TokenRange,
 };
 
 /// Why a compare-and-set did not complete.
@@ -39,12 +40,30 @@ pub enum CasError {
     /// The decision failed (a bad value, an invalid request).
     Decide(QueryError),
     /// The write the decision returned failed.
-    Apply(StorageError),
+    Apply(ShardError),
 }
 
 /// The decision of a compare-and-set: reads the partition's current state through the shards
 /// it is given, and returns the write to make, or `None` when a condition does not hold.
 pub type CasDecision<'a> = dyn FnMut(&dyn Shards) -> Result<Option<Mutation>, QueryError> + 'a;
+
+/// The shards one request uses ([`crate::node::Node::shards_at`]).
+pub enum ShardsAt<'a> {
+    /// This node's own.
+    Borrowed(&'a dyn Shards),
+    /// Made for the request (the cluster's, at its consistency level).
+    Owned(Box<dyn Shards>),
+}
+
+impl ShardsAt<'_> {
+    /// The shards.
+    pub fn get(&self) -> &dyn Shards {
+        match self {
+            ShardsAt::Borrowed(s) => *s,
+            ShardsAt::Owned(s) => s.as_ref(),
+        }
+    }
+}
 
 /// The physical partitions of every table, as the executor sees them.
 pub trait Shards: Send + Sync {
@@ -52,7 +71,7 @@ pub trait Shards: Send + Sync {
     ///
     /// # Errors
     /// As [`storage::Storage::apply_all`]; when one fails nothing is written.
-    fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), StorageError>;
+    fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError>;
 
     /// Reads a slice of one logical partition (`partition_key`: its serialized components).
     ///
@@ -63,7 +82,7 @@ pub trait Shards: Send + Sync {
         table: TableId,
         partition_key: &[Vec<u8>],
         slice: &Slice,
-    ) -> Result<PartitionSlice, StorageError>;
+    ) -> Result<PartitionSlice, ShardError>;
 
     /// Scans live partitions in token order over `range`: at most `limit` rows, continuing
     /// after `cursor`.
@@ -76,7 +95,7 @@ pub trait Shards: Send + Sync {
         range: TokenRange,
         limit: usize,
         cursor: Option<&Cursor>,
-    ) -> Result<ScanPage, StorageError>;
+    ) -> Result<ScanPage, ShardError>;
 
     /// Runs `decide` on one partition with every other compare-and-set on it held off, and
     /// applies the mutation it returns (which must be of that partition). Returns whether a
@@ -103,23 +122,23 @@ pub trait Shards: Send + Sync {
     ///
     /// # Errors
     /// On I/O failure; the deferred writes must then not be acknowledged.
-    fn sync(&self) -> Result<(), StorageError>;
+    fn sync(&self) -> Result<(), ShardError>;
 
     /// Creates a table's partitions, or updates the layout of an existing one.
     ///
     /// # Errors
     /// As [`storage::Storage::create_table`].
-    fn create_table(&self, table: TableId, layout: TableLayout) -> Result<(), StorageError>;
+    fn create_table(&self, table: TableId, layout: TableLayout) -> Result<(), ShardError>;
 
     /// Drops a table and its data.
     ///
     /// # Errors
     /// As [`storage::Storage::drop_table`].
-    fn drop_table(&self, table: TableId) -> Result<(), StorageError>;
+    fn drop_table(&self, table: TableId) -> Result<(), ShardError>;
 
     /// Removes every row of a table.
     ///
     /// # Errors
     /// As [`storage::Storage::truncate`].
-    fn truncate(&self, table: TableId) -> Result<(), StorageError>;
+    fn truncate(&self, table: TableId) -> Result<(), ShardError>;
 }

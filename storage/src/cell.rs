@@ -274,7 +274,7 @@ impl<'a> CellView<'a> {
 }
 
 /// A live cell as a read returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CellValue {
     /// The protocol-serialized value (a counter is an 8-byte big-endian i64).
     pub value: Vec<u8>,

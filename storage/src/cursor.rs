@@ -12,7 +12,7 @@ const AFTER_PARTITION: u8 = 2;
 const IN_PARTITION: u8 = 3;
 
 /// An opaque paging position, to be handed back unchanged to continue a read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cursor(Vec<u8>);
 
 impl Cursor {
@@ -57,6 +57,18 @@ impl Cursor {
         }
     }
 
+    /// The token of the partition a scan's cursor stopped at (a key prefix starts with the
+    /// token, sign bit flipped, big-endian); None for a partition read's or a malformed cursor.
+    pub fn scan_token(&self) -> Option<i64> {
+        let prefix = match self.scan_position().ok()? {
+            ScanPosition::AfterPartition(prefix) | ScanPosition::InPartition { prefix, .. } => {
+                prefix
+            }
+        };
+        let bytes: [u8; 8] = prefix.get(..8)?.try_into().ok()?;
+        Some(crate::key::decode_token(bytes))
+    }
+
     /// Where a scan's cursor continues.
     ///
     /// # Errors
@@ -97,6 +109,19 @@ pub(crate) enum ScanPosition<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scan_cursors_tell_their_token() {
+        for token in [i64::MIN + 1, -5, 0, 7, i64::MAX] {
+            let prefix = crate::key::partition_prefix(token, b"key");
+            assert_eq!(Cursor::after_partition(&prefix).scan_token(), Some(token));
+            assert_eq!(
+                Cursor::in_partition(&prefix, b"row").scan_token(),
+                Some(token)
+            );
+        }
+        assert_eq!(Cursor::in_slice(b"row").scan_token(), None);
+    }
 
     #[test]
     fn cursors_round_trip_and_are_told_apart() {

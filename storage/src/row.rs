@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::cell::CellValue;
 
 /// A live column value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ColumnValue {
     /// A simple, frozen or counter cell.
     Simple(CellValue),
@@ -16,7 +16,7 @@ pub enum ColumnValue {
 }
 
 /// A live row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     /// Clustering values, protocol-serialized (decimals come back canonical).
     pub clustering: Vec<Vec<u8>>,

@@ -9,7 +9,7 @@ use crate::token::MIN_TOKEN;
 
 /// A token range `(start, end]`; an `end` of [`MIN_TOKEN`] means the end of the ring.
 /// A range with `start >= end` (and `end` not MIN) is empty: callers unwrap ranges first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenRange {
     /// Exclusive start ([`MIN_TOKEN`]: the start of the ring).
     pub start: i64,
@@ -26,7 +26,7 @@ impl TokenRange {
 }
 
 /// One partition in a scan page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScannedPartition {
     /// Its token.
     pub token: i64,
@@ -39,7 +39,7 @@ pub struct ScannedPartition {
 }
 
 /// The result of [`crate::Storage::scan`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ScanPage {
     /// Partitions in token order (then key bytes).
     pub partitions: Vec<ScannedPartition>,

@@ -8,7 +8,7 @@ use crate::key::ClusteringBound;
 use crate::row::{ColumnValue, Row};
 
 /// Which rows of a partition to read.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Slice {
     /// Start bound (in clustering order, whatever the direction).
     pub start: ClusteringBound,
@@ -23,7 +23,7 @@ pub struct Slice {
 }
 
 /// The result of [`crate::Storage::read_partition`].
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct PartitionSlice {
     /// Live static columns.
     pub static_cells: BTreeMap<u32, ColumnValue>,

@@ -1,0 +1,160 @@
+//! A physical partition's state machine: applies replicated writes to this node's store, each
+//! in one fjall batch with the entry's log position (`Storage::apply_replicated`), so after a
+//! crash the data and the applied position agree and no entry is applied twice (counters stay
+//! exact). Writes every replica refuses alike (an invalid value, the partition cap) are
+//! answered as refusals; any other failure stops the replica rather than let it diverge.
+
+// openraft's storage traits fix the error type (`StorageError`, 224 bytes).
+#![allow(clippy::result_large_err)]
+
+use super::codec::{decode, encode};
+use super::raft_types::{Command, GroupId, NodeId, Reply, TypeConfig};
+use crate::shard::Rejected;
+use openraft::storage::RaftStateMachine;
+use openraft::{
+    BasicNode, EntryPayload, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError,
+    StorageIOError, StoredMembership,
+};
+use std::io::Cursor;
+use storage::Storage;
+
+type Result<T> = std::result::Result<T, StorageError<NodeId>>;
+type Applied = (Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>);
+
+fn io(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+/// The meta key holding a group's applied position.
+fn marker_key(group: GroupId) -> Vec<u8> {
+    let mut k = b"raft/applied/".to_vec();
+    k.extend_from_slice(&group.to_be_bytes());
+    k
+}
+
+/// A data group's state machine.
+pub struct DataMachine {
+    group: GroupId,
+    storage: Storage,
+    applied: Applied,
+}
+
+impl DataMachine {
+    /// Opens the machine at the position its last applied entry left.
+    ///
+    /// # Errors
+    /// When the position cannot be read.
+    pub fn open(group: GroupId, storage: Storage) -> std::io::Result<DataMachine> {
+        let applied = match storage.get_meta(&marker_key(group)).map_err(io)? {
+            Some(bytes) => decode(&bytes).map_err(io)?,
+            None => (None, StoredMembership::default()),
+        };
+        Ok(DataMachine {
+            group,
+            storage,
+            applied,
+        })
+    }
+
+    /// Forgets a group's position (the group left this node).
+    ///
+    /// # Errors
+    /// On I/O failure.
+    pub fn forget(
+        group: GroupId,
+        storage: &Storage,
+    ) -> std::result::Result<(), storage::StorageError> {
+        storage.delete_meta(&marker_key(group))
+    }
+
+    fn apply_one(&mut self, entry: openraft::Entry<TypeConfig>) -> Result<Reply> {
+        let log_id = entry.log_id;
+        let (writes, now) = match entry.payload {
+            EntryPayload::Blank => (Vec::new(), 0),
+            EntryPayload::Membership(m) => {
+                self.applied.1 = StoredMembership::new(Some(log_id), m);
+                (Vec::new(), 0)
+            }
+            EntryPayload::Normal(Command::Write { now, writes }) => (writes, now),
+            EntryPayload::Normal(_) => (Vec::new(), 0),
+        };
+        self.applied.0 = Some(log_id);
+        let marker = encode(&self.applied).map_err(|e| StorageIOError::apply(log_id, &io(e)))?;
+        let key = marker_key(self.group);
+        let refs: Vec<(storage::TableId, &storage::Mutation)> =
+            writes.iter().map(|(t, m)| (*t, m)).collect();
+        match self
+            .storage
+            .apply_replicated(&refs, now, Some((&key, &marker)))
+        {
+            Ok(()) => Ok(Reply::Done),
+            Err(e) => match Rejected::of(&e) {
+                Some(rejected) => {
+                    // Every replica refuses it alike; the position still moves on.
+                    self.storage
+                        .apply_replicated(&[], now, Some((&key, &marker)))
+                        .map_err(|e| StorageIOError::apply(log_id, &io(e)))?;
+                    Ok(Reply::Rejected(rejected))
+                }
+                None => {
+                    tracing::error!(group = self.group, error = %e, "a replica could not apply an entry; stopping it");
+                    Err(StorageIOError::apply(log_id, &io(e)).into())
+                }
+            },
+        }
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for DataMachine {
+    type SnapshotBuilder = NoSnapshots;
+
+    async fn applied_state(&mut self) -> Result<Applied> {
+        Ok(self.applied.clone())
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Reply>>
+    where
+        I: IntoIterator<Item = openraft::Entry<TypeConfig>> + Send,
+        I::IntoIter: Send,
+    {
+        entries.into_iter().map(|e| self.apply_one(e)).collect()
+    }
+
+    async fn get_snapshot_builder(&mut self) -> NoSnapshots {
+        NoSnapshots
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>> {
+        Err(
+            StorageIOError::write_snapshot(None, &io("physical partitions keep their whole log"))
+                .into(),
+        )
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        _meta: &SnapshotMeta<NodeId, BasicNode>,
+        _snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<()> {
+        Err(
+            StorageIOError::write_snapshot(None, &io("physical partitions keep their whole log"))
+                .into(),
+        )
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>> {
+        Ok(None)
+    }
+}
+
+/// Physical partitions keep their whole log for now: a lagging replica catches up from it.
+pub struct NoSnapshots;
+
+impl RaftSnapshotBuilder<TypeConfig> for NoSnapshots {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>> {
+        Err(
+            StorageIOError::read_state_machine(&io("physical partitions keep their whole log"))
+                .into(),
+        )
+    }
+}

@@ -1,0 +1,50 @@
+//! Reading at a replica: any replica answers a read at ONE from its own store; a linearizable
+//! read (QUORUM and above) is answered by the group's leader once a read index confirms its
+//! leadership and its store has applied everything committed before the read.
+
+use super::raft_types::GroupId;
+use super::rpc::ProposeFailure;
+use super::Cluster;
+use crate::shard::Rejected;
+use openraft::error::{CheckIsLeaderError, RaftError};
+use storage::{Storage, StorageError};
+
+/// Runs `read` on this node's replica of `group`.
+///
+/// # Errors
+/// `NotLeader` (with the leader when known) for a linearizable read at a follower, `NoGroup`
+/// when this node holds no replica, `Rejected`/`Failed` when the store fails.
+pub async fn read_here<T>(
+    cluster: &Cluster,
+    group: GroupId,
+    linearizable: bool,
+    read: impl FnOnce(&Storage) -> Result<T, StorageError>,
+) -> Result<T, ProposeFailure> {
+    match cluster.group(group) {
+        Some(raft) => {
+            if linearizable {
+                match raft.ensure_linearizable().await {
+                    Ok(_) => {}
+                    Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                        return Err(ProposeFailure::NotLeader(f.leader_id))
+                    }
+                    Err(e) => return Err(ProposeFailure::Failed(e.to_string())),
+                }
+            }
+        }
+        None => {
+            let only_here = cluster.meta_state().with(|s| {
+                s.groups
+                    .get(&group)
+                    .is_some_and(|g| g.replicas == [cluster.me().id])
+            });
+            if !only_here {
+                return Err(ProposeFailure::NoGroup);
+            }
+        }
+    }
+    read(cluster.node().storage()).map_err(|e| match Rejected::of(&e) {
+        Some(r) => ProposeFailure::Rejected(r),
+        None => ProposeFailure::Failed(e.to_string()),
+    })
+}

@@ -1,0 +1,359 @@
+//! `ClusterShards`: the [`Shards`] seam in a cluster of several nodes, at one request's
+//! consistency level. Each partition's group is found by token; writes commit through the
+//! group's leader (from any node), reads go to a replica (ONE) or the leader after a read
+//! index (QUORUM and above), scans walk the groups in token order. Without a majority of a
+//! group's replicas alive, the request answers Unavailable at once.
+//!
+//! A batch spanning groups commits group by group: each group's part is atomic, the whole is
+//! not (as a Cassandra logged batch, whose parts apply on different replicas).
+
+use super::codec::{decode, encode};
+use super::raft_types::{Command, GroupInfo, NodeId, Reply};
+use super::replica_read::read_here;
+use super::routing::{group_for, partition_token, ranges_of};
+use super::rpc::{ProposeFailure, Request, Response};
+use super::Cluster;
+use crate::shard::{CasDecision, CasError, Rejected, ShardError, Shards};
+use cql::request::Consistency;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use storage::token::MIN_TOKEN;
+use storage::{
+    Cursor, Mutation, PartitionSlice, ScanPage, Slice, StorageError, TableId, TableLayout,
+    TokenRange,
+};
+
+/// The cluster's shards at one consistency level.
+pub struct ClusterShards {
+    cluster: Arc<Cluster>,
+    level: Consistency,
+}
+
+impl ClusterShards {
+    /// The shards of `cluster` for a request at `level`.
+    pub fn new(cluster: Arc<Cluster>, level: Consistency) -> ClusterShards {
+        ClusterShards { cluster, level }
+    }
+
+    fn linearizable(&self) -> bool {
+        !matches!(
+            self.level,
+            Consistency::One | Consistency::LocalOne | Consistency::Any
+        )
+    }
+
+    fn timeout(&self, write: bool) -> Duration {
+        let c = self.cluster.node().config();
+        Duration::from_millis(if write {
+            c.write_request_timeout_ms
+        } else {
+            c.read_request_timeout_ms
+        })
+        .mul_f32(0.9)
+    }
+
+    /// Runs `future` to completion from the blocking thread the executor runs on.
+    fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+        let runtime = self.cluster.runtime().clone();
+        tokio::task::block_in_place(|| runtime.block_on(future))
+    }
+
+    fn group(&self, table: TableId, partition_key: &[Vec<u8>]) -> Result<GroupInfo, ShardError> {
+        let token = partition_token(partition_key);
+        self.cluster
+            .meta_state()
+            .with(|s| group_for(s, table, token))
+            .ok_or(ShardError::Storage(StorageError::UnknownTable(table)))
+    }
+
+    /// Replicas of `group` that are up (this node always is).
+    fn alive(&self, group: &GroupInfo) -> i32 {
+        let me = self.cluster.me().id;
+        group
+            .replicas
+            .iter()
+            .filter(|r| **r == me || self.cluster.liveness().is_up(**r))
+            .count() as i32
+    }
+
+    /// Unavailable when fewer than a majority of the group's replicas are alive (the level a
+    /// request needs is always met by a majority: Raft commits and reads through one).
+    fn check_alive(&self, group: &GroupInfo, needs_majority: bool) -> Result<(), ShardError> {
+        let required = if needs_majority {
+            group.replicas.len() as i32 / 2 + 1
+        } else {
+            1
+        };
+        let alive = self.alive(group);
+        if alive < required {
+            return Err(ShardError::Unavailable {
+                consistency: self.level,
+                required,
+                alive,
+            });
+        }
+        Ok(())
+    }
+
+    fn write_group(
+        &self,
+        group: &GroupInfo,
+        writes: Vec<(TableId, Mutation)>,
+    ) -> Result<(), ShardError> {
+        self.check_alive(group, true)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let command = Command::Write { now, writes };
+        let reply = self.block_on(self.cluster.propose(
+            group.id,
+            &group.replicas,
+            command,
+            self.timeout(true),
+        ));
+        match reply {
+            Ok(Reply::Done) => Ok(()),
+            Ok(Reply::Rejected(r)) => Err(ShardError::Rejected(r)),
+            Ok(Reply::Refused(m)) => Err(ShardError::Rejected(Rejected::Invalid(m))),
+            Err(_) => Err(ShardError::WriteTimeout {
+                consistency: self.level,
+                block_for: group.replicas.len() as i32 / 2 + 1,
+            }),
+        }
+    }
+
+    /// Runs a read on a replica of `group`: this node's when it holds one, else (or when a
+    /// linearizable read needs the leader) the one that answers.
+    fn read_group<T>(
+        &self,
+        group: &GroupInfo,
+        local: impl Fn(&storage::Storage) -> Result<T, StorageError>,
+        remote: impl Fn(bool) -> Request,
+        unwrap: impl Fn(Response) -> Option<Result<T, ProposeFailure>>,
+    ) -> Result<T, ShardError> {
+        let linearizable = self.linearizable();
+        self.check_alive(group, linearizable)?;
+        let me = self.cluster.me().id;
+        let deadline = Instant::now() + self.timeout(false);
+        let mut target: Option<NodeId> = group.replicas.contains(&me).then_some(me);
+        let mut next = 0usize;
+        self.block_on(async {
+            loop {
+                let to = target.unwrap_or_else(|| {
+                    next += 1;
+                    group.replicas[(next - 1) % group.replicas.len()]
+                });
+                let attempt = if to == me {
+                    read_here(&self.cluster, group.id, linearizable, &local).await
+                } else {
+                    self.remote_read(to, remote(linearizable), deadline, &unwrap)
+                        .await
+                };
+                match attempt {
+                    Ok(v) => return Ok(v),
+                    Err(ProposeFailure::Rejected(r)) => {
+                        return Err(ShardError::Storage(r.into_storage()))
+                    }
+                    Err(ProposeFailure::NotLeader(Some(l))) if target != Some(l) => {
+                        target = Some(l);
+                        continue;
+                    }
+                    Err(_) => target = None,
+                }
+                if Instant::now() >= deadline {
+                    return Err(ShardError::ReadTimeout {
+                        consistency: self.level,
+                        block_for: if linearizable {
+                            group.replicas.len() as i32 / 2 + 1
+                        } else {
+                            1
+                        },
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    }
+
+    async fn remote_read<T>(
+        &self,
+        to: NodeId,
+        request: Request,
+        deadline: Instant,
+        unwrap: &impl Fn(Response) -> Option<Result<T, ProposeFailure>>,
+    ) -> Result<T, ProposeFailure> {
+        let addr = self
+            .cluster
+            .address_of(to)
+            .ok_or(ProposeFailure::NotLeader(None))?;
+        let payload = encode(&request).map_err(|e| ProposeFailure::Failed(e.to_string()))?;
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(10));
+        let bytes = self
+            .cluster
+            .transport()
+            .call(addr, payload, left)
+            .await
+            .map_err(|e| ProposeFailure::Failed(e.to_string()))?;
+        let response: Response =
+            decode(&bytes).map_err(|e| ProposeFailure::Failed(e.to_string()))?;
+        match response {
+            Response::NoGroup => Err(ProposeFailure::NoGroup),
+            other => unwrap(other)
+                .unwrap_or_else(|| Err(ProposeFailure::Failed("unexpected answer".into()))),
+        }
+    }
+}
+
+impl Shards for ClusterShards {
+    fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError> {
+        let mut by_group: Vec<(GroupInfo, Vec<(TableId, Mutation)>)> = Vec::new();
+        for (table, m) in writes {
+            let group = self.group(*table, &m.partition_key)?;
+            match by_group.iter_mut().find(|(g, _)| g.id == group.id) {
+                Some((_, list)) => list.push((*table, (*m).clone())),
+                None => by_group.push((group, vec![(*table, (*m).clone())])),
+            }
+        }
+        for (group, writes) in by_group {
+            self.write_group(&group, writes)?;
+        }
+        Ok(())
+    }
+
+    fn read(
+        &self,
+        table: TableId,
+        partition_key: &[Vec<u8>],
+        slice: &Slice,
+    ) -> Result<PartitionSlice, ShardError> {
+        let group = self.group(table, partition_key)?;
+        self.read_group(
+            &group,
+            |s| s.read_partition(table, partition_key, slice),
+            |linearizable| Request::Read {
+                group: group.id,
+                table,
+                partition_key: partition_key.to_vec(),
+                slice: slice.clone(),
+                linearizable,
+            },
+            |r| match r {
+                Response::Read(r) => Some(r),
+                _ => None,
+            },
+        )
+    }
+
+    fn scan(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, ShardError> {
+        let end = if range.end == MIN_TOKEN {
+            i64::MAX
+        } else {
+            range.end
+        };
+        let from = cursor.and_then(Cursor::scan_token);
+        let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
+        if groups.is_empty() {
+            return Err(ShardError::Storage(StorageError::UnknownTable(table)));
+        }
+        let mut page = ScanPage::default();
+        let mut cursor = cursor.cloned();
+        for (group_start, group) in groups {
+            // Groups wholly before the cursor's partition or the range are skipped.
+            if from.is_some_and(|t| t > group.end) || group.end <= range.start {
+                continue;
+            }
+            let start = range.start.max(group_start);
+            let stop = end.min(group.end);
+            if start >= stop {
+                break;
+            }
+            let left =
+                limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
+            if left == 0 {
+                break;
+            }
+            let sub = TokenRange { start, end: stop };
+            let here = cursor.take();
+            let part = self.read_group(
+                &group,
+                |s| s.scan(table, sub, left, here.as_ref()),
+                |linearizable| Request::Scan {
+                    group: group.id,
+                    table,
+                    range: sub,
+                    limit: left,
+                    cursor: here.clone(),
+                    linearizable,
+                },
+                |r| match r {
+                    Response::Scan(r) => Some(r),
+                    _ => None,
+                },
+            )?;
+            page.items_read += part.items_read;
+            page.partitions.extend(part.partitions);
+            if part.cursor.is_some() {
+                page.cursor = part.cursor;
+                return Ok(page);
+            }
+        }
+        Ok(page)
+    }
+
+    fn compare_and_set(
+        &self,
+        table: TableId,
+        partition_key: &[Vec<u8>],
+        decide: &mut CasDecision<'_>,
+    ) -> Result<bool, CasError> {
+        let group = self.group(table, partition_key).map_err(CasError::Apply)?;
+        if group.replicas != [self.cluster.me().id] {
+            return Err(CasError::Decide(crate::error::QueryError::Invalid(
+                "Lightweight transactions on a physical partition held by other nodes are not \
+                 supported yet"
+                    .into(),
+            )));
+        }
+        // The only replica is this node's store: its own compare-and-set holds the others off.
+        self.cluster
+            .node()
+            .shards()
+            .compare_and_set(table, partition_key, decide)
+    }
+
+    fn write_stalled(&self, table: TableId) -> bool {
+        self.cluster.node().storage().write_stalled(table)
+    }
+
+    fn deferring_sync(&self, work: &mut dyn FnMut()) -> bool {
+        work();
+        false
+    }
+
+    fn sync(&self) -> Result<(), ShardError> {
+        Ok(())
+    }
+
+    fn create_table(&self, table: TableId, layout: TableLayout) -> Result<(), ShardError> {
+        Ok(self.cluster.node().storage().create_table(table, layout)?)
+    }
+
+    fn drop_table(&self, table: TableId) -> Result<(), ShardError> {
+        Ok(self.cluster.node().storage().drop_table(table)?)
+    }
+
+    fn truncate(&self, _table: TableId) -> Result<(), ShardError> {
+        Err(ShardError::Rejected(Rejected::Invalid(
+            "TRUNCATE of a table in a cluster of several nodes is not supported yet".into(),
+        )))
+    }
+}
