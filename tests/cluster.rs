@@ -141,6 +141,81 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         );
     }
 
+    // Lightweight transactions from several nodes on one partition: exactly one INSERT IF NOT
+    // EXISTS applies, and a conditional UPDATE sees the winner's value.
+    let mut applied = 0;
+    for node in &cluster.nodes {
+        let s = node.session().await;
+        let result = s
+            .query_unpaged(
+                format!(
+                    "INSERT INTO ks.t (k, v) VALUES (5000, 'from {}') IF NOT EXISTS",
+                    node.index
+                ),
+                (),
+            )
+            .await
+            .expect("LWT insert")
+            .into_rows_result()
+            .expect("LWT result");
+        let (was_applied,) = result
+            .rows::<(bool,)>()
+            .map(|mut r| r.next().expect("row").expect("applied column"))
+            .unwrap_or_else(|_| {
+                result
+                    .rows::<(bool, Option<i32>, Option<String>)>()
+                    .expect("typed")
+                    .next()
+                    .map(|r| (r.expect("row").0,))
+                    .expect("one row")
+            });
+        applied += i32::from(was_applied);
+    }
+    assert_eq!(applied, 1, "one of three INSERT IF NOT EXISTS applies");
+    let three = cluster.nodes[2].session().await;
+    let first = three
+        .query_unpaged(
+            "UPDATE ks.t SET v = 'swapped' WHERE k = 5000 IF v = 'from 1'",
+            (),
+        )
+        .await
+        .expect("LWT update")
+        .into_rows_result()
+        .expect("rows")
+        .rows::<(bool,)>()
+        .expect("typed")
+        .next()
+        .expect("row")
+        .expect("applied");
+    assert!(first.0, "the condition holds: node 1 inserted first");
+    let again = three
+        .query_unpaged(
+            "UPDATE ks.t SET v = 'twice' WHERE k = 5000 IF v = 'from 1'",
+            (),
+        )
+        .await
+        .expect("LWT update")
+        .into_rows_result()
+        .expect("rows");
+    assert_eq!(again.rows_num(), 1);
+    let mut check = scylla::statement::Statement::new("SELECT v FROM ks.t WHERE k = 5000");
+    check.set_consistency(Consistency::Quorum);
+    let (v,): (String,) = cluster.nodes[0]
+        .session()
+        .await
+        .query_unpaged(check, ())
+        .await
+        .expect("read")
+        .into_rows_result()
+        .expect("rows")
+        .first_row::<(String,)>()
+        .expect("row");
+    assert_eq!(v, "swapped");
+    at_two
+        .query_unpaged("DELETE FROM ks.t WHERE k = 5000", ())
+        .await
+        .expect("delete");
+
     // A node that was down while the schema changed catches up when it restarts.
     cluster.node(3).kill();
     at_two

@@ -69,6 +69,7 @@ impl DataMachine {
 
     fn apply_one(&mut self, entry: openraft::Entry<TypeConfig>) -> Result<Reply> {
         let log_id = entry.log_id;
+        let mut conflict = false;
         let (writes, now) = match entry.payload {
             EntryPayload::Blank => (Vec::new(), 0),
             EntryPayload::Membership(m) => {
@@ -76,6 +77,31 @@ impl DataMachine {
                 (Vec::new(), 0)
             }
             EntryPayload::Normal(Command::Write { now, writes }) => (writes, now),
+            EntryPayload::Normal(Command::Cas {
+                now,
+                table,
+                partition_key,
+                reads,
+                mutation,
+            }) => {
+                let holds = super::cas::still_holds(&reads, |slice| {
+                    self.storage
+                        .read_partition_at(table, &partition_key, slice, now)
+                });
+                match holds {
+                    Ok(true) => (vec![(table, mutation)], now),
+                    Ok(false) => {
+                        conflict = true;
+                        (Vec::new(), now)
+                    }
+                    // A read every replica fails alike (the table was dropped): no write.
+                    Err(e) if Rejected::of(&e).is_some() => {
+                        conflict = true;
+                        (Vec::new(), now)
+                    }
+                    Err(e) => return Err(StorageIOError::apply(log_id, &io(e)).into()),
+                }
+            }
             EntryPayload::Normal(_) => (Vec::new(), 0),
         };
         self.applied.0 = Some(log_id);
@@ -87,6 +113,7 @@ impl DataMachine {
             .storage
             .apply_replicated(&refs, now, Some((&key, &marker)))
         {
+            Ok(()) if conflict => Ok(Reply::CasConflict),
             Ok(()) => Ok(Reply::Done),
             Err(e) => match Rejected::of(&e) {
                 Some(rejected) => {

@@ -131,7 +131,7 @@ impl MetaMachine {
                 state.retain_tables(&tables);
                 Ok(Reply::Done)
             }
-            Command::Write { .. } => Ok(Reply::Refused(
+            Command::Write { .. } | Command::Cas { .. } => Ok(Reply::Refused(
                 "a data write reached the metadata group".into(),
             )),
         }

@@ -6,6 +6,7 @@
 //! ([`handler`]), creates or joins the cluster ([`join`]), watches peers ([`liveness`]) and
 //! installs itself on the node as its [`crate::cluster_hooks::ClusterHooks`] ([`hooks`]).
 
+pub mod cas;
 pub mod codec;
 pub mod data_machine;
 pub mod groups;

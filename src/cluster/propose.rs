@@ -135,6 +135,32 @@ impl Cluster {
                     },
                 }
             }
+            Command::Cas {
+                table,
+                partition_key,
+                reads,
+                mutation,
+                ..
+            } if only_here => {
+                // The only replica: the node's own compare-and-set holds the others off.
+                let storage = self.node.storage();
+                let mut decide = |_: &dyn crate::shard::Shards| {
+                    super::cas::still_holds(&reads, |slice| {
+                        storage.read_partition(table, &partition_key, slice)
+                    })
+                    .map(|holds| holds.then(|| mutation.clone()))
+                    .map_err(crate::error::QueryError::from)
+                };
+                match self
+                    .node
+                    .shards()
+                    .compare_and_set(table, &partition_key, &mut decide)
+                {
+                    Ok(true) => Ok(Reply::Done),
+                    Ok(false) => Ok(Reply::CasConflict),
+                    Err(e) => Err(ProposeFailure::Failed(format!("{e:?}"))),
+                }
+            }
             _ => Err(ProposeFailure::NoGroup),
         }
     }

@@ -79,6 +79,20 @@ pub enum Command {
         /// The mutations.
         writes: Vec<(TableId, Mutation)>,
     },
+    /// Data group: a lightweight transaction's write, made only if the reads its decision
+    /// made still return the same (`super::cas`).
+    Cas {
+        /// The coordinator's clock (seconds): TTL base and the time the reads are redone at.
+        now: i64,
+        /// The table.
+        table: TableId,
+        /// The partition's key.
+        partition_key: Vec<Vec<u8>>,
+        /// The reads of the decision.
+        reads: Vec<super::cas::CasRead>,
+        /// The write.
+        mutation: Mutation,
+    },
 }
 
 /// What applying an entry answered.
@@ -91,4 +105,6 @@ pub enum Reply {
     Refused(String),
     /// A write every replica refused alike.
     Rejected(crate::shard::Rejected),
+    /// A compare-and-set whose reads changed since its decision: nothing was written.
+    CasConflict,
 }

@@ -116,7 +116,7 @@ impl ClusterShards {
             Ok(Reply::Done) => Ok(()),
             Ok(Reply::Rejected(r)) => Err(ShardError::Rejected(r)),
             Ok(Reply::Refused(m)) => Err(ShardError::Rejected(Rejected::Invalid(m))),
-            Err(_) => Err(ShardError::WriteTimeout {
+            Ok(Reply::CasConflict) | Err(_) => Err(ShardError::WriteTimeout {
                 consistency: self.level,
                 block_for: group.replicas.len() as i32 / 2 + 1,
             }),
@@ -316,18 +316,54 @@ impl Shards for ClusterShards {
         decide: &mut CasDecision<'_>,
     ) -> Result<bool, CasError> {
         let group = self.group(table, partition_key).map_err(CasError::Apply)?;
-        if group.replicas != [self.cluster.me().id] {
-            return Err(CasError::Decide(crate::error::QueryError::Invalid(
-                "Lightweight transactions on a physical partition held by other nodes are not \
-                 supported yet"
-                    .into(),
-            )));
+        if group.replicas == [self.cluster.me().id] {
+            // The only replica is this node's store: its own compare-and-set holds the
+            // others off.
+            return self
+                .cluster
+                .node()
+                .shards()
+                .compare_and_set(table, partition_key, decide);
         }
-        // The only replica is this node's store: its own compare-and-set holds the others off.
-        self.cluster
-            .node()
-            .shards()
-            .compare_and_set(table, partition_key, decide)
+        let serial = ClusterShards::new(self.cluster.clone(), Consistency::Serial);
+        let deadline = Instant::now() + self.timeout(true);
+        loop {
+            let recording = super::cas::Recording::new(&serial, table, partition_key);
+            let Some(mutation) = decide(&recording).map_err(CasError::Decide)? else {
+                return Ok(false);
+            };
+            serial.check_alive(&group, true).map_err(CasError::Apply)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let command = Command::Cas {
+                now,
+                table,
+                partition_key: partition_key.to_vec(),
+                reads: recording.into_reads(),
+                mutation,
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let reply =
+                self.block_on(
+                    self.cluster
+                        .propose(group.id, &group.replicas, command, left),
+                );
+            match reply {
+                Ok(Reply::Done) => return Ok(true),
+                Ok(Reply::CasConflict) if Instant::now() < deadline => continue,
+                Ok(Reply::Rejected(r)) => return Err(CasError::Apply(ShardError::Rejected(r))),
+                Ok(Reply::Refused(m)) => {
+                    return Err(CasError::Apply(ShardError::Rejected(Rejected::Invalid(m))))
+                }
+                Ok(Reply::CasConflict) | Err(_) => {
+                    return Err(CasError::Apply(ShardError::WriteTimeout {
+                        consistency: Consistency::Serial,
+                        block_for: group.replicas.len() as i32 / 2 + 1,
+                    }))
+                }
+            }
+        }
     }
 
     fn write_stalled(&self, table: TableId) -> bool {

@@ -38,6 +38,21 @@ impl Storage {
         partition_key: &[Vec<u8>],
         slice: &Slice,
     ) -> Result<PartitionSlice, StorageError> {
+        self.read_partition_at(table_id, partition_key, slice, self.now())
+    }
+
+    /// As [`Storage::read_partition`], with `now` (seconds since the epoch) deciding which
+    /// cells have expired: replicas evaluating a replicated compare-and-set read alike.
+    ///
+    /// # Errors
+    /// As [`Storage::read_partition`].
+    pub fn read_partition_at(
+        &self,
+        table_id: TableId,
+        partition_key: &[Vec<u8>],
+        slice: &Slice,
+        now: i64,
+    ) -> Result<PartitionSlice, StorageError> {
         let table = self.table(table_id)?;
         let addr = address(&table.layout, partition_key)?;
         let clustering = &table.layout.clustering;
@@ -70,7 +85,7 @@ impl Storage {
                 },
                 table: &table,
                 ks: &part.keyspace,
-                now: self.now(),
+                now,
                 items: 0,
                 version_before: None,
             };
@@ -108,7 +123,7 @@ impl Storage {
             snap: &snap,
             table: &table,
             ks,
-            now: self.now(),
+            now,
             items: 0,
             version_before,
         };
