@@ -23,6 +23,9 @@ pub struct CasRead {
     pub digest: u64,
 }
 
+/// A row's cells as the digest sees them.
+type Cells = Vec<(u32, ColumnValue)>;
+
 /// A digest of a read's live content: values and write times; remaining TTLs (which change
 /// by the second) and read statistics are left out.
 pub fn digest(read: &PartitionSlice) -> u64 {
@@ -45,12 +48,12 @@ pub fn digest(read: &PartitionSlice) -> u64 {
             ),
         }
     };
-    let statics: Vec<(u32, ColumnValue)> = read
+    let statics: Cells = read
         .static_cells
         .iter()
         .map(|(k, v)| (*k, strip(v)))
         .collect();
-    let rows: Vec<(&Vec<Vec<u8>>, Vec<(u32, ColumnValue)>)> = read
+    let rows: Vec<(&Vec<Vec<u8>>, Cells)> = read
         .rows
         .iter()
         .map(|r| {
