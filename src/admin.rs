@@ -126,12 +126,8 @@ fn request(
     Response::decode(h.opcode, 4, &body).map_err(|e| AdminError::Protocol(e.to_string()))
 }
 
-/// Prints the physical partitions reported by a running server's
-/// `system_views.physical_partitions`.
-///
-/// # Errors
-/// Connection failures or an error answer.
-pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
+/// The rows a running server answers to `cql`, over a plain connection.
+fn query_rows(addr: SocketAddr, cql: &str) -> Result<Vec<Vec<Option<bytes::Bytes>>>, AdminError> {
     let io = |source| AdminError::Io { addr, source };
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
     stream
@@ -148,19 +144,92 @@ pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
         }
     }
     let query = Request::Query(Query {
-        query: "SELECT keyspace_name, table_name, id, start_token, end_token, bytes, partitions_estimate, state FROM system_views.physical_partitions".into(),
+        query: cql.into(),
         params: QueryParameters::default(),
     });
-    let rows = match request(&mut stream, addr, 2, &query)? {
-        Response::Result(ResultBody::Rows(rows)) => rows,
-        Response::Error(e) => return Err(AdminError::Protocol(e.message().to_string())),
-        other => {
-            return Err(AdminError::Protocol(format!(
-                "unexpected {:?}",
-                other.opcode()
-            )))
-        }
-    };
+    match request(&mut stream, addr, 2, &query)? {
+        Response::Result(ResultBody::Rows(rows)) => Ok(rows.rows),
+        Response::Error(e) => Err(AdminError::Protocol(e.message().to_string())),
+        other => Err(AdminError::Protocol(format!(
+            "unexpected {:?}",
+            other.opcode()
+        ))),
+    }
+}
+
+fn cell(c: &Option<bytes::Bytes>, ty: NativeType) -> Option<Value> {
+    c.as_ref()
+        .and_then(|b| Value::decode(&DataType::Native(ty), b).ok())
+}
+
+/// Prints the cluster's nodes as a running server sees them
+/// (`system_views.cluster_nodes`): up or down, addresses, physical partitions led and held,
+/// bytes.
+///
+/// # Errors
+/// Connection failures or an error answer.
+pub fn status_from_server(addr: SocketAddr) -> Result<(), AdminError> {
+    let rows = query_rows(
+        addr,
+        "SELECT host_id, native_address, internode_address, status, groups_led, groups_held, bytes FROM system_views.cluster_nodes",
+    )?;
+    println!(
+        "{:<6} {:<36} {:<22} {:<22} {:>5} {:>5} {:>14}",
+        "status", "host id", "native address", "internode address", "led", "held", "bytes"
+    );
+    let mut lines: Vec<(String, String)> = rows
+        .iter()
+        .filter(|r| r.len() == 7)
+        .map(|r| {
+            let text = |i: usize| match cell(&r[i], NativeType::Text) {
+                Some(Value::Text(s)) => s,
+                _ => String::new(),
+            };
+            let int = |i: usize| match cell(&r[i], NativeType::Int) {
+                Some(Value::Int(n)) => n,
+                _ => 0,
+            };
+            let host = match cell(&r[0], NativeType::Uuid) {
+                Some(Value::Uuid(u)) => u.to_string(),
+                _ => String::new(),
+            };
+            let bytes = match cell(&r[6], NativeType::Bigint) {
+                Some(Value::Bigint(n)) => n,
+                _ => 0,
+            };
+            (
+                text(1),
+                format!(
+                    "{:<6} {:<36} {:<22} {:<22} {:>5} {:>5} {:>14}",
+                    text(3),
+                    host,
+                    text(1),
+                    text(2),
+                    int(4),
+                    int(5),
+                    bytes
+                ),
+            )
+        })
+        .collect();
+    lines.sort();
+    for (_, line) in &lines {
+        println!("{line}");
+    }
+    println!("{} nodes", lines.len());
+    Ok(())
+}
+
+/// Prints the physical partitions reported by a running server's
+/// `system_views.physical_partitions`.
+///
+/// # Errors
+/// Connection failures or an error answer.
+pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
+    let rows = query_rows(
+        addr,
+        "SELECT keyspace_name, table_name, id, start_token, end_token, bytes, partitions_estimate, state FROM system_views.physical_partitions",
+    )?;
     let text = DataType::Native(NativeType::Text);
     let bigint = DataType::Native(NativeType::Bigint);
     let get_text = |c: &Option<bytes::Bytes>| match c.as_ref().map(|b| Value::decode(&text, b)) {
@@ -172,7 +241,6 @@ pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
         _ => 0,
     };
     let mut lines: Vec<Line> = rows
-        .rows
         .iter()
         .filter(|r| r.len() == 8)
         .map(|r| Line {

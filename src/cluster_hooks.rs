@@ -23,10 +23,35 @@ pub struct Peer {
     pub schema_version: Uuid,
 }
 
+/// One member with its state, as `system_views.cluster_nodes` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    /// Its host id.
+    pub host_id: Uuid,
+    /// Its CQL address.
+    pub native: std::net::SocketAddr,
+    /// Its internode address.
+    pub internode: std::net::SocketAddr,
+    /// Up or down, as this node sees it (this node is always up).
+    pub up: bool,
+    /// Physical partitions it leads.
+    pub groups_led: u32,
+    /// Physical partitions it holds a replica of.
+    pub groups_held: u32,
+    /// Bytes of table data it stores.
+    pub bytes: u64,
+}
+
 /// The cluster, as the node sees it.
 pub trait ClusterHooks: Send + Sync {
     /// The other nodes that are members of the cluster.
     fn peers(&self) -> Vec<Peer>;
+
+    /// Every member (this node included) with its state.
+    fn nodes(&self) -> Vec<NodeStatus>;
+
+    /// This node's tokens (empty: the single node's own token stands).
+    fn local_tokens(&self) -> Vec<i64>;
 
     /// The shards a request at `level` reads and writes through: the replicated groups when
     /// the cluster has more than one member, else None (this node's store, directly).

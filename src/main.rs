@@ -44,6 +44,13 @@ enum Command {
         #[arg(long)]
         server: Option<SocketAddr>,
     },
+    /// List the cluster's nodes as a running server sees them: up or down, addresses,
+    /// physical partitions led and held, bytes.
+    Status {
+        /// Address of a running ringdb (its CQL port).
+        #[arg(long, default_value = "127.0.0.1:9042")]
+        server: SocketAddr,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -82,6 +89,10 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Partitions { server: Some(addr) } => {
             ringdb::admin::partitions_from_server(addr)?;
+            Ok(())
+        }
+        Command::Status { server } => {
+            ringdb::admin::status_from_server(server)?;
             Ok(())
         }
         Command::Partitions { server: None } => {

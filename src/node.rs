@@ -109,6 +109,10 @@ impl Node {
             crate::auth::Auth::open(&config).map_err(|e| NodeError::Startup(e.to_string()))?;
         let host_id = host_id(&dir).map_err(io)?;
         let mut catalog = schema::load_catalog(&dir).map_err(io)?;
+        let names: Vec<String> = catalog.keyspaces.keys().cloned().collect();
+        for ks in &names {
+            catalog.refresh_types(ks);
+        }
         system::install(&mut catalog).map_err(NodeError::Startup)?;
         let sync = match config.commitlog_sync {
             CommitlogSync::Periodic => SyncPolicy::Periodic(Duration::from_secs(10)),
@@ -334,6 +338,11 @@ impl Node {
         let current = self.catalog();
         next.keyspaces
             .retain(|name, _| !schema::is_system_keyspace(name));
+        // Column types travel as CQL text: user types are resolved against the catalog again.
+        let names: Vec<String> = next.keyspaces.keys().cloned().collect();
+        for ks in &names {
+            next.refresh_types(ks);
+        }
         let persisted = next.clone();
         system::install(&mut next).map_err(NodeError::Startup)?;
         let tables = |c: &Catalog| -> std::collections::HashMap<uuid::Uuid, Arc<schema::Table>> {

@@ -53,6 +53,31 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         .collect();
     assert_eq!(hosts.len(), 3, "the driver discovers every node: {hosts:?}");
 
+    // `ringdb status` lists every node, up (once pinged), with its addresses.
+    let status = || {
+        let out = std::process::Command::new(common::binary())
+            .args(["status", "--server", &cluster.nodes[0].native.to_string()])
+            .output()
+            .expect("ringdb status");
+        assert!(out.status.success(), "ringdb status failed");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let all_up = |listing: &str| {
+        cluster.nodes.iter().all(|node| {
+            listing
+                .lines()
+                .any(|l| l.starts_with("UP") && l.contains(&node.native.to_string()))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut listing = status();
+    while !all_up(&listing) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        listing = status();
+    }
+    assert!(all_up(&listing), "every node listed up:\n{listing}");
+    assert!(listing.contains("3 nodes"), "{listing}");
+
     // DDL at node 2 is seen at every node, and the schema versions agree.
     let at_two = cluster.nodes[1].session().await;
     at_two
@@ -218,6 +243,22 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
 
     // A node that was down while the schema changed catches up when it restarts.
     cluster.node(3).kill();
+    let down = cluster.nodes[2].native.to_string();
+    eventually("node 1 sees node 3 down", || {
+        let s = &session;
+        let down = down.clone();
+        async move {
+            let rows: Vec<(String, String)> = paged_rows(
+                s,
+                "SELECT native_address, status FROM system_views.cluster_nodes",
+                (),
+                100,
+            )
+            .await;
+            rows.iter().any(|(a, st)| *a == down && st == "DOWN")
+        }
+    })
+    .await;
     at_two
         .query_unpaged("CREATE TABLE ks.later (k int PRIMARY KEY)", ())
         .await

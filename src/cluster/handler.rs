@@ -88,6 +88,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
         Request::Join(member) => Response::Joined(admit(cluster, member).await),
         Request::Ping => Response::Pong {
             schema_version: cluster.node().catalog().version,
+            stats: cluster.local_stats(),
         },
     }
 }

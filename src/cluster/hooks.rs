@@ -45,6 +45,7 @@ impl ClusterHooks for NodeHooks {
             return Vec::new();
         };
         let me = cluster.me().id;
+        let tokens = cluster.meta_state().with(node_tokens);
         let (members, version) = cluster.meta_state().with(|s| {
             (
                 s.members.values().cloned().collect::<Vec<_>>(),
@@ -58,7 +59,10 @@ impl ClusterHooks for NodeHooks {
                 host_id: m.host_id,
                 rpc_address: m.native.ip(),
                 rpc_port: m.native.port(),
-                tokens: vec![token_of(m.host_id)],
+                tokens: tokens
+                    .get(&m.id)
+                    .cloned()
+                    .unwrap_or_else(|| vec![token_of(m.host_id)]),
                 schema_version: cluster
                     .liveness()
                     .seen(m.id)
@@ -68,6 +72,49 @@ impl ClusterHooks for NodeHooks {
                     .unwrap_or_default(),
             })
             .collect()
+    }
+
+    fn nodes(&self) -> Vec<crate::cluster_hooks::NodeStatus> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Vec::new();
+        };
+        let me = cluster.me().id;
+        let members: Vec<_> = cluster
+            .meta_state()
+            .with(|s| s.members.values().cloned().collect());
+        members
+            .into_iter()
+            .map(|m| {
+                let (up, stats) = if m.id == me {
+                    (true, cluster.local_stats())
+                } else {
+                    let seen = cluster.liveness().seen(m.id);
+                    (
+                        seen.is_some_and(|s| s.up),
+                        seen.map(|s| s.stats).unwrap_or_default(),
+                    )
+                };
+                crate::cluster_hooks::NodeStatus {
+                    host_id: m.host_id,
+                    native: m.native,
+                    internode: m.internode,
+                    up,
+                    groups_led: stats.groups_led,
+                    groups_held: stats.groups_held,
+                    bytes: stats.bytes,
+                }
+            })
+            .collect()
+    }
+
+    fn local_tokens(&self) -> Vec<i64> {
+        self.cluster
+            .upgrade()
+            .and_then(|c| {
+                let me = c.me().id;
+                c.meta_state().with(node_tokens).remove(&me)
+            })
+            .unwrap_or_default()
     }
 
     fn has_peers(&self) -> bool {
@@ -151,6 +198,23 @@ impl ClusterHooks for NodeHooks {
         );
         Ok(SchemaProposal::Installed)
     }
+}
+
+/// Each node's tokens, as drivers route by them: the end token of every physical partition
+/// whose first replica (the one that starts it and normally leads it) the node is. Tables
+/// created alike share their ends; an end goes to the node of its oldest group.
+fn node_tokens(state: &super::meta_state::MetaState) -> std::collections::HashMap<u64, Vec<i64>> {
+    let mut owner: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    for g in state.groups.values() {
+        if let Some(first) = g.replicas.first() {
+            owner.entry(g.end).or_insert(*first);
+        }
+    }
+    let mut tokens: std::collections::HashMap<u64, Vec<i64>> = std::collections::HashMap::new();
+    for (end, node) in owner {
+        tokens.entry(node).or_default().push(end);
+    }
+    tokens
 }
 
 fn alive(cluster: &Cluster, voters: &[u64]) -> i32 {

@@ -24,6 +24,8 @@ pub struct Seen {
     pub schema_version: uuid::Uuid,
     /// Whether it counts as up.
     pub up: bool,
+    /// What it reported holding.
+    pub stats: super::rpc::NodeStats,
 }
 
 /// The peers' liveness.
@@ -81,10 +83,11 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 .unwrap_or_else(|p| p.into_inner());
             let before = seen.get(&m.id).copied();
             let after = match (answer, before) {
-                (Some(v), _) => Seen {
+                (Some((v, stats)), _) => Seen {
                     at: now,
                     schema_version: v,
                     up: true,
+                    stats,
                 },
                 (None, Some(b)) => Seen {
                     up: b.up && now.duration_since(b.at) < DOWN_AFTER,
@@ -94,6 +97,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                     at: now,
                     schema_version: uuid::Uuid::nil(),
                     up: false,
+                    stats: super::rpc::NodeStats::default(),
                 },
             };
             seen.insert(m.id, after);
@@ -113,7 +117,10 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
     }
 }
 
-async fn ping(cluster: &Cluster, addr: std::net::SocketAddr) -> Option<uuid::Uuid> {
+async fn ping(
+    cluster: &Cluster,
+    addr: std::net::SocketAddr,
+) -> Option<(uuid::Uuid, super::rpc::NodeStats)> {
     let payload = encode(&Request::Ping).ok()?;
     let bytes = cluster
         .transport()
@@ -121,7 +128,10 @@ async fn ping(cluster: &Cluster, addr: std::net::SocketAddr) -> Option<uuid::Uui
         .await
         .ok()?;
     match decode::<Response>(&bytes) {
-        Ok(Response::Pong { schema_version }) => Some(schema_version),
+        Ok(Response::Pong {
+            schema_version,
+            stats,
+        }) => Some((schema_version, stats)),
         _ => None,
     }
 }

@@ -220,6 +220,46 @@ impl Cluster {
         &self.db
     }
 
+    /// What this node holds and leads, and its bytes of table data.
+    pub fn local_stats(&self) -> rpc::NodeStats {
+        let me = self.me.id;
+        let (held, single) = self.meta_shared.with(|s| {
+            let held = s
+                .groups
+                .values()
+                .filter(|g| g.replicas.contains(&me))
+                .count();
+            let single = s.groups.values().filter(|g| g.replicas == [me]).count();
+            (held, single)
+        });
+        let led = self
+            .groups
+            .all()
+            .iter()
+            .filter(|(_, raft)| raft.metrics().borrow().current_leader == Some(me))
+            .count();
+        let catalog = self.node.catalog();
+        let bytes: u64 = catalog
+            .keyspaces
+            .values()
+            .filter(|k| !crate::schema::is_system_keyspace(&k.name))
+            .flat_map(|k| k.tables.values())
+            .filter_map(|t| {
+                self.node
+                    .storage()
+                    .physical_partitions(crate::schema::table_id(t))
+                    .ok()
+            })
+            .flatten()
+            .map(|p| p.bytes)
+            .sum();
+        rpc::NodeStats {
+            bytes,
+            groups_held: u32::try_from(held).unwrap_or(u32::MAX),
+            groups_led: u32::try_from(led + single).unwrap_or(u32::MAX),
+        }
+    }
+
     /// Stops every group (shutdown).
     pub async fn stop(&self) {
         for (_, raft) in self.groups.all() {

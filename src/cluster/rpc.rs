@@ -54,6 +54,17 @@ pub enum Request {
     },
 }
 
+/// What a node holds: `ringdb status` and `system_views.cluster_nodes` show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStats {
+    /// Bytes of table data stored.
+    pub bytes: u64,
+    /// Physical partitions it holds a replica of.
+    pub groups_held: u32,
+    /// Physical partitions it leads.
+    pub groups_led: u32,
+}
+
 /// Why a forwarded proposal did not commit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ProposeFailure {
@@ -82,10 +93,12 @@ pub enum Response {
     Joined(Result<Vec<Member>, String>),
     /// To [`Request::Propose`].
     Proposed(Result<Reply, ProposeFailure>),
-    /// To [`Request::Ping`]: the schema version the peer runs.
+    /// To [`Request::Ping`]: the schema version the peer runs and what it holds.
     Pong {
         /// The peer's schema version.
         schema_version: uuid::Uuid,
+        /// What the peer holds and leads.
+        stats: NodeStats,
     },
     /// To [`Request::Read`].
     Read(Result<storage::PartitionSlice, ProposeFailure>),

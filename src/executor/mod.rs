@@ -366,10 +366,19 @@ fn run_plan(
     let shards = shards_at.get();
     match plan {
         Plan::Virtual(v) => {
-            let peers = node.cluster().map(|c| c.peers()).unwrap_or_default();
+            let view = match node.cluster() {
+                Some(c) if crate::system::describes_cluster(v.table()) => {
+                    crate::system::ClusterView {
+                        peers: c.peers(),
+                        local_tokens: c.local_tokens(),
+                        nodes: c.nodes(),
+                    }
+                }
+                _ => crate::system::ClusterView::default(),
+            };
             let rows = crate::system::rows_for(
                 node.info(),
-                &peers,
+                &view,
                 catalog,
                 &node.auth().state(),
                 node.storage(),

@@ -6,7 +6,7 @@ mod definitions;
 mod ring_tables;
 mod rows;
 
-pub use rows::{rows_for, NodeInfo};
+pub use rows::{rows_for, ClusterView, NodeInfo};
 
 use crate::schema::{Catalog, Keyspace, KeyspaceParams, TableParams};
 use cql::ast::Statement;
@@ -23,6 +23,15 @@ pub const RACK: &str = "rack1";
 pub const RELEASE_VERSION: &str = "4.1.5";
 /// The partitioner class name (Spark matches it exactly).
 pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
+
+/// True for the tables that show the cluster (`system.local`, `system.peers*`,
+/// `system_views.cluster_nodes`): only they need its view.
+pub fn describes_cluster(table: &crate::schema::Table) -> bool {
+    matches!(
+        (table.keyspace.as_str(), table.name.as_str()),
+        ("system", "local" | "peers" | "peers_v2") | ("system_views", "cluster_nodes")
+    )
+}
 
 /// True for keyspaces listed in `system_virtual_schema` rather than `system_schema`.
 pub fn is_virtual_keyspace(name: &str) -> bool {

@@ -3,7 +3,7 @@
 use super::CQL_VERSION;
 use super::{is_virtual_keyspace, DATA_CENTER, PARTITIONER, RACK, RELEASE_VERSION};
 use crate::auth::AuthState;
-use crate::cluster_hooks::Peer;
+use crate::cluster_hooks::{NodeStatus, Peer};
 use crate::schema::{Catalog, Table};
 use bytes::Bytes;
 use cql::types::Value;
@@ -30,6 +30,38 @@ pub struct NodeInfo {
 
 type NamedRow = Vec<(&'static str, Value)>;
 
+/// What the system tables show of the cluster (empty for a node run without one).
+#[derive(Debug, Default)]
+pub struct ClusterView {
+    /// The other members.
+    pub peers: Vec<Peer>,
+    /// This node's tokens (empty: its own host token).
+    pub local_tokens: Vec<i64>,
+    /// Every member with its state.
+    pub nodes: Vec<NodeStatus>,
+}
+
+fn node_row(n: &NodeStatus) -> NamedRow {
+    vec![
+        ("host_id", Value::Uuid(n.host_id)),
+        ("native_address", text(n.native.to_string())),
+        ("internode_address", text(n.internode.to_string())),
+        ("status", text(if n.up { "UP" } else { "DOWN" })),
+        (
+            "groups_led",
+            Value::Int(i32::try_from(n.groups_led).unwrap_or(i32::MAX)),
+        ),
+        (
+            "groups_held",
+            Value::Int(i32::try_from(n.groups_held).unwrap_or(i32::MAX)),
+        ),
+        (
+            "bytes",
+            Value::Bigint(i64::try_from(n.bytes).unwrap_or(i64::MAX)),
+        ),
+    ]
+}
+
 fn text(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
@@ -50,7 +82,7 @@ fn text_list<S: AsRef<str>>(items: &[S]) -> Value {
 /// `None` when the table holds no generated data.
 pub fn rows_for(
     info: &NodeInfo,
-    peers: &[Peer],
+    cluster: &ClusterView,
     catalog: &Catalog,
     auth: &AuthState,
     storage: &storage::Storage,
@@ -67,9 +99,10 @@ pub fn rows_for(
         ("system_auth", "role_permissions") => auth_role_permissions(auth),
         ("system_auth", "resource_role_permissons_index") => auth_permissions_index(auth),
         ("system_auth", "network_permissions") => auth_network_permissions(auth),
-        ("system", "local") => vec![local(info, catalog)],
-        ("system", "peers") => peers.iter().map(peer_row).collect(),
-        ("system", "peers_v2") => peers.iter().map(peer_v2_row).collect(),
+        ("system", "local") => vec![local(info, catalog, &cluster.local_tokens)],
+        ("system", "peers") => cluster.peers.iter().map(peer_row).collect(),
+        ("system", "peers_v2") => cluster.peers.iter().map(peer_v2_row).collect(),
+        ("system_views", "cluster_nodes") => cluster.nodes.iter().map(node_row).collect(),
         ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
         ("system_schema", "tables") => schema_tables(catalog),
         ("system_schema", "columns") => schema_columns(catalog, false),
@@ -96,7 +129,12 @@ pub fn rows_for(
         .collect()
 }
 
-fn local(info: &NodeInfo, catalog: &Catalog) -> NamedRow {
+fn local(info: &NodeInfo, catalog: &Catalog, tokens: &[i64]) -> NamedRow {
+    let tokens: Vec<Value> = if tokens.is_empty() {
+        vec![text(info.token.to_string())]
+    } else {
+        tokens.iter().map(|t| text(t.to_string())).collect()
+    };
     vec![
         ("key", text("local")),
         ("bootstrapped", text("COMPLETED")),
@@ -116,7 +154,7 @@ fn local(info: &NodeInfo, catalog: &Catalog) -> NamedRow {
         ("rpc_address", Value::Inet(info.rpc_address)),
         ("rpc_port", Value::Int(i32::from(info.rpc_port))),
         ("schema_version", Value::Uuid(catalog.version)),
-        ("tokens", Value::Set(vec![text(info.token.to_string())])),
+        ("tokens", Value::Set(tokens)),
     ]
 }
 
