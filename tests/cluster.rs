@@ -322,3 +322,54 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         "no acknowledged write is lost"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_and_password_hashes_reach_every_node() {
+    let cluster = TestCluster::start_with(
+        2,
+        "authenticator = \"PasswordAuthenticator\"\nauthorizer = \"CassandraAuthorizer\"",
+    );
+    let admin = cluster.nodes[0]
+        .session_as(Some(("cassandra", "cassandra")))
+        .await
+        .expect("superuser logs in at node 1");
+    cluster
+        .wait_until_formed_as(("cassandra", "cassandra"))
+        .await;
+    admin
+        .query_unpaged(
+            "CREATE ROLE alice WITH PASSWORD = 'secret-pw' AND LOGIN = true",
+            (),
+        )
+        .await
+        .expect("create role at node 1");
+    admin
+        .query_unpaged("GRANT SELECT ON KEYSPACE system_auth TO alice", ())
+        .await
+        .expect("grant at node 1");
+    // Made at node 1, alice logs in at node 2 and uses her grant there: the hash and the
+    // permission came through the metadata group.
+    let alice = cluster.nodes[1]
+        .session_as(Some(("alice", "secret-pw")))
+        .await
+        .expect("alice logs in at node 2");
+    let (role,): (String,) = alice
+        .query_unpaged(
+            "SELECT role FROM system_auth.roles WHERE role = 'alice'",
+            (),
+        )
+        .await
+        .expect("read roles")
+        .into_rows_result()
+        .expect("rows")
+        .first_row::<(String,)>()
+        .expect("alice's row");
+    assert_eq!(role, "alice");
+    assert!(
+        cluster.nodes[1]
+            .session_as(Some(("alice", "wrong")))
+            .await
+            .is_err(),
+        "a wrong password is refused at node 2"
+    );
+}

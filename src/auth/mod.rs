@@ -48,6 +48,20 @@ pub enum AuthError {
     Hash(String),
 }
 
+/// Replicates changes to roles and permissions through the cluster's metadata group (so
+/// roles and password hashes reach other nodes only that way).
+pub trait AuthLog: Send + Sync {
+    /// The version of the replicated state; read before the state a change is planned on.
+    fn version(&self) -> u64;
+
+    /// Replicates `next` in place of the state of version `expected`. Blocks until this node
+    /// has installed it; false when another change got in first (the caller plans again).
+    ///
+    /// # Errors
+    /// Unavailable without a majority of the metadata group.
+    fn propose(&self, expected: u64, next: &AuthState) -> Result<bool, QueryError>;
+}
+
 /// The node's authenticator, authorizer and role store.
 pub struct Auth {
     authenticator: Authenticator,
@@ -56,6 +70,8 @@ pub struct Auth {
     state: RwLock<Arc<AuthState>>,
     /// Serialises changes so each is persisted before the next starts.
     writes: Mutex<()>,
+    /// The cluster's log of changes, once the cluster started.
+    log: std::sync::OnceLock<Arc<dyn AuthLog>>,
 }
 
 impl Auth {
@@ -114,6 +130,7 @@ impl Auth {
             dir,
             state: RwLock::new(Arc::new(state)),
             writes: Mutex::new(()),
+            log: std::sync::OnceLock::new(),
         })
     }
 
@@ -186,15 +203,51 @@ impl Auth {
         Ok(role.name.clone())
     }
 
+    /// Sends later changes through the cluster's log (once, when the cluster starts).
+    pub fn attach_log(&self, log: Arc<dyn AuthLog>) {
+        if self.log.set(log).is_err() {
+            warn!("the auth log was attached twice; keeping the first");
+        }
+    }
+
+    /// Installs a state replicated by the cluster (every node, in log order): persisted, then
+    /// current.
+    ///
+    /// # Errors
+    /// When persisting fails.
+    pub fn install(&self, next: AuthState) -> Result<(), AuthError> {
+        let _guard = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        roles::save(&self.dir, &next).map_err(|source| AuthError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        Ok(())
+    }
+
     /// Applies `change` to a copy of the state; when it succeeds the copy is persisted and
-    /// becomes current.
+    /// becomes current. In a cluster the copy is replicated instead (planned again when
+    /// another change got in first).
     ///
     /// # Errors
     /// Whatever `change` returns, or ServerError when persisting fails.
     pub fn update<T>(
         &self,
-        change: impl FnOnce(&mut AuthState) -> Result<T, QueryError>,
+        mut change: impl FnMut(&mut AuthState) -> Result<T, QueryError>,
     ) -> Result<T, QueryError> {
+        if let Some(log) = self.log.get() {
+            for _ in 0..20 {
+                let version = log.version();
+                let mut next = (*self.state()).clone();
+                let out = change(&mut next)?;
+                if log.propose(version, &next)? {
+                    return Ok(out);
+                }
+            }
+            return Err(QueryError::Server(
+                "Roles kept changing while this change was made; try again".into(),
+            ));
+        }
         let _guard = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = (*self.state()).clone();
         let out = change(&mut next)?;

@@ -87,7 +87,7 @@ pub fn execute(
 }
 
 /// The options of CREATE/ALTER ROLE (and USER) after Cassandra's `RoleOptions.validate`.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct RoleOptions {
     superuser: Option<bool>,
     login: Option<bool>,
@@ -299,7 +299,7 @@ fn create_role(
             name: name.to_string(),
             ..Role::default()
         };
-        opts.apply(&mut role);
+        opts.clone().apply(&mut role);
         state.roles.insert(name.to_string(), role);
         if auth.enforces_permissions() {
             // The creator may alter, drop and grant the new role.
@@ -366,7 +366,7 @@ fn alter_role(
             }
         }
         if let Some(role) = state.roles.get_mut(name) {
-            opts.apply(role);
+            opts.clone().apply(role);
         }
         Ok(())
     })?;

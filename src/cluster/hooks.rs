@@ -29,6 +29,68 @@ impl NodeHooks {
     }
 }
 
+/// Roles and permissions replicated through the metadata group.
+pub struct AuthHooks {
+    cluster: Weak<Cluster>,
+}
+
+impl AuthHooks {
+    /// The auth log of `cluster`.
+    pub fn new(cluster: &Arc<Cluster>) -> AuthHooks {
+        AuthHooks {
+            cluster: Arc::downgrade(cluster),
+        }
+    }
+}
+
+impl crate::auth::AuthLog for AuthHooks {
+    fn version(&self) -> u64 {
+        self.cluster
+            .upgrade()
+            .map_or(0, |c| c.meta_state().with(|s| s.auth_version))
+    }
+
+    fn propose(&self, expected: u64, next: &crate::auth::AuthState) -> Result<bool, QueryError> {
+        let cluster = self
+            .cluster
+            .upgrade()
+            .ok_or_else(|| QueryError::Server("The node is stopping".into()))?;
+        let state = serde_json::to_string(next)
+            .map_err(|e| QueryError::Server(format!("Could not encode the roles: {e}")))?;
+        let command = Command::SetAuth {
+            expected,
+            state: super::raft_types::Secret(state),
+        };
+        let voters: Vec<u64> = cluster
+            .meta()
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .collect();
+        let runtime = cluster.runtime().clone();
+        let reply = tokio::task::block_in_place(|| {
+            runtime.block_on(cluster.propose(META_GROUP, &voters, command, SCHEMA_TIMEOUT))
+        })
+        .map_err(|_| QueryError::Unavailable {
+            consistency: cql::request::Consistency::Quorum,
+            required: voters.len() as i32 / 2 + 1,
+            alive: alive(&cluster, &voters),
+            dc: None,
+        })?;
+        if let Reply::Refused(_) = reply {
+            return Ok(false);
+        }
+        // Committed: wait until this node applied it (the version moved past `expected`).
+        wait_for(
+            || cluster.meta_state().with(|s| s.auth_version > expected),
+            SCHEMA_TIMEOUT,
+        );
+        Ok(true)
+    }
+}
+
 /// A node's token from its host id (as `system.local` reports it).
 pub fn token_of(host_id: uuid::Uuid) -> i64 {
     let t = super::node_id(host_id) as i64;

@@ -131,6 +131,27 @@ impl MetaMachine {
                 state.retain_tables(&tables);
                 Ok(Reply::Done)
             }
+            Command::SetAuth {
+                expected,
+                state: auth,
+            } => {
+                if state.auth_version != expected {
+                    return Ok(Reply::Refused("stale auth version".into()));
+                }
+                let next: crate::auth::AuthState = match serde_json::from_str(&auth.0) {
+                    Ok(s) => s,
+                    Err(e) => return Ok(Reply::Refused(format!("bad auth state: {e}"))),
+                };
+                let node = self.node.clone();
+                tokio::task::spawn_blocking(move || node.auth().install(next))
+                    .await
+                    .map_err(|e| StorageIOError::write_state_machine(&io(e)))?
+                    .map_err(|e| StorageIOError::write_state_machine(&io(e)))?;
+                // Bumped after the state is installed: a change planned on an older state
+                // then always carries an older version.
+                state.auth_version += 1;
+                Ok(Reply::Done)
+            }
             Command::Write { .. } | Command::Cas { .. } => Ok(Reply::Refused(
                 "a data write reached the metadata group".into(),
             )),

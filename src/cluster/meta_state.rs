@@ -20,6 +20,9 @@ pub struct MetaState {
     pub catalog_version: Option<uuid::Uuid>,
     /// Every physical partition's group.
     pub groups: BTreeMap<GroupId, GroupInfo>,
+    /// The replicated roles' version (bumped by every change).
+    #[serde(default)]
+    pub auth_version: u64,
 }
 
 impl MetaState {

@@ -159,6 +159,8 @@ impl Cluster {
         tokio::spawn(liveness::watch(cluster.clone(), shutdown.clone()));
         tokio::spawn(groups::keep(cluster.clone(), shutdown.clone()));
         node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
+        node.auth()
+            .attach_log(Arc::new(hooks::AuthHooks::new(&cluster)));
         Ok(cluster)
     }
 

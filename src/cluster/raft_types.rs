@@ -72,6 +72,14 @@ pub enum Command {
         /// The SCHEMA_CHANGE event every node sends its registered connections (encoded).
         change: Option<Vec<u8>>,
     },
+    /// Metadata group: roles and permissions change from version `expected` to `state`
+    /// (`auth.json`'s content: password hashes travel only here, and never reach a log line).
+    SetAuth {
+        /// The auth version the change was made against.
+        expected: u64,
+        /// The new state, as JSON.
+        state: Secret,
+    },
     /// Data group: writes, applied atomically with `now` (seconds) as the expiry base.
     Write {
         /// The coordinator's clock when the write was made (TTL and tombstone base).
@@ -93,6 +101,17 @@ pub enum Command {
         /// The write.
         mutation: Mutation,
     },
+}
+
+/// Text that must not reach a log line (its `Debug` is redacted).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// What applying an entry answered.

@@ -17,6 +17,7 @@ pub struct ClusterNode {
     pub internode: SocketAddr,
     dir: PathBuf,
     seeds: Vec<SocketAddr>,
+    extra_config: String,
     child: Option<Child>,
 }
 
@@ -37,6 +38,11 @@ fn free_port_on(ip: &str) -> u16 {
 impl TestCluster {
     /// Starts `n` nodes: the first starts the cluster, the others join it through it.
     pub fn start(n: u8) -> TestCluster {
+        Self::start_with(n, "")
+    }
+
+    /// As [`TestCluster::start`], with `extra_config` (TOML lines) in every node's config.
+    pub fn start_with(n: u8, extra_config: &str) -> TestCluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let native_port = free_port_on("127.0.0.1");
         let internode_port = free_port_on("127.0.0.1");
@@ -50,6 +56,7 @@ impl TestCluster {
                 internode: format!("{ip}:{internode_port}").parse().expect("addr"),
                 dir: dir.path().join(format!("node{i}")),
                 seeds: if i == 1 { Vec::new() } else { vec![first] },
+                extra_config: extra_config.to_string(),
                 child: None,
             };
             node.start();
@@ -65,11 +72,20 @@ impl TestCluster {
 
     /// Waits until every running node lists every other node in `system.peers`.
     pub async fn wait_until_formed(&self) {
+        self.wait_until_formed_with(None).await;
+    }
+
+    /// As [`TestCluster::wait_until_formed`], logged in as `login`.
+    pub async fn wait_until_formed_as(&self, login: (&str, &str)) {
+        self.wait_until_formed_with(Some(login)).await;
+    }
+
+    async fn wait_until_formed_with(&self, login: Option<(&str, &str)>) {
         let expected = self.nodes.len() - 1;
         let deadline = Instant::now() + Duration::from_secs(60);
         for node in &self.nodes {
             loop {
-                let session = node.session().await;
+                let session = node.session_as(login).await.expect("driver connects");
                 let peers: Vec<(std::net::IpAddr,)> =
                     super::paged_rows(&session, "SELECT peer FROM system.peers", (), 100).await;
                 if peers.len() == expected {
@@ -93,9 +109,10 @@ impl ClusterNode {
         std::fs::create_dir_all(&self.dir).expect("data dir");
         let seeds: Vec<String> = self.seeds.iter().map(|s| format!("\"{s}\"")).collect();
         let config = format!(
-            "internode_listen = \"{}\"\nseeds = [{}]\ninitial_physical_partitions = 6\n",
+            "internode_listen = \"{}\"\nseeds = [{}]\ninitial_physical_partitions = 6\n{}\n",
             self.internode,
-            seeds.join(", ")
+            seeds.join(", "),
+            self.extra_config
         );
         let config_path = self.dir.join("cluster-test.toml");
         std::fs::write(&config_path, config).expect("config file");
@@ -141,12 +158,21 @@ impl ClusterNode {
 
     /// A scylla session connected to this node only (no discovery of the others).
     pub async fn session(&self) -> scylla::client::session::Session {
-        scylla::client::session_builder::SessionBuilder::new()
+        self.session_as(None).await.expect("scylla driver connects")
+    }
+
+    /// As [`ClusterNode::session`], logged in as `(user, password)` when given.
+    pub async fn session_as(
+        &self,
+        login: Option<(&str, &str)>,
+    ) -> Result<scylla::client::session::Session, scylla::errors::NewSessionError> {
+        let mut builder = scylla::client::session_builder::SessionBuilder::new()
             .known_node(self.native.to_string())
-            .host_filter(std::sync::Arc::new(OnlyNode(self.native)))
-            .build()
-            .await
-            .expect("scylla driver connects")
+            .host_filter(std::sync::Arc::new(OnlyNode(self.native)));
+        if let Some((user, password)) = login {
+            builder = builder.user(user, password);
+        }
+        builder.build().await
     }
 }
 
