@@ -87,6 +87,14 @@ pub struct Config {
     /// Other nodes' internode addresses. Empty (or only this node): start a new cluster;
     /// otherwise join theirs on first start.
     pub seeds: Vec<SocketAddr>,
+    /// PEM certificate chain this node presents to peers; with `internode_tls_key_file` and
+    /// `internode_tls_ca_file`, internode traffic is mutual TLS (each side checks the other's
+    /// certificate against the CA, and a peer's certificate must name its IP address).
+    pub internode_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of `internode_tls_cert_file`.
+    pub internode_tls_key_file: Option<PathBuf>,
+    /// PEM CA that signs every node's internode certificate.
+    pub internode_tls_ca_file: Option<PathBuf>,
     /// Physical partitions a new table starts with in a cluster. 0, the default, is four per
     /// node at its creation, so every node leads some from the start.
     pub initial_physical_partitions: usize,
@@ -335,6 +343,9 @@ impl Default for Config {
             internode_listen: None,
             seeds: Vec::new(),
             initial_physical_partitions: 0,
+            internode_tls_cert_file: None,
+            internode_tls_key_file: None,
+            internode_tls_ca_file: None,
             max_frame_bytes: 256 * 1024 * 1024,
             max_connections: 4096,
             max_requests_per_connection: 1024,
@@ -419,6 +430,14 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.cluster_name.is_empty() {
             return Err("cluster_name can't be empty".into());
+        }
+        let internode_tls = [
+            self.internode_tls_cert_file.is_some(),
+            self.internode_tls_key_file.is_some(),
+            self.internode_tls_ca_file.is_some(),
+        ];
+        if internode_tls.iter().any(|b| *b) && !internode_tls.iter().all(|b| *b) {
+            return Err("internode TLS needs internode_tls_cert_file, internode_tls_key_file and internode_tls_ca_file together".into());
         }
         if self.authenticator == Authenticator::AllowAllAuthenticator
             && self.authorizer == Authorizer::CassandraAuthorizer

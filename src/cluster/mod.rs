@@ -47,6 +47,9 @@ pub enum ClusterError {
     /// openraft refused to start.
     #[error("raft: {0}")]
     Raft(String),
+    /// The internode certificates could not be loaded.
+    #[error("internode TLS: {0}")]
+    Tls(String),
 }
 
 /// This node's part in the cluster.
@@ -120,7 +123,24 @@ impl Cluster {
             cluster_name: config.cluster_name.clone(),
             node_id: me.id,
         };
-        let transport = Transport::new(identity.clone(), None);
+        let (client_tls, server_tls) = match (
+            &config.internode_tls_cert_file,
+            &config.internode_tls_key_file,
+            &config.internode_tls_ca_file,
+        ) {
+            (Some(cert), Some(key), Some(ca)) => (
+                Some(
+                    transport::ClientTls::from_pem_files(ca, Some((cert, key)))
+                        .map_err(|e| ClusterError::Tls(e.to_string()))?,
+                ),
+                Some(
+                    transport::ServerTls::from_pem_files(cert, key, Some(ca))
+                        .map_err(|e| ClusterError::Tls(e.to_string()))?,
+                ),
+            ),
+            _ => (None, None),
+        };
+        let transport = Transport::new(identity.clone(), client_tls);
         let raft_config = Arc::new(raft_config(&config.cluster_name)?);
         let (machine, meta_shared) = MetaMachine::open(node.clone(), db.clone())
             .map_err(|e| ClusterError::Storage(e.to_string()))?;
@@ -147,14 +167,15 @@ impl Cluster {
             has_peers: std::sync::atomic::AtomicBool::new(false),
         });
         let handler = Arc::new(handler::ClusterHandler::new(&cluster));
+        let tls = server_tls.is_some();
         tokio::spawn(transport::serve(
             listener,
             identity,
             handler,
-            None,
+            server_tls,
             shutdown.clone(),
         ));
-        info!(node = me.id, %internode, seeds = ?config.seeds, "internode listener started");
+        info!(node = me.id, %internode, tls, seeds = ?config.seeds, "internode listener started");
         join::start_or_join(&cluster, &config.seeds).await;
         tokio::spawn(liveness::watch(cluster.clone(), shutdown.clone()));
         tokio::spawn(groups::keep(cluster.clone(), shutdown.clone()));
