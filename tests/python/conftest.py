@@ -54,13 +54,14 @@ class RingServer:
     instances: list["RingServer"] = []
 
     def __init__(self, data_dir: Path, log_path: Path, owner: str, host: str = "127.0.0.1",
-                 port: int | None = None, extra_args: tuple = ()):
+                 port: int | None = None, extra_args: tuple = (), log_level: str | None = None):
         self.host = host
         self.port = port or free_port(host)
         self.data_dir = Path(data_dir)
         self.log_path = Path(log_path)
         self.owner = owner
         self.extra_args = tuple(extra_args)
+        self.log_level = log_level
         self.proc: subprocess.Popen | None = None
         self.startup_seconds: float | None = None
         RingServer.instances.append(self)
@@ -81,7 +82,7 @@ class RingServer:
         log.write(f"\n===== starting ringdb on {self.addr} data-dir {self.data_dir} =====\n".encode())
         log.flush()
         args = [str(binary), "--listen", self.addr, "--data-dir", str(self.data_dir),
-                "--log-level", os.environ.get("RINGDB_LOG_LEVEL", "info"), *self.extra_args]
+                "--log-level", self.log_level or os.environ.get("RINGDB_LOG_LEVEL", "info"), *self.extra_args]
         t0 = time.monotonic()
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                      cwd=self.data_dir.parent)

@@ -1,0 +1,348 @@
+"""A three-node ringdb cluster (127.0.0.1, .2 and .3, one process each) seen by real clients.
+
+The python driver discovers every node from one contact point, DDL reaches schema agreement,
+RF 3 data written and read at QUORUM, a prepared statement round-trips, cqlsh at node 2 reads
+rows written through node 1, and with one node killed (-9) QUORUM writes go on after at most a
+few seconds; the node, restarted, catches up: reads at ONE from it alone return every
+acknowledged row.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import time
+
+import pytest
+
+import cqlwire
+from conftest import RingServer, assert_no_panics, run_cqlsh, STOP_TIMEOUT
+
+pytestmark = pytest.mark.dml
+
+HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+KS = "clu"
+FORM_TIMEOUT = 30.0
+# A QUORUM write with one node of three down: the groups it led elect new leaders (1-2 s of
+# silence) after liveness marks it DOWN (2 s); "a few seconds", with margin for a debug build.
+MAX_WRITE_GAP = 10.0
+CATCH_UP_TIMEOUT = 30.0
+# openraft's per-message info lines would drown the tail attached to a failing test's report
+LOG_LEVEL = "info,openraft=warn,lsm_tree=warn,fjall=warn"
+
+
+def port_free_on_all(exclude: set[int]) -> int:
+    """A port free on every node's address (the same CQL port on each, as drivers expect)."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOSTS[0], 0))
+            port = s.getsockname()[1]
+        if port in exclude:
+            continue
+        ok = True
+        for host in HOSTS[1:]:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return port
+    raise AssertionError("no port free on 127.0.0.1, .2 and .3 after 50 tries")
+
+
+def peers_seen(node: RingServer) -> int | None:
+    """How many rows node's system.peers has (None when it does not answer yet)."""
+    try:
+        with cqlwire.connect_ready(node.host, node.port, timeout=3.0) as conn:
+            f = conn.query("SELECT peer FROM system.peers", timeout=3.0)
+            if f.opcode != cqlwire.RESULT:
+                return None
+            return len(cqlwire.parse_result(f.body).rows)
+    except (OSError, cqlwire.ConnectionClosed, AssertionError):
+        return None
+
+
+def wait_formed(nodes: list[RingServer]) -> None:
+    deadline = time.monotonic() + FORM_TIMEOUT
+    for node in nodes:
+        seen = None
+        while time.monotonic() < deadline:
+            seen = peers_seen(node)
+            if seen == len(nodes) - 1:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(
+                f"node {node.host} lists {seen} peers, not {len(nodes) - 1}, after {FORM_TIMEOUT}s\n"
+                + "\n".join(n.log_tail(30) for n in nodes))
+
+
+def wait_writable(nodes: list[RingServer]) -> None:
+    """Until each node coordinates a QUORUM write. A node lists its peers in system.peers as soon
+    as they are members, but counts them alive only once they answered a ping (sent every
+    0.5 s): until then it answers Unavailable, which has no effect, so retrying is safe (and
+    the probe table's first writes may time out: see write_new_table)."""
+    from cassandra import ConsistencyLevel, Unavailable, WriteTimeout
+    deadline = time.monotonic() + FORM_TIMEOUT
+    ddl = ["CREATE KEYSPACE IF NOT EXISTS ready WITH replication = "
+           "{'class': 'SimpleStrategy', 'replication_factor': 3}",
+           "CREATE TABLE IF NOT EXISTS ready.probe (node int PRIMARY KEY)"]
+    for i, node in enumerate(nodes):
+        c = connect(node, only=True)
+        try:
+            s = c.connect()
+            for cql in ddl if i == 0 else []:
+                while True:
+                    try:
+                        s.execute(cql)
+                        break
+                    except Unavailable:
+                        assert time.monotonic() < deadline, f"{node.host}: {cql} Unavailable for {FORM_TIMEOUT}s"
+                        time.sleep(0.1)
+            while True:
+                try:
+                    s.execute(stmt("INSERT INTO ready.probe (node) VALUES (%s)", ConsistencyLevel.QUORUM), (i,))
+                    break
+                except (Unavailable, WriteTimeout):
+                    assert time.monotonic() < deadline, f"{node.host}: QUORUM writes Unavailable for {FORM_TIMEOUT}s"
+                    time.sleep(0.1)
+        finally:
+            c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ring(request, tmp_path_factory) -> list[RingServer]:
+    """Three nodes: node 1 starts the cluster, 2 and 3 join it through node 1's internode port.
+    Teardown: SIGTERM to each; every node must exit 0 without a logged panic."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    native = port_free_on_all(set())
+    internode = port_free_on_all({native})
+    nodes: list[RingServer] = []
+    try:
+        for i, host in enumerate(HOSTS, start=1):
+            d = tmp / f"node{i}"
+            d.mkdir()
+            cfg = d / "cluster.toml"
+            seeds = "" if i == 1 else f'"{HOSTS[0]}:{internode}"'
+            cfg.write_text(f'internode_listen = "{host}:{internode}"\nseeds = [{seeds}]\n'
+                           "initial_physical_partitions = 6\n")
+            node = RingServer(d / "data", d / "stderr.log", owner=request.node.nodeid, host=host,
+                              port=native, extra_args=("--config", str(cfg)),
+                              log_level=os.environ.get("RINGDB_LOG_LEVEL", LOG_LEVEL))
+            nodes.append(node)
+            node.start()
+        wait_formed(nodes)
+        wait_writable(nodes)
+        yield nodes
+    finally:
+        problems = []
+        for node in nodes:
+            if node.proc is None:
+                continue
+            if not node.running():
+                problems.append(f"{node.host} was not running at teardown "
+                                f"(exit {node.proc.returncode})\n{node.log_tail(30)}")
+                continue
+            rc = node.stop(signal.SIGTERM, STOP_TIMEOUT)
+            if rc != 0:
+                problems.append(f"{node.host} exited {rc} after SIGTERM\n{node.log_tail(30)}")
+        for node in nodes:
+            try:
+                assert_no_panics(node)
+            except AssertionError as e:
+                problems.append(f"{node.host}: {e}")
+        if problems:
+            raise AssertionError("\n\n".join(problems))
+
+
+def connect(node: RingServer, only: bool = False, **kwargs):
+    """A driver Cluster with node as its one contact point: token-aware round robin over every
+    node it discovers, or (only=True) that node alone."""
+    from cassandra.cluster import Cluster
+    from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy, WhiteListRoundRobinPolicy
+    policy = (WhiteListRoundRobinPolicy([node.host]) if only
+              else TokenAwarePolicy(RoundRobinPolicy()))
+    kwargs.setdefault("connect_timeout", 10)
+    kwargs.setdefault("control_connection_timeout", 10)
+    return Cluster([node.host], port=node.port, load_balancing_policy=policy, **kwargs)
+
+
+def stmt(cql: str, level):
+    from cassandra.query import SimpleStatement
+    return SimpleStatement(cql, consistency_level=level)
+
+
+def write_new_table(session, statement, params, within: float = 10.0) -> int:
+    """Executes an idempotent write, retried on WriteTimeout for `within` seconds; returns the
+    number of timeouts. A new table's groups elect their leaders after CREATE TABLE has
+    answered, and a replica that has not applied the CREATE yet refuses the first vote
+    requests ("holds no replica of group N (yet)"), so the first writes to a new table can
+    wait for a second election and time out (2 s)."""
+    from cassandra import WriteTimeout
+    deadline = time.monotonic() + within
+    timeouts = 0
+    while True:
+        try:
+            session.execute(statement, params)
+            return timeouts
+        except WriteTimeout:
+            timeouts += 1
+            if time.monotonic() > deadline:
+                raise
+
+
+@pytest.fixture(scope="module")
+def client(ring):
+    c = connect(ring[0])
+    try:
+        yield c, c.connect()
+    finally:
+        c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def keyspace(client):
+    _, session = client
+    rs = session.execute(f"CREATE KEYSPACE {KS} WITH replication = "
+                         "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+    return KS, rs.response_future.is_schema_agreed
+
+
+def test_driver_discovers_every_node_from_one_contact_point(client):
+    c, _ = client
+    hosts = c.metadata.all_hosts()
+    assert sorted(h.address for h in hosts) == HOSTS, [str(h) for h in hosts]
+    assert all(h.is_up for h in hosts), [(h.address, h.is_up) for h in hosts]
+    assert len({h.host_id for h in hosts}) == 3, "three distinct host ids"
+
+
+def test_schema_agreement_and_rf3_quorum_rows(client, keyspace):
+    from cassandra import ConsistencyLevel
+    c, session = client
+    ks, ks_agreed = keyspace
+    assert ks_agreed, "schema agreement after CREATE KEYSPACE"
+    rs = session.execute(f"CREATE TABLE {ks}.rows (k int PRIMARY KEY, v text, n bigint)")
+    assert rs.response_future.is_schema_agreed, "schema agreement after CREATE TABLE"
+    assert c.control_connection.wait_for_schema_agreement(wait_time=10), "schema versions agree"
+    assert "rows" in c.metadata.keyspaces[ks].tables
+    assert c.metadata.keyspaces[ks].replication_strategy.replication_factor == 3
+
+    insert = session.prepare(f"INSERT INTO {ks}.rows (k, v, n) VALUES (?, ?, ?)")
+    insert.consistency_level = ConsistencyLevel.QUORUM
+    for k in range(300):
+        write_new_table(session, insert, (k, f"v{k}", k * 1_000_000_007))
+    read = stmt(f"SELECT k, v, n FROM {ks}.rows WHERE k = %s", ConsistencyLevel.QUORUM)
+    wrong = []
+    for k in range(300):
+        rows = list(session.execute(read, (k,)))
+        if [(r.k, r.v, r.n) for r in rows] != [(k, f"v{k}", k * 1_000_000_007)]:
+            wrong.append((k, rows))
+    assert not wrong, f"{len(wrong)} of 300 QUORUM reads wrong, first: {wrong[:3]}"
+    scan = stmt(f"SELECT k FROM {ks}.rows", ConsistencyLevel.QUORUM)
+    scan.fetch_size = 70
+    assert sorted(r.k for r in session.execute(scan)) == list(range(300)), "a paged scan"
+
+    # A prepared SELECT round-trips: its metadata, the bound values, the typed row.
+    select = session.prepare(f"SELECT v, n FROM {ks}.rows WHERE k = ?")
+    select.consistency_level = ConsistencyLevel.QUORUM
+    assert [col[2] for col in select.column_metadata] == ["k"]
+    row = session.execute(select, (123,)).one()
+    assert (row.v, row.n) == ("v123", 123 * 1_000_000_007)
+    assert session.execute(select, (4242,)).one() is None, "no row for an unwritten key"
+
+
+def test_cqlsh_at_node2_reads_rows_written_at_node1(ring, keyspace, tmp_path):
+    from cassandra import ConsistencyLevel
+    ks, _ = keyspace
+    c = connect(ring[0], only=True)
+    try:
+        s = c.connect()
+        s.execute(f"CREATE TABLE {ks}.via1 (k int PRIMARY KEY, v text)")
+        for k in range(5):
+            write_new_table(s, stmt(f"INSERT INTO {ks}.via1 (k, v) VALUES (%s, %s)", ConsistencyLevel.QUORUM),
+                            (k, f"from-node1-{k}"))
+    finally:
+        c.shutdown()
+    out = run_cqlsh(ring[1], "-e", f"CONSISTENCY QUORUM; SELECT k, v FROM {ks}.via1",
+                    home=tmp_path / "cqlsh-home").stdout
+    found = {(int(m[1]), m[2]) for m in re.finditer(r"^\s*(\d+) \| (\S+)\s*$", out, re.M)}
+    assert found == {(k, f"from-node1-{k}") for k in range(5)}, out
+    assert "(5 rows)" in out, out
+
+
+def test_quorum_writes_survive_a_killed_node_which_catches_up(ring, client, keyspace, capsys):
+    from cassandra import ConsistencyLevel
+    _, session = client
+    ks, _ = keyspace
+    session.execute(f"CREATE TABLE {ks}.chaos (k int PRIMARY KEY, v int)")
+    insert = session.prepare(f"INSERT INTO {ks}.chaos (k, v) VALUES (?, ?)")
+    insert.consistency_level = ConsistencyLevel.QUORUM
+    acknowledged: dict[int, int] = {}
+    for k in range(100):
+        write_new_table(session, insert, (k, k * 7))
+        acknowledged[k] = k * 7
+
+    victim = ring[2]
+    victim.kill()  # SIGKILL
+    killed_at = time.monotonic()
+    # The gap: the longest time without an acknowledged write, from the kill on (the writes
+    # to the groups the victim led wait for their new leaders).
+    gap = 0.0
+    last_ack = killed_at
+    failures = 0
+    for k in range(100, 250):
+        t0 = time.monotonic()
+        last_error = None
+        while True:
+            try:
+                session.execute(insert, (k, k * 7), timeout=5)
+                break
+            except Exception as e:  # Unavailable, WriteTimeout, OperationTimedOut, NoHostAvailable
+                last_error = e
+                failures += 1
+                if time.monotonic() - t0 > MAX_WRITE_GAP:
+                    raise AssertionError(f"write of {k} still failing after {MAX_WRITE_GAP}s with "
+                                         f"{victim.host} down: {last_error!r}")
+                time.sleep(0.1)
+        acked_at = time.monotonic()
+        gap = max(gap, acked_at - last_ack)
+        last_ack = acked_at
+        acknowledged[k] = k * 7
+    with capsys.disabled():
+        print(f"\n[test_cluster] {victim.host} killed: longest time without an acknowledged QUORUM "
+              f"write {gap:.2f}s ({failures} failed attempts, 150 writes in {last_ack - killed_at:.2f}s)")
+    assert gap < MAX_WRITE_GAP
+
+    victim.start()
+    reader = connect(victim, only=True)
+    try:
+        s3 = reader.connect()
+        pools = sorted(h.address for h in s3.get_pool_state())
+        assert pools == [victim.host], f"the reader connects to {victim.host} only: {pools}"
+        scan = stmt(f"SELECT k, v FROM {ks}.chaos", ConsistencyLevel.ONE)
+        scan.fetch_size = 100
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT
+        seen: dict[int, int] = {}
+        while time.monotonic() < deadline:
+            try:
+                rs = s3.execute(scan, timeout=5)
+                seen = {r.k: r.v for r in rs}
+                if seen == acknowledged:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.3)
+        missing = sorted(set(acknowledged) - set(seen))
+        assert seen == acknowledged, (
+            f"{victim.host} at ONE after {CATCH_UP_TIMEOUT}s: {len(seen)} rows, "
+            f"{len(missing)} acknowledged rows missing (first {missing[:10]})\n{victim.log_tail(40)}")
+        # each row read alone from the node's own replica too
+        one = stmt(f"SELECT v FROM {ks}.chaos WHERE k = %s", ConsistencyLevel.ONE)
+        bad = [k for k in range(100, 250, 10) if (r := s3.execute(one, (k,)).one()) is None or r.v != k * 7]
+        assert not bad, f"single-row reads at ONE from {victim.host} wrong for {bad}"
+    finally:
+        reader.shutdown()
