@@ -62,12 +62,21 @@ pub enum QueryError {
     Server(String),
     /// 0x1200: a read (or another request) did not finish within its timeout.
     #[error("Operation timed out - received only 0 responses.")]
-    ReadTimeout,
+    ReadTimeout {
+        /// The request's level.
+        consistency: Consistency,
+        /// Replicas it waited for.
+        block_for: i32,
+    },
     /// 0x1100: a write did not finish within its timeout; `batch` for a BATCH.
     #[error("Operation timed out - received only 0 responses.")]
     WriteTimeout {
         /// The write was a batch.
         batch: bool,
+        /// The request's level.
+        consistency: Consistency,
+        /// Replicas it waited for.
+        block_for: i32,
     },
 }
 
@@ -126,18 +135,25 @@ impl QueryError {
             QueryError::Unauthorized(_) => ErrorBody::Unauthorized(message),
             QueryError::BadCredentials(_) => ErrorBody::BadCredentials(message),
             QueryError::Server(_) => ErrorBody::ServerError(message),
-            QueryError::ReadTimeout => ErrorBody::ReadTimeout {
+            QueryError::ReadTimeout {
+                consistency,
+                block_for,
+            } => ErrorBody::ReadTimeout {
                 message,
-                consistency: Consistency::One,
+                consistency: *consistency,
                 received: 0,
-                block_for: 1,
+                block_for: *block_for,
                 data_present: false,
             },
-            QueryError::WriteTimeout { batch } => ErrorBody::WriteTimeout {
+            QueryError::WriteTimeout {
+                batch,
+                consistency,
+                block_for,
+            } => ErrorBody::WriteTimeout {
                 message,
-                consistency: Consistency::One,
+                consistency: *consistency,
                 received: 0,
-                block_for: 1,
+                block_for: *block_for,
                 write_type: if *batch { "BATCH" } else { "SIMPLE" }.to_string(),
             },
             QueryError::WriteFailure(_) => ErrorBody::WriteFailure {
@@ -168,8 +184,21 @@ impl From<crate::shard::ShardError> for QueryError {
                 alive,
                 dc: None,
             },
-            S::WriteTimeout { .. } => QueryError::WriteTimeout { batch: false },
-            S::ReadTimeout { .. } => QueryError::ReadTimeout,
+            S::WriteTimeout {
+                consistency,
+                block_for,
+            } => QueryError::WriteTimeout {
+                batch: false,
+                consistency,
+                block_for,
+            },
+            S::ReadTimeout {
+                consistency,
+                block_for,
+            } => QueryError::ReadTimeout {
+                consistency,
+                block_for,
+            },
         }
     }
 }

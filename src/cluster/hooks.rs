@@ -208,6 +208,11 @@ impl ClusterHooks for NodeHooks {
         let catalog = serde_json::to_string(&persisted)
             .map_err(|e| QueryError::Server(format!("Could not encode the schema: {e}")))?;
         let groups = new_groups(&cluster, &cluster.node().catalog(), next);
+        let new_group_ids: Vec<u64> = groups
+            .iter()
+            .filter(|g| g.replicas.len() > 1 && g.replicas.contains(&cluster.me().id))
+            .map(|g| g.id)
+            .collect();
         let mut event = Vec::new();
         change.encode(&mut event);
         let command = Command::SetCatalog {
@@ -257,6 +262,18 @@ impl ClusterHooks for NodeHooks {
                 })
             },
             AGREEMENT_WAIT,
+        );
+        // A new table's groups elect their first leaders before the DDL answers, so the
+        // first writes do not wait for an election (bounded: writes wait for one anyway).
+        wait_for(
+            || {
+                new_group_ids.iter().all(|g| {
+                    cluster
+                        .group(*g)
+                        .is_some_and(|r| r.metrics().borrow().current_leader.is_some())
+                })
+            },
+            AGREEMENT_WAIT + AGREEMENT_WAIT,
         );
         Ok(SchemaProposal::Installed)
     }

@@ -44,9 +44,10 @@ impl Liveness {
             .copied()
     }
 
-    /// Whether `id` is up (this node is always up).
+    /// Whether `id` counts as up: a member not pinged yet does (it just joined or this node
+    /// just started), so requests are not refused before the first round of pings.
     pub fn is_up(&self, id: NodeId) -> bool {
-        self.seen(id).is_some_and(|s| s.up)
+        self.seen(id).is_none_or(|s| s.up)
     }
 }
 
@@ -94,7 +95,8 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                     ..b
                 },
                 (None, None) => Seen {
-                    at: now,
+                    // Never answered: down from the first miss.
+                    at: now.checked_sub(DOWN_AFTER).unwrap_or(now),
                     schema_version: uuid::Uuid::nil(),
                     up: false,
                     stats: super::rpc::NodeStats::default(),

@@ -287,8 +287,15 @@ impl RequestKind {
 
     fn timeout_error(self) -> QueryError {
         match self {
-            RequestKind::Read | RequestKind::Other => QueryError::ReadTimeout,
-            RequestKind::Write { batch } => QueryError::WriteTimeout { batch },
+            RequestKind::Read | RequestKind::Other => QueryError::ReadTimeout {
+                consistency: cql::request::Consistency::One,
+                block_for: 1,
+            },
+            RequestKind::Write { batch } => QueryError::WriteTimeout {
+                batch,
+                consistency: cql::request::Consistency::One,
+                block_for: 1,
+            },
         }
     }
 }
