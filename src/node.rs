@@ -58,6 +58,9 @@ pub struct Node {
     reads_handed_over: AtomicU64,
     /// The cluster, once it has started (a node run in-process by tests has none).
     cluster: std::sync::OnceLock<Arc<dyn ClusterHooks>>,
+    /// True while the cluster has other members: only then does a request look at it (one
+    /// load on the single node's path).
+    has_peers: std::sync::atomic::AtomicBool,
 }
 
 fn now_ms() -> i64 {
@@ -189,6 +192,7 @@ impl Node {
         Ok(Node {
             reads_handed_over: AtomicU64::new(0),
             cluster: std::sync::OnceLock::new(),
+            has_peers: std::sync::atomic::AtomicBool::new(false),
             shards: LocalShards::new(storage.clone()),
             config,
             info,
@@ -237,6 +241,9 @@ impl Node {
     /// The shards a request at `level` goes through: the cluster's replicated groups when it
     /// has other members, else this node's store.
     pub fn shards_at(&self, level: cql::request::Consistency) -> crate::shard::ShardsAt<'_> {
+        if !self.has_peers() {
+            return crate::shard::ShardsAt::Borrowed(&self.shards);
+        }
         match self.cluster.get().and_then(|c| c.shards_at(level)) {
             Some(shards) => crate::shard::ShardsAt::Owned(shards),
             None => crate::shard::ShardsAt::Borrowed(&self.shards),
@@ -314,6 +321,16 @@ impl Node {
         if self.cluster.set(hooks).is_err() {
             tracing::warn!("the cluster was attached twice; keeping the first");
         }
+    }
+
+    /// True while the cluster has members other than this node.
+    pub fn has_peers(&self) -> bool {
+        self.has_peers.load(Ordering::Relaxed)
+    }
+
+    /// Records whether the cluster has members other than this node (the cluster keeps it).
+    pub fn set_has_peers(&self, has_peers: bool) {
+        self.has_peers.store(has_peers, Ordering::Relaxed);
     }
 
     /// The cluster, when this node runs in one.

@@ -72,6 +72,7 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
     cluster
         .has_peers
         .store(members.len() > 1, std::sync::atomic::Ordering::Relaxed);
+    cluster.node().set_has_peers(members.len() > 1);
     for group in &wanted {
         if cluster.groups.get(group.id).is_some() {
             continue;

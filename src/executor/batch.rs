@@ -64,7 +64,7 @@ pub(super) fn batch(
     }
     // Every statement planned, the batch's level must hold for each table it writes (in a
     // cluster, the groups count their replicas as they write).
-    let clustered = node.cluster().is_some_and(|c| c.has_peers());
+    let clustered = node.has_peers();
     for (plan, _, _) in planned.iter().filter(|_| !clustered) {
         if let Some(ks) = catalog.keyspaces.get(&plan.table().keyspace) {
             super::check_replicas(batch.consistency, &ks.params)?;

@@ -337,7 +337,7 @@ fn check_plan_replicas(
     cl: Consistency,
 ) -> Result<(), QueryError> {
     // In a cluster the groups' replicas are counted per request (`cluster::shards`).
-    if node.cluster().is_some_and(|c| c.has_peers()) {
+    if node.has_peers() {
         return Ok(());
     }
     if let Plan::Virtual(v) = plan {
