@@ -38,10 +38,7 @@ pub fn acceptor(
     client_ca_file: Option<&Path>,
 ) -> Result<TlsAcceptor, TlsError> {
     let certs = read_certs(cert_file)?;
-    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| TlsError::File {
-        path: key_file.to_path_buf(),
-        message: format!("no usable private key: {e}"),
-    })?;
+    let key = read_key(key_file)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -68,7 +65,22 @@ pub fn acceptor(
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+/// The PEM private key in `path`.
+///
+/// # Errors
+/// When the file holds no usable key.
+pub(crate) fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::File {
+        path: path.to_path_buf(),
+        message: format!("no usable private key: {e}"),
+    })
+}
+
+/// The PEM certificates in `path` (at least one).
+///
+/// # Errors
+/// When the file cannot be read or holds none.
+pub(crate) fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let err = |message: String| TlsError::File {
         path: path.to_path_buf(),
         message,

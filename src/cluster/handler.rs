@@ -123,13 +123,7 @@ async fn admit(cluster: &Arc<Cluster>, member: Member) -> Result<Vec<Member>, St
     meta.add_learner(member.id, node, true)
         .await
         .map_err(|e| e.to_string())?;
-    let mut voters: std::collections::BTreeSet<u64> = meta
-        .metrics()
-        .borrow()
-        .membership_config
-        .membership()
-        .voter_ids()
-        .collect();
+    let mut voters: std::collections::BTreeSet<u64> = cluster.meta_voters().into_iter().collect();
     if voters.insert(member.id) {
         meta.change_membership(voters, false)
             .await

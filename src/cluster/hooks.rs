@@ -61,24 +61,7 @@ impl crate::auth::AuthLog for AuthHooks {
             expected,
             state: super::raft_types::Secret(state),
         };
-        let voters: Vec<u64> = cluster
-            .meta()
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .collect();
-        let runtime = cluster.runtime().clone();
-        let reply = tokio::task::block_in_place(|| {
-            runtime.block_on(cluster.propose(META_GROUP, &voters, command, SCHEMA_TIMEOUT))
-        })
-        .map_err(|_| QueryError::Unavailable {
-            consistency: cql::request::Consistency::Quorum,
-            required: voters.len() as i32 / 2 + 1,
-            alive: alive(&cluster, &voters),
-            dc: None,
-        })?;
+        let reply = propose_meta(&cluster, command)?;
         if let Reply::Refused(_) = reply {
             return Ok(false);
         }
@@ -221,27 +204,7 @@ impl ClusterHooks for NodeHooks {
             groups,
             change: Some(event),
         };
-        let voters: Vec<u64> = cluster
-            .meta()
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .collect();
-        let runtime = cluster.runtime().clone();
-        let reply = tokio::task::block_in_place(|| {
-            runtime.block_on(cluster.propose(META_GROUP, &voters, command, SCHEMA_TIMEOUT))
-        })
-        .map_err(|e| {
-            tracing::warn!(error = %e, "schema change not committed");
-            QueryError::Unavailable {
-                consistency: cql::request::Consistency::Quorum,
-                required: voters.len() as i32 / 2 + 1,
-                alive: alive(&cluster, &voters),
-                dc: None,
-            }
-        })?;
+        let reply = propose_meta(&cluster, command)?;
         if let Reply::Refused(reason) = reply {
             tracing::debug!(%reason, "schema change refused; planning again");
             return Ok(SchemaProposal::Stale);
@@ -251,7 +214,11 @@ impl ClusterHooks for NodeHooks {
             SCHEMA_TIMEOUT,
         );
         let me = cluster.me().id;
-        let peers: Vec<u64> = voters.into_iter().filter(|v| *v != me).collect();
+        let peers: Vec<u64> = cluster
+            .meta_voters()
+            .into_iter()
+            .filter(|v| *v != me)
+            .collect();
         wait_for(
             || {
                 peers.iter().all(|p| {
@@ -294,6 +261,25 @@ fn node_tokens(state: &super::meta_state::MetaState) -> std::collections::HashMa
         tokens.entry(node).or_default().push(end);
     }
     tokens
+}
+
+/// Commits a metadata command from a blocking thread (schema and role changes); Unavailable
+/// when the metadata group has no majority within [`SCHEMA_TIMEOUT`].
+fn propose_meta(cluster: &Cluster, command: Command) -> Result<Reply, QueryError> {
+    let voters = cluster.meta_voters();
+    let runtime = cluster.runtime().clone();
+    tokio::task::block_in_place(|| {
+        runtime.block_on(cluster.propose(META_GROUP, &voters, command, SCHEMA_TIMEOUT))
+    })
+    .map_err(|e| {
+        tracing::warn!(error = %e, "metadata change not committed");
+        QueryError::Unavailable {
+            consistency: cql::request::Consistency::Quorum,
+            required: voters.len() as i32 / 2 + 1,
+            alive: alive(cluster, &voters),
+            dc: None,
+        }
+    })
 }
 
 fn alive(cluster: &Cluster, voters: &[u64]) -> i32 {

@@ -57,14 +57,7 @@ pub async fn start_or_join(cluster: &Arc<Cluster>, seeds: &[SocketAddr]) {
 async fn record_self(cluster: &Arc<Cluster>) {
     let me = cluster.me().clone();
     loop {
-        let voters: Vec<u64> = cluster
-            .meta()
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .collect();
+        let voters = cluster.meta_voters();
         match cluster
             .propose(
                 META_GROUP,

@@ -195,6 +195,17 @@ impl Cluster {
         &self.meta
     }
 
+    /// The metadata group's voters.
+    pub fn meta_voters(&self) -> Vec<raft_types::NodeId> {
+        self.meta
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .collect()
+    }
+
     /// The metadata state (members, groups).
     pub fn meta_state(&self) -> &MetaShared {
         &self.meta_shared

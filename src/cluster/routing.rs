@@ -5,14 +5,7 @@ use super::meta_state::MetaState;
 use super::raft_types::GroupInfo;
 use storage::TableId;
 
-/// The token of a partition key given as serialized components (Cassandra's Murmur3).
-pub fn partition_token(components: &[Vec<u8>]) -> i64 {
-    if let [one] = components {
-        return storage::token::token(one);
-    }
-    let parts: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
-    storage::token::token(&storage::token::serialize_partition_key(&parts))
-}
+pub use storage::token::partition_token;
 
 /// The group of `table` that owns `token`: the first whose end is at or after it.
 pub fn group_for(state: &MetaState, table: TableId, token: i64) -> Option<GroupInfo> {

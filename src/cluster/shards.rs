@@ -24,6 +24,13 @@ use storage::{
     TokenRange,
 };
 
+/// The coordinator's clock in seconds: the expiry base a write's entry carries.
+fn now_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// The cluster's shards at one consistency level.
 pub struct ClusterShards {
     cluster: Arc<Cluster>,
@@ -102,9 +109,7 @@ impl ClusterShards {
         writes: Vec<(TableId, Mutation)>,
     ) -> Result<(), ShardError> {
         self.check_alive(group, true)?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let now = now_seconds();
         let command = Command::Write { now, writes };
         let reply = self.block_on(self.cluster.propose(
             group.id,
@@ -333,9 +338,7 @@ impl Shards for ClusterShards {
                 return Ok(false);
             };
             serial.check_alive(&group, true).map_err(CasError::Apply)?;
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64);
+            let now = now_seconds();
             let command = Command::Cas {
                 now,
                 table,

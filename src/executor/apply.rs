@@ -10,12 +10,6 @@ use std::sync::Arc;
 /// Writes grouped by (table id, partition key).
 type WritesByPartition = BTreeMap<(u128, Vec<Vec<u8>>), (Arc<Table>, storage::Mutation)>;
 
-/// The token of a partition key given as serialized components.
-fn partition_token(components: &[Vec<u8>]) -> i64 {
-    let parts: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
-    storage::token::token(&storage::token::serialize_partition_key(&parts))
-}
-
 /// Applies mutations, merging those of one partition of one table into one atomic write.
 ///
 /// # Errors
@@ -63,7 +57,8 @@ pub(crate) fn apply(
             })
             | ShardError::Rejected(Rejected::TooLarge { table, token, .. }) => {
                 merged.iter().find(|(t, m)| {
-                    schema::table_id(t) == *table && partition_token(&m.partition_key) == *token
+                    schema::table_id(t) == *table
+                        && storage::token::partition_token(&m.partition_key) == *token
                 })
             }
             _ => None,

@@ -98,6 +98,16 @@ pub fn token(key: &[u8]) -> i64 {
     }
 }
 
+/// The token of a partition key given as its serialized components (Cassandra's Murmur3 of
+/// [`serialize_partition_key`]).
+pub fn partition_token(components: &[Vec<u8>]) -> i64 {
+    if let [one] = components {
+        return token(one);
+    }
+    let parts: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
+    token(&serialize_partition_key(&parts))
+}
+
 /// Serializes a partition key the way Cassandra hashes it: a single component is its raw bytes;
 /// a composite key is, for each component, `u16 BE length ‖ bytes ‖ 0x00`.
 ///

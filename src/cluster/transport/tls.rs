@@ -4,8 +4,7 @@
 //! server then requires a client certificate signed by its CA.
 
 use crate::tls::TlsError;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, RootCertStore};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -58,7 +57,7 @@ impl ClientTls {
         client_cert: Option<(&Path, &Path)>,
     ) -> Result<ClientTls, TlsError> {
         let mut roots = RootCertStore::empty();
-        for cert in read_certs(ca_file)? {
+        for cert in crate::tls::read_certs(ca_file)? {
             roots.add(cert).map_err(|e| TlsError::File {
                 path: ca_file.to_path_buf(),
                 message: e.to_string(),
@@ -71,7 +70,10 @@ impl ClientTls {
                 .with_root_certificates(roots);
         let config = match client_cert {
             Some((cert_file, key_file)) => builder
-                .with_client_auth_cert(read_certs(cert_file)?, read_key(key_file)?)
+                .with_client_auth_cert(
+                    crate::tls::read_certs(cert_file)?,
+                    crate::tls::read_key(key_file)?,
+                )
                 .map_err(|e| TlsError::Config(e.to_string()))?,
             None => builder.with_no_client_auth(),
         };
@@ -114,26 +116,4 @@ impl ServerTls {
     pub(super) fn acceptor(&self) -> &TlsAcceptor {
         &self.acceptor
     }
-}
-
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let err = |message: String| TlsError::File {
-        path: path.to_path_buf(),
-        message,
-    };
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| err(e.to_string()))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(e.to_string()))?;
-    if certs.is_empty() {
-        return Err(err("no PEM certificate found".into()));
-    }
-    Ok(certs)
-}
-
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::File {
-        path: path.to_path_buf(),
-        message: format!("no usable private key: {e}"),
-    })
 }
