@@ -165,7 +165,24 @@ impl Splitter {
         if !force && src.bytes() <= self.max_bytes {
             return Ok(false);
         }
-        self.split(&table, &ring, view, i)
+        self.split(&table, &ring, view, i, None)
+    }
+
+    /// Splits the physical partition of `table` holding token `at` so that one ends at `at`
+    /// (see [`crate::Storage::split_at`]). Returns whether it split.
+    pub(crate) fn split_at(&self, table_id: TableId, at: i64) -> Result<bool, StorageError> {
+        let table = self.tables.get(table_id)?;
+        let ring = table.ring.clone();
+        let _split = ring.split_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if ring.cancel.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let view = ring.current();
+        let i = view.map.index(at);
+        if view.map.ranges[i].end == at {
+            return Ok(false);
+        }
+        self.split(&table, &ring, view, i, Some(at))
     }
 
     #[cfg(test)]
@@ -180,6 +197,7 @@ impl Splitter {
         ring: &TableRing,
         view: Arc<RingView>,
         i: usize,
+        forced: Option<i64>,
     ) -> Result<bool, StorageError> {
         let started = Instant::now();
         let src = &view.parts[i];
@@ -187,9 +205,15 @@ impl Splitter {
         let source_bytes = src.bytes();
         let db = &self.db;
 
-        // 1. Choose the split token.
-        let sizes = partition_sizes(&db.snapshot(), &src.keyspace, start, end)?;
-        let Some(at) = best_split(&sizes) else {
+        // 1. Choose the split token (unless the caller chose it).
+        let chosen = match forced {
+            Some(at) => Some(at).filter(|at| start < *at && *at < end),
+            None => best_split(&partition_sizes(&db.snapshot(), &src.keyspace, start, end)?),
+        };
+        let Some(at) = chosen else {
+            if forced.is_some() {
+                return Ok(false);
+            }
             if !src.is_oversized() {
                 src.set_oversized(true);
                 let mut map = view.map.clone();

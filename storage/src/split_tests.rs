@@ -494,6 +494,33 @@ fn drop_and_truncate_remove_every_physical_partition() {
 }
 
 #[test]
+fn split_at_cuts_where_asked_and_keeps_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let db = open(dir.path(), options(u64::MAX, &clock));
+    for pk in 0..200 {
+        db.apply(T, &rows(pk, 0..3, 100)).unwrap();
+    }
+    // Empty ranges and exact boundaries split too; a cut where one already ends is a no-op.
+    assert!(db.split_at(T, 0).unwrap());
+    assert!(db.split_at(T, -1_000).unwrap());
+    assert!(db.split_at(T, i64::MAX / 2).unwrap());
+    assert!(!db.split_at(T, 0).unwrap());
+    assert!(!db.split_at(T, MAX_TOKEN).unwrap());
+    let parts = db.physical_partitions(T).unwrap();
+    assert_tiles(&parts);
+    let ends: Vec<i64> = parts.iter().map(|p| p.end_token).collect();
+    assert_eq!(ends, vec![-1_000, 0, i64::MAX / 2, MAX_TOKEN]);
+    let total: u64 = parts.iter().map(|p| p.partitions_estimate).sum();
+    assert_eq!(total, 200);
+    assert_eq!(scan_keys(&db, 7).len(), 200);
+    for pk in 0..200 {
+        check_partition(&db, pk, 3, 100);
+        assert_eq!(keyspaces_holding(&db, pk), 1, "partition {pk} left behind");
+    }
+}
+
+#[test]
 fn compaction_purges_expired_cells_and_tombstones_after_gc_grace() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(AtomicI64::new(1_000_000));

@@ -207,6 +207,17 @@ impl Storage {
         self.inner.splitter.split_now(table)
     }
 
+    /// Splits the physical partition holding token `at` so that one of them ends at `at`, in
+    /// the calling thread (a cluster keeps its physical partitions where its groups end).
+    /// Returns `false` when a partition already ends there.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`]; [`StorageError::Fjall`] on I/O failure (the split is
+    /// rolled back).
+    pub fn split_at(&self, table: TableId, at: i64) -> Result<bool, StorageError> {
+        self.inner.splitter.split_at(table, at)
+    }
+
     /// Flushes and compacts every physical partition of `table` into one sorted run now,
     /// whatever its size (what the idle thread does to small idle trees). Returns the runs
     /// left per physical partition (1 for a non-empty tree).
