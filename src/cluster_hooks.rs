@@ -42,6 +42,20 @@ pub struct NodeStatus {
     pub bytes: u64,
 }
 
+/// A physical partition's group: its token range's end, where its replicas are and which of
+/// them leads, as `system_views.physical_partitions` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The table.
+    pub table: storage::TableId,
+    /// The last token of the group's range.
+    pub end: i64,
+    /// The CQL addresses of its replicas.
+    pub replicas: Vec<IpAddr>,
+    /// The CQL address of its leader, when this node knows it.
+    pub leader: Option<IpAddr>,
+}
+
 /// The cluster, as the node sees it.
 pub trait ClusterHooks: Send + Sync {
     /// The other nodes that are members of the cluster.
@@ -52,6 +66,9 @@ pub trait ClusterHooks: Send + Sync {
 
     /// This node's tokens (empty: the single node's own token stands).
     fn local_tokens(&self) -> Vec<i64>;
+
+    /// Every group of every table, in token order per table.
+    fn placements(&self) -> Vec<Placement>;
 
     /// The shards a request at `level` reads and writes through: the replicated groups when
     /// the cluster has more than one member, else None (this node's store, directly).

@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::codec::{decode, encode};
+use super::fences::Fences;
 use super::raft_types::{Command, GroupId, NodeId, Reply, TypeConfig};
 use crate::shard::Rejected;
 use openraft::storage::RaftStateMachine;
@@ -16,6 +17,9 @@ use openraft::{
     StorageIOError, StoredMembership,
 };
 use std::io::Cursor;
+use std::sync::Arc;
+use std::time::Duration;
+use storage::token::partition_token;
 use storage::Storage;
 
 type Result<T> = std::result::Result<T, StorageError<NodeId>>;
@@ -35,8 +39,13 @@ fn marker_key(group: GroupId) -> Vec<u8> {
 /// A data group's state machine.
 pub struct DataMachine {
     group: GroupId,
+    table: storage::TableId,
     storage: Storage,
     applied: Applied,
+    fences: Arc<Fences>,
+    /// For the right half of a split: the group it came from and the fence this replica's
+    /// copy of that group must have applied before this group applies anything.
+    parent: Option<(GroupId, i64)>,
 }
 
 impl DataMachine {
@@ -44,16 +53,68 @@ impl DataMachine {
     ///
     /// # Errors
     /// When the position cannot be read.
-    pub fn open(group: GroupId, storage: Storage) -> std::io::Result<DataMachine> {
+    pub fn open(
+        group: GroupId,
+        table: storage::TableId,
+        storage: Storage,
+        fences: Arc<Fences>,
+        parent: Option<(GroupId, i64)>,
+    ) -> std::io::Result<DataMachine> {
         let applied = match storage.get_meta(&marker_key(group)).map_err(io)? {
             Some(bytes) => decode(&bytes).map_err(io)?,
             None => (None, StoredMembership::default()),
         };
+        fences.load(group, &storage).map_err(io)?;
         Ok(DataMachine {
             group,
+            table,
             storage,
             applied,
+            fences,
+            parent,
         })
+    }
+
+    /// Waits until this node's copy of the parent group has applied the fence this group was
+    /// split at: every entry the parent committed for this group's tokens is applied first.
+    async fn wait_for_parent(&mut self) {
+        let Some((parent, at)) = self.parent else {
+            return;
+        };
+        let mut waited = 0u32;
+        loop {
+            let fenced = match self.fences.get(parent) {
+                Some(end) => end <= at,
+                None => self
+                    .fences
+                    .load(parent, &self.storage)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|end| end <= at),
+            };
+            // A dropped table's groups stop: nothing is left to order.
+            if fenced || self.storage.table_stats(self.table).is_err() {
+                break;
+            }
+            waited += 1;
+            if waited % 500 == 0 {
+                tracing::info!(
+                    group = self.group,
+                    parent,
+                    "waiting for the split group's fence"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.parent = None;
+    }
+
+    /// Whether every token `tokens` yields is still this group's.
+    fn owns_all(&self, mut tokens: impl Iterator<Item = i64>) -> bool {
+        match self.fences.get(self.group) {
+            None => true,
+            Some(end) => tokens.all(|t| t <= end),
+        }
     }
 
     /// Forgets a group's position (the group left this node).
@@ -70,13 +131,36 @@ impl DataMachine {
     fn apply_one(&mut self, entry: openraft::Entry<TypeConfig>) -> Result<Reply> {
         let log_id = entry.log_id;
         let mut conflict = false;
+        let mut moved = false;
         let (writes, now) = match entry.payload {
             EntryPayload::Blank => (Vec::new(), 0),
             EntryPayload::Membership(m) => {
                 self.applied.1 = StoredMembership::new(Some(log_id), m);
                 (Vec::new(), 0)
             }
+            EntryPayload::Normal(Command::Write { now, writes })
+                if !self.owns_all(
+                    writes
+                        .iter()
+                        .map(|(_, m)| partition_token(&m.partition_key)),
+                ) =>
+            {
+                moved = true;
+                (Vec::new(), now)
+            }
             EntryPayload::Normal(Command::Write { now, writes }) => (writes, now),
+            EntryPayload::Normal(Command::Fence { at }) => {
+                self.fences
+                    .cut(self.group, at, &self.storage)
+                    .map_err(|e| StorageIOError::apply(log_id, &io(e)))?;
+                (Vec::new(), 0)
+            }
+            EntryPayload::Normal(Command::Cas {
+                now, partition_key, ..
+            }) if !self.owns_all(std::iter::once(partition_token(&partition_key))) => {
+                moved = true;
+                (Vec::new(), now)
+            }
             EntryPayload::Normal(Command::Cas {
                 now,
                 table,
@@ -113,6 +197,7 @@ impl DataMachine {
             .storage
             .apply_replicated(&refs, now, Some((&key, &marker)))
         {
+            Ok(()) if moved => Ok(Reply::Moved),
             Ok(()) if conflict => Ok(Reply::CasConflict),
             Ok(()) => Ok(Reply::Done),
             Err(e) => match Rejected::of(&e) {
@@ -144,6 +229,7 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
         I: IntoIterator<Item = openraft::Entry<TypeConfig>> + Send,
         I::IntoIter: Send,
     {
+        self.wait_for_parent().await;
         entries.into_iter().map(|e| self.apply_one(e)).collect()
     }
 

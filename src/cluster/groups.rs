@@ -110,6 +110,7 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
             warn!(group = id, error = %e, "removing a dropped group's log");
         }
         let _ = DataMachine::forget(id, cluster.node().storage());
+        let _ = cluster.fences().forget(id, cluster.node().storage());
         info!(group = id, "stopped a dropped group");
     }
 }
@@ -119,8 +120,14 @@ async fn start_group(
     group: &GroupInfo,
     members: &BTreeMap<u64, String>,
 ) -> Result<Raft, String> {
-    let machine =
-        DataMachine::open(group.id, cluster.node().storage().clone()).map_err(|e| e.to_string())?;
+    let machine = DataMachine::open(
+        group.id,
+        group.table,
+        cluster.node().storage().clone(),
+        cluster.fences().clone(),
+        group.parent,
+    )
+    .map_err(|e| e.to_string())?;
     let raft = Raft::new(
         cluster.me().id,
         cluster.raft_config().clone(),

@@ -67,9 +67,13 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             slice,
             linearizable,
         } => Response::Read(
-            super::replica_read::read_here(cluster, group, linearizable, |s| {
-                s.read_partition(table, &partition_key, &slice)
-            })
+            super::replica_read::read_here(
+                cluster,
+                group,
+                super::routing::partition_token(&partition_key),
+                linearizable,
+                |s| s.read_partition(table, &partition_key, &slice),
+            )
             .await,
         ),
         Request::Scan {
@@ -80,7 +84,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             cursor,
             linearizable,
         } => Response::Scan(
-            super::replica_read::read_here(cluster, group, linearizable, |s| {
+            super::replica_read::read_here(cluster, group, range.end, linearizable, |s| {
                 s.scan(table, range, limit, cursor.as_ref())
             })
             .await,

@@ -166,6 +166,45 @@ impl ClusterHooks for NodeHooks {
         self.cluster.upgrade().is_some_and(|c| c.has_peers())
     }
 
+    fn placements(&self) -> Vec<crate::cluster_hooks::Placement> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Vec::new();
+        };
+        let me = cluster.me().id;
+        let (groups, natives) = cluster.meta_state().with(|s| {
+            let natives: std::collections::BTreeMap<u64, std::net::IpAddr> = s
+                .members
+                .iter()
+                .map(|(id, m)| (*id, m.native.ip()))
+                .collect();
+            let mut groups: Vec<GroupInfo> = s.groups.values().cloned().collect();
+            groups.sort_by_key(|g| (g.table, g.end));
+            (groups, natives)
+        });
+        groups
+            .into_iter()
+            .map(|g| {
+                let leader = if g.replicas == [me] {
+                    Some(me)
+                } else {
+                    cluster
+                        .group(g.id)
+                        .and_then(|raft| raft.metrics().borrow().current_leader)
+                };
+                crate::cluster_hooks::Placement {
+                    table: g.table,
+                    end: g.end,
+                    replicas: g
+                        .replicas
+                        .iter()
+                        .filter_map(|r| natives.get(r).copied())
+                        .collect(),
+                    leader: leader.and_then(|l| natives.get(&l).copied()),
+                }
+            })
+            .collect()
+    }
+
     fn shards_at(&self, level: cql::request::Consistency) -> Option<Box<dyn crate::shard::Shards>> {
         let cluster = self.cluster.upgrade()?;
         cluster.has_peers().then(|| {
@@ -335,6 +374,7 @@ fn new_groups(cluster: &Cluster, current: &Catalog, next: &Catalog) -> Vec<Group
                     table: schema::table_id(t),
                     end: range_end(i, per_table),
                     replicas,
+                    parent: None,
                 });
                 id += 1;
             }

@@ -89,6 +89,26 @@ impl MetaMachine {
             .map_err(|e| StorageIOError::write_state_machine(&io(e)).into())
     }
 
+    /// Cuts this node's physical partitions of each table where its groups end (in the
+    /// background: the store splits online), so a group's data is its own partitions.
+    fn align_storage(&self, cuts: Vec<(storage::TableId, i64)>) {
+        let cuts: Vec<(storage::TableId, i64)> = cuts
+            .into_iter()
+            .filter(|(_, end)| *end != i64::MAX)
+            .collect();
+        if cuts.is_empty() {
+            return;
+        }
+        let storage = self.node.storage().clone();
+        tokio::task::spawn_blocking(move || {
+            for (table, at) in cuts {
+                if let Err(e) = storage.split_at(table, at) {
+                    tracing::warn!(%table, at, error = %e, "cannot cut a physical partition at its group's end");
+                }
+            }
+        });
+    }
+
     /// Applies one command to `state`; installs catalogs on the node.
     async fn apply_command(&self, state: &mut MetaState, command: Command) -> Result<Reply> {
         match command {
@@ -125,12 +145,23 @@ impl MetaMachine {
                     .map_err(|e| StorageIOError::write_state_machine(&io(e)))?
                     .map_err(|e| StorageIOError::write_state_machine(&io(e)))?;
                 state.catalog_version = Some(version);
-                for g in groups {
-                    state.groups.insert(g.id, g);
-                }
+                let aligned: Vec<(storage::TableId, i64)> =
+                    groups.iter().map(|g| (g.table, g.end)).collect();
+                state.add_groups(groups);
                 state.retain_tables(&tables);
+                self.align_storage(aligned);
                 Ok(Reply::Done)
             }
+            Command::Split { table, group, at } => match state.split(table, group, at) {
+                Some(right) => {
+                    tracing::info!(%table, group, at, new_group = right.id, "physical partition split");
+                    self.align_storage(vec![(table, at)]);
+                    Ok(Reply::Done)
+                }
+                None => Ok(Reply::Refused(
+                    "the group does not hold that token any more".into(),
+                )),
+            },
             Command::SetAuth {
                 expected,
                 state: auth,
@@ -152,9 +183,9 @@ impl MetaMachine {
                 state.auth_version += 1;
                 Ok(Reply::Done)
             }
-            Command::Write { .. } | Command::Cas { .. } => Ok(Reply::Refused(
-                "a data write reached the metadata group".into(),
-            )),
+            Command::Write { .. } | Command::Cas { .. } | Command::Fence { .. } => Ok(
+                Reply::Refused("a data write reached the metadata group".into()),
+            ),
         }
     }
 }

@@ -23,6 +23,10 @@ pub struct MetaState {
     /// The replicated roles' version (bumped by every change).
     #[serde(default)]
     pub auth_version: u64,
+    /// The lowest group id never used (ids of dropped groups are not reused: a node that
+    /// missed the drop may still hold their logs).
+    #[serde(default)]
+    pub unused_group: GroupId,
 }
 
 impl MetaState {
@@ -36,7 +40,50 @@ impl MetaState {
 
     /// The next free group id.
     pub fn next_group_id(&self) -> GroupId {
-        self.groups.keys().next_back().map_or(1, |id| id + 1)
+        let after_last = self.groups.keys().next_back().map_or(1, |id| id + 1);
+        after_last.max(self.unused_group)
+    }
+
+    /// Records new groups (their ids are used from now on).
+    pub fn add_groups(&mut self, groups: impl IntoIterator<Item = GroupInfo>) {
+        for g in groups {
+            self.unused_group = self.unused_group.max(g.id + 1);
+            self.groups.insert(g.id, g);
+        }
+    }
+
+    /// Splits `group` of `table` at `at`: the group keeps `(start, at]`, a new group with the
+    /// same replicas takes `(at, end]`. Returns the new group, or `None` when the group is
+    /// not the table's or `at` is not strictly inside its range (a split already applied).
+    pub fn split(&mut self, table: TableId, group: GroupId, at: i64) -> Option<GroupInfo> {
+        let ranges: Vec<(i64, GroupId)> = {
+            let mut start = i64::MIN;
+            self.table_groups(table)
+                .into_iter()
+                .map(|g| {
+                    let s = start;
+                    start = g.end;
+                    (s, g.id)
+                })
+                .collect()
+        };
+        let start = ranges.iter().find(|(_, id)| *id == group)?.0;
+        let left = self.groups.get(&group)?;
+        if !(start < at && at < left.end) {
+            return None;
+        }
+        let right = GroupInfo {
+            id: self.next_group_id(),
+            table,
+            end: left.end,
+            replicas: left.replicas.clone(),
+            parent: Some((group, at)),
+        };
+        if let Some(left) = self.groups.get_mut(&group) {
+            left.end = at;
+        }
+        self.add_groups([right.clone()]);
+        Some(right)
     }
 
     /// Drops the groups of tables not in `tables`.
@@ -50,3 +97,43 @@ pub type MetaMembership = StoredMembership<NodeId, openraft::BasicNode>;
 
 /// Keeps `TypeConfig` in the signatures the state machine shares with openraft.
 pub type MetaEntry = openraft::Entry<TypeConfig>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(id: GroupId, end: i64) -> GroupInfo {
+        GroupInfo {
+            id,
+            table: TableId(7),
+            end,
+            replicas: vec![1, 2, 3],
+            parent: None,
+        }
+    }
+
+    #[test]
+    fn a_split_keeps_the_left_half_and_gives_the_right_half_a_new_group() {
+        let mut s = MetaState::default();
+        s.add_groups([group(1, 0), group(2, i64::MAX)]);
+        let right = s.split(TableId(7), 2, 1_000).unwrap();
+        assert_eq!(right.id, 3);
+        assert_eq!(right.end, i64::MAX);
+        assert_eq!(right.replicas, vec![1, 2, 3]);
+        assert_eq!(right.parent, Some((2, 1_000)));
+        let ends: Vec<(GroupId, i64)> = s
+            .table_groups(TableId(7))
+            .iter()
+            .map(|g| (g.id, g.end))
+            .collect();
+        assert_eq!(ends, vec![(1, 0), (2, 1_000), (3, i64::MAX)]);
+        // Applied twice (or at a token outside the range): refused.
+        assert!(s.split(TableId(7), 2, 1_000).is_none());
+        assert!(s.split(TableId(7), 2, 0).is_none());
+        assert!(s.split(TableId(7), 1, 5).is_none());
+        assert!(s.split(TableId(8), 1, -5).is_none());
+        // Dropped groups' ids are never given out again.
+        s.groups.clear();
+        assert_eq!(s.next_group_id(), 4);
+    }
+}

@@ -9,6 +9,7 @@
 pub mod cas;
 pub mod codec;
 pub mod data_machine;
+pub mod fences;
 pub mod groups;
 pub mod handler;
 pub mod hooks;
@@ -24,6 +25,7 @@ pub mod replica_read;
 pub mod routing;
 pub mod rpc;
 pub mod shards;
+pub mod splits;
 pub mod transport;
 
 use crate::node::Node;
@@ -65,6 +67,8 @@ pub struct Cluster {
     runtime: tokio::runtime::Handle,
     /// The data groups this node runs.
     groups: groups::Groups,
+    /// Where this node's groups were cut by splits.
+    fences: Arc<fences::Fences>,
     /// More than one member (kept by [`groups::reconcile`]): table data goes through the
     /// groups, else straight to the local store.
     has_peers: std::sync::atomic::AtomicBool,
@@ -164,6 +168,7 @@ impl Cluster {
             liveness: Liveness::default(),
             runtime: tokio::runtime::Handle::current(),
             groups: groups::Groups::default(),
+            fences: Arc::default(),
             has_peers: std::sync::atomic::AtomicBool::new(false),
         });
         let handler = Arc::new(handler::ClusterHandler::new(&cluster));
@@ -179,6 +184,7 @@ impl Cluster {
         join::start_or_join(&cluster, &config.seeds).await;
         tokio::spawn(liveness::watch(cluster.clone(), shutdown.clone()));
         tokio::spawn(groups::keep(cluster.clone(), shutdown.clone()));
+        tokio::spawn(splits::watch(cluster.clone(), shutdown.clone()));
         node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
         node.auth()
             .attach_log(Arc::new(hooks::AuthHooks::new(&cluster)));
@@ -237,6 +243,11 @@ impl Cluster {
             return Some(self.meta.clone());
         }
         self.groups.get(group)
+    }
+
+    /// Where this node's groups were cut by splits.
+    pub fn fences(&self) -> &Arc<fences::Fences> {
+        &self.fences
     }
 
     /// True when the cluster has more than one member.

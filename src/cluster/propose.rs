@@ -92,6 +92,7 @@ impl Cluster {
                     continue;
                 }
                 Err(ProposeFailure::Rejected(r)) => return Ok(Reply::Rejected(r)),
+                Err(ProposeFailure::Moved) => return Ok(Reply::Moved),
                 Err(ProposeFailure::NotLeader(_)) | Err(ProposeFailure::NoGroup) => {
                     target = None;
                 }

@@ -52,6 +52,12 @@ pub struct GroupInfo {
     pub end: i64,
     /// The nodes holding a replica; the first one starts the group.
     pub replicas: Vec<NodeId>,
+    /// For the right half of a split: the group it was split from and the token that group
+    /// now ends at. Its replicas apply nothing before their copy of that group has applied
+    /// the matching fence (`Command::Fence`), so every replica sees the halves' entries in
+    /// the same order.
+    #[serde(default)]
+    pub parent: Option<(GroupId, i64)>,
 }
 
 /// A replicated log entry.
@@ -79,6 +85,23 @@ pub enum Command {
         expected: u64,
         /// The new state, as JSON.
         state: Secret,
+    },
+    /// Metadata group: `group` of `table` splits at token `at`: it keeps `(start, at]` and a
+    /// new group with the same replicas takes `(at, end]`. Refused when the group no longer
+    /// holds `at` strictly inside its range.
+    Split {
+        /// The table.
+        table: TableId,
+        /// The group that splits.
+        group: GroupId,
+        /// The last token the group keeps.
+        at: i64,
+    },
+    /// Data group: from this entry on, the group owns no token after `at` (its range was
+    /// split there); writes to later tokens are answered [`Reply::Moved`].
+    Fence {
+        /// The group's new last token.
+        at: i64,
     },
     /// Data group: writes, applied atomically with `now` (seconds) as the expiry base.
     Write {
@@ -126,4 +149,7 @@ pub enum Reply {
     Rejected(crate::shard::Rejected),
     /// A compare-and-set whose reads changed since its decision: nothing was written.
     CasConflict,
+    /// The group no longer owns a token the command touches (it split): nothing was written;
+    /// the coordinator routes the command again.
+    Moved,
 }

@@ -9,14 +9,16 @@ use crate::shard::Rejected;
 use openraft::error::{CheckIsLeaderError, RaftError};
 use storage::{Storage, StorageError};
 
-/// Runs `read` on this node's replica of `group`.
+/// Runs `read` on this node's replica of `group`; `last_token` is the highest token it reads.
 ///
 /// # Errors
 /// `NotLeader` (with the leader when known) for a linearizable read at a follower, `NoGroup`
-/// when this node holds no replica, `Rejected`/`Failed` when the store fails.
+/// when this node holds no replica, `Moved` when the group split and no longer owns
+/// `last_token`, `Rejected`/`Failed` when the store fails.
 pub async fn read_here<T>(
     cluster: &Cluster,
     group: GroupId,
+    last_token: i64,
     linearizable: bool,
     read: impl FnOnce(&Storage) -> Result<T, StorageError>,
 ) -> Result<T, ProposeFailure> {
@@ -42,6 +44,10 @@ pub async fn read_here<T>(
                 return Err(ProposeFailure::NoGroup);
             }
         }
+    }
+    // After the read index: a split committed before the read is applied here, fence included.
+    if !cluster.fences().owns(group, last_token) {
+        return Err(ProposeFailure::Moved);
     }
     read(cluster.node().storage()).map_err(|e| match Rejected::of(&e) {
         Some(r) => ProposeFailure::Rejected(r),

@@ -45,6 +45,7 @@ mod tests {
                     table: TableId(7),
                     end: *end,
                     replicas: vec![1],
+                    parent: None,
                 },
             );
         }

@@ -76,6 +76,8 @@ pub enum ProposeFailure {
     Failed(String),
     /// Every replica refuses the write alike, or the read is invalid.
     Rejected(crate::shard::Rejected),
+    /// The group no longer owns the token (it split); the coordinator routes again.
+    Moved,
 }
 
 /// The answer to a [`Request`].

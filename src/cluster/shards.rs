@@ -24,6 +24,10 @@ use storage::{
     TokenRange,
 };
 
+/// The pause before routing again a request that met a split (the map catches up in
+/// milliseconds).
+const MOVED_RETRY: Duration = Duration::from_millis(20);
+
 /// The coordinator's clock in seconds: the expiry base a write's entry carries.
 fn now_seconds() -> i64 {
     std::time::SystemTime::now()
@@ -103,44 +107,64 @@ impl ClusterShards {
         Ok(())
     }
 
+    /// Commits `writes` to `group`; `Ok(false)` when the group split and no longer owns one
+    /// of their tokens (nothing was written: route them again).
     fn write_group(
         &self,
         group: &GroupInfo,
         writes: Vec<(TableId, Mutation)>,
-    ) -> Result<(), ShardError> {
+        deadline: Instant,
+    ) -> Result<bool, ShardError> {
         self.check_alive(group, true)?;
         let now = now_seconds();
         let command = Command::Write { now, writes };
-        let reply = self.block_on(self.cluster.propose(
-            group.id,
-            &group.replicas,
-            command,
-            self.timeout(true),
-        ));
+        let left = deadline.saturating_duration_since(Instant::now());
+        let reply = self.block_on(
+            self.cluster
+                .propose(group.id, &group.replicas, command, left),
+        );
         match reply {
-            Ok(Reply::Done) => Ok(()),
+            Ok(Reply::Done) => Ok(true),
+            Ok(Reply::Moved) => Ok(false),
             Ok(Reply::Rejected(r)) => Err(ShardError::Rejected(r)),
             Ok(Reply::Refused(m)) => Err(ShardError::Rejected(Rejected::Invalid(m))),
-            Ok(Reply::CasConflict) | Err(_) => Err(ShardError::WriteTimeout {
-                consistency: self.level,
-                block_for: group.replicas.len() as i32 / 2 + 1,
-            }),
+            Ok(Reply::CasConflict) | Err(_) => Err(self.write_timeout(group)),
+        }
+    }
+
+    fn write_timeout(&self, group: &GroupInfo) -> ShardError {
+        ShardError::WriteTimeout {
+            consistency: self.level,
+            block_for: group.replicas.len() as i32 / 2 + 1,
+        }
+    }
+
+    fn read_timeout(&self, group: &GroupInfo) -> ShardError {
+        ShardError::ReadTimeout {
+            consistency: self.level,
+            block_for: if self.linearizable() {
+                group.replicas.len() as i32 / 2 + 1
+            } else {
+                1
+            },
         }
     }
 
     /// Runs a read on a replica of `group`: this node's when it holds one, else (or when a
-    /// linearizable read needs the leader) the one that answers.
+    /// linearizable read needs the leader) the one that answers. `None` when the group split
+    /// and no longer owns `last_token` (route the read again).
     fn read_group<T>(
         &self,
         group: &GroupInfo,
+        last_token: i64,
+        deadline: Instant,
         local: impl Fn(&storage::Storage) -> Result<T, StorageError>,
         remote: impl Fn(bool) -> Request,
         unwrap: impl Fn(Response) -> Option<Result<T, ProposeFailure>>,
-    ) -> Result<T, ShardError> {
+    ) -> Result<Option<T>, ShardError> {
         let linearizable = self.linearizable();
         self.check_alive(group, linearizable)?;
         let me = self.cluster.me().id;
-        let deadline = Instant::now() + self.timeout(false);
         let mut target: Option<NodeId> = group.replicas.contains(&me).then_some(me);
         let mut next = 0usize;
         self.block_on(async {
@@ -150,13 +174,14 @@ impl ClusterShards {
                     group.replicas[(next - 1) % group.replicas.len()]
                 });
                 let attempt = if to == me {
-                    read_here(&self.cluster, group.id, linearizable, &local).await
+                    read_here(&self.cluster, group.id, last_token, linearizable, &local).await
                 } else {
                     self.remote_read(to, remote(linearizable), deadline, &unwrap)
                         .await
                 };
                 match attempt {
-                    Ok(v) => return Ok(v),
+                    Ok(v) => return Ok(Some(v)),
+                    Err(ProposeFailure::Moved) => return Ok(None),
                     Err(ProposeFailure::Rejected(r)) => {
                         return Err(ShardError::Storage(r.into_storage()))
                     }
@@ -167,14 +192,7 @@ impl ClusterShards {
                     Err(_) => target = None,
                 }
                 if Instant::now() >= deadline {
-                    return Err(ShardError::ReadTimeout {
-                        consistency: self.level,
-                        block_for: if linearizable {
-                            group.replicas.len() as i32 / 2 + 1
-                        } else {
-                            1
-                        },
-                    });
+                    return Err(self.read_timeout(group));
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -214,16 +232,30 @@ impl ClusterShards {
 
 impl Shards for ClusterShards {
     fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError> {
-        let mut by_group: Vec<(GroupInfo, Vec<(TableId, Mutation)>)> = Vec::new();
-        for (table, m) in writes {
-            let group = self.group(*table, &m.partition_key)?;
-            match by_group.iter_mut().find(|(g, _)| g.id == group.id) {
-                Some((_, list)) => list.push((*table, (*m).clone())),
-                None => by_group.push((group, vec![(*table, (*m).clone())])),
+        let deadline = Instant::now() + self.timeout(true);
+        let mut pending: Vec<(TableId, Mutation)> =
+            writes.iter().map(|(t, m)| (*t, (*m).clone())).collect();
+        while !pending.is_empty() {
+            let mut by_group: Vec<(GroupInfo, Vec<(TableId, Mutation)>)> = Vec::new();
+            for (table, m) in pending.drain(..) {
+                let group = self.group(table, &m.partition_key)?;
+                match by_group.iter_mut().find(|(g, _)| g.id == group.id) {
+                    Some((_, list)) => list.push((table, m)),
+                    None => by_group.push((group, vec![(table, m)])),
+                }
             }
-        }
-        for (group, writes) in by_group {
-            self.write_group(&group, writes)?;
+            for (group, writes) in by_group {
+                if !self.write_group(&group, writes.clone(), deadline)? {
+                    if Instant::now() >= deadline {
+                        return Err(self.write_timeout(&group));
+                    }
+                    pending.extend(writes);
+                }
+            }
+            if !pending.is_empty() {
+                // A group split under these writes: route them again on the new map.
+                std::thread::sleep(MOVED_RETRY);
+            }
         }
         Ok(())
     }
@@ -234,22 +266,33 @@ impl Shards for ClusterShards {
         partition_key: &[Vec<u8>],
         slice: &Slice,
     ) -> Result<PartitionSlice, ShardError> {
-        let group = self.group(table, partition_key)?;
-        self.read_group(
-            &group,
-            |s| s.read_partition(table, partition_key, slice),
-            |linearizable| Request::Read {
-                group: group.id,
-                table,
-                partition_key: partition_key.to_vec(),
-                slice: slice.clone(),
-                linearizable,
-            },
-            |r| match r {
-                Response::Read(r) => Some(r),
-                _ => None,
-            },
-        )
+        let deadline = Instant::now() + self.timeout(false);
+        let token = partition_token(partition_key);
+        loop {
+            let group = self.group(table, partition_key)?;
+            let read = self.read_group(
+                &group,
+                token,
+                deadline,
+                |s| s.read_partition(table, partition_key, slice),
+                |linearizable| Request::Read {
+                    group: group.id,
+                    table,
+                    partition_key: partition_key.to_vec(),
+                    slice: slice.clone(),
+                    linearizable,
+                },
+                |r| match r {
+                    Response::Read(r) => Some(r),
+                    _ => None,
+                },
+            )?;
+            match read {
+                Some(r) => return Ok(r),
+                None if Instant::now() >= deadline => return Err(self.read_timeout(&group)),
+                None => std::thread::sleep(MOVED_RETRY),
+            }
+        }
     }
 
     fn scan(
@@ -265,53 +308,69 @@ impl Shards for ClusterShards {
             range.end
         };
         let from = cursor.and_then(Cursor::scan_token);
-        let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
-        if groups.is_empty() {
-            return Err(ShardError::Storage(StorageError::UnknownTable(table)));
-        }
+        let deadline = Instant::now() + self.timeout(false);
         let mut page = ScanPage::default();
         let mut cursor = cursor.cloned();
-        for (group_start, group) in groups {
-            // Groups wholly before the cursor's partition or the range are skipped.
-            if from.is_some_and(|t| t > group.end) || group.end <= range.start {
-                continue;
+        // Tokens up to `done` are read; a split met on the way re-reads the map from there.
+        let mut done = range.start;
+        'route: loop {
+            let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
+            if groups.is_empty() {
+                return Err(ShardError::Storage(StorageError::UnknownTable(table)));
             }
-            let start = range.start.max(group_start);
-            let stop = end.min(group.end);
-            if start >= stop {
-                break;
+            for (group_start, group) in groups {
+                // Groups wholly before the cursor's partition or the range are skipped.
+                if from.is_some_and(|t| t > group.end) || group.end <= done {
+                    continue;
+                }
+                let start = done.max(group_start);
+                let stop = end.min(group.end);
+                if start >= stop {
+                    break;
+                }
+                let left =
+                    limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
+                if left == 0 {
+                    break;
+                }
+                let sub = TokenRange { start, end: stop };
+                let here = cursor.take();
+                let part = self.read_group(
+                    &group,
+                    stop,
+                    deadline,
+                    |s| s.scan(table, sub, left, here.as_ref()),
+                    |linearizable| Request::Scan {
+                        group: group.id,
+                        table,
+                        range: sub,
+                        limit: left,
+                        cursor: here.clone(),
+                        linearizable,
+                    },
+                    |r| match r {
+                        Response::Scan(r) => Some(r),
+                        _ => None,
+                    },
+                )?;
+                let Some(part) = part else {
+                    if Instant::now() >= deadline {
+                        return Err(self.read_timeout(&group));
+                    }
+                    cursor = here;
+                    std::thread::sleep(MOVED_RETRY);
+                    continue 'route;
+                };
+                page.items_read += part.items_read;
+                page.partitions.extend(part.partitions);
+                if part.cursor.is_some() {
+                    page.cursor = part.cursor;
+                    return Ok(page);
+                }
+                done = stop;
             }
-            let left =
-                limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
-            if left == 0 {
-                break;
-            }
-            let sub = TokenRange { start, end: stop };
-            let here = cursor.take();
-            let part = self.read_group(
-                &group,
-                |s| s.scan(table, sub, left, here.as_ref()),
-                |linearizable| Request::Scan {
-                    group: group.id,
-                    table,
-                    range: sub,
-                    limit: left,
-                    cursor: here.clone(),
-                    linearizable,
-                },
-                |r| match r {
-                    Response::Scan(r) => Some(r),
-                    _ => None,
-                },
-            )?;
-            page.items_read += part.items_read;
-            page.partitions.extend(part.partitions);
-            if part.cursor.is_some() {
-                page.cursor = part.cursor;
-                return Ok(page);
-            }
+            return Ok(page);
         }
-        Ok(page)
     }
 
     fn compare_and_set(
@@ -320,7 +379,7 @@ impl Shards for ClusterShards {
         partition_key: &[Vec<u8>],
         decide: &mut CasDecision<'_>,
     ) -> Result<bool, CasError> {
-        let group = self.group(table, partition_key).map_err(CasError::Apply)?;
+        let mut group = self.group(table, partition_key).map_err(CasError::Apply)?;
         if group.replicas == [self.cluster.me().id] {
             // The only replica is this node's store: its own compare-and-set holds the
             // others off.
@@ -355,11 +414,16 @@ impl Shards for ClusterShards {
             match reply {
                 Ok(Reply::Done) => return Ok(true),
                 Ok(Reply::CasConflict) if Instant::now() < deadline => continue,
+                Ok(Reply::Moved) if Instant::now() < deadline => {
+                    std::thread::sleep(MOVED_RETRY);
+                    group = self.group(table, partition_key).map_err(CasError::Apply)?;
+                    continue;
+                }
                 Ok(Reply::Rejected(r)) => return Err(CasError::Apply(ShardError::Rejected(r))),
                 Ok(Reply::Refused(m)) => {
                     return Err(CasError::Apply(ShardError::Rejected(Rejected::Invalid(m))))
                 }
-                Ok(Reply::CasConflict) | Err(_) => {
+                Ok(Reply::CasConflict | Reply::Moved) | Err(_) => {
                     return Err(CasError::Apply(ShardError::WriteTimeout {
                         consistency: Consistency::Serial,
                         block_for: group.replicas.len() as i32 / 2 + 1,

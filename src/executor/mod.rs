@@ -372,6 +372,7 @@ fn run_plan(
                         peers: c.peers(),
                         local_tokens: c.local_tokens(),
                         nodes: c.nodes(),
+                        placements: c.placements(),
                     }
                 }
                 _ => crate::system::ClusterView::default(),

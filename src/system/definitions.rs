@@ -116,7 +116,7 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
         true,
         "CREATE TABLE system_views.physical_partitions (keyspace_name text, table_name text,
             id bigint, start_token bigint, end_token bigint, bytes bigint,
-            partitions_estimate bigint, state text,
+            partitions_estimate bigint, state text, replicas list<inet>, leader inet,
             PRIMARY KEY ((keyspace_name), table_name, id));
          CREATE TABLE system_views.cluster_nodes (host_id uuid PRIMARY KEY, native_address text,
             internode_address text, status text, groups_led int, groups_held int, bytes bigint);",

@@ -29,7 +29,8 @@ pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
 pub fn describes_cluster(table: &crate::schema::Table) -> bool {
     matches!(
         (table.keyspace.as_str(), table.name.as_str()),
-        ("system", "local" | "peers" | "peers_v2") | ("system_views", "cluster_nodes")
+        ("system", "local" | "peers" | "peers_v2")
+            | ("system_views", "cluster_nodes" | "physical_partitions")
     )
 }
 

@@ -1,6 +1,7 @@
 //! System tables about the token ring and its physical partitions, from storage statistics:
 //! `system.size_estimates`, `system.table_estimates` and `system_views.physical_partitions`.
 
+use crate::cluster_hooks::Placement;
 use crate::schema::table_id;
 use crate::schema::{is_system_keyspace, Catalog};
 use cql::types::Value;
@@ -21,15 +22,25 @@ fn user_tables(catalog: &Catalog) -> impl Iterator<Item = &crate::schema::Table>
         .flat_map(|k| k.tables.values().map(|t| t.as_ref()))
 }
 
-/// `system_views.physical_partitions`: one row per physical partition of every user table.
-pub(super) fn physical_partitions(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> {
+/// `system_views.physical_partitions`: one row per physical partition of every user table,
+/// with the replicas and leader of its group in a cluster (this node's store is cut where
+/// the groups end, so each partition lies in one group; null on a single node).
+pub(super) fn physical_partitions(
+    catalog: &Catalog,
+    storage: &Storage,
+    placements: &[Placement],
+) -> Vec<NamedRow> {
     let mut out = Vec::new();
     for t in user_tables(catalog) {
-        let Ok(parts) = storage.physical_partitions(table_id(t)) else {
+        let id = table_id(t);
+        let Ok(parts) = storage.physical_partitions(id) else {
             continue;
         };
         for p in parts {
-            out.push(vec![
+            let placed = placements
+                .iter()
+                .find(|g| g.table == id && g.end >= p.end_token);
+            let mut row = vec![
                 ("keyspace_name", text(t.keyspace.clone())),
                 ("table_name", text(t.name.clone())),
                 ("id", Value::Bigint(i64::try_from(p.id).unwrap_or(i64::MAX))),
@@ -44,7 +55,16 @@ pub(super) fn physical_partitions(catalog: &Catalog, storage: &Storage) -> Vec<N
                     Value::Bigint(i64::try_from(p.partitions_estimate).unwrap_or(i64::MAX)),
                 ),
                 ("state", text(p.state.as_str())),
-            ]);
+            ];
+            // Columns left out read as null.
+            if let Some(g) = placed {
+                let replicas = g.replicas.iter().map(|ip| Value::Inet(*ip)).collect();
+                row.push(("replicas", Value::List(replicas)));
+            }
+            if let Some(leader) = placed.and_then(|g| g.leader) {
+                row.push(("leader", Value::Inet(leader)));
+            }
+            out.push(row);
         }
     }
     out

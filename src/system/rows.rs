@@ -39,6 +39,8 @@ pub struct ClusterView {
     pub local_tokens: Vec<i64>,
     /// Every member with its state.
     pub nodes: Vec<NodeStatus>,
+    /// Every table's groups (empty on a single node).
+    pub placements: Vec<crate::cluster_hooks::Placement>,
 }
 
 fn node_row(n: &NodeStatus) -> NamedRow {
@@ -90,7 +92,7 @@ pub fn rows_for(
 ) -> Vec<Vec<Option<Bytes>>> {
     let named: Vec<NamedRow> = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system_views", "physical_partitions") => {
-            super::ring_tables::physical_partitions(catalog, storage)
+            super::ring_tables::physical_partitions(catalog, storage, &cluster.placements)
         }
         ("system", "size_estimates") => super::ring_tables::size_estimates(catalog, storage, false),
         ("system", "table_estimates") => super::ring_tables::size_estimates(catalog, storage, true),

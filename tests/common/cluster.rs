@@ -108,8 +108,14 @@ impl ClusterNode {
     pub fn start(&mut self) {
         std::fs::create_dir_all(&self.dir).expect("data dir");
         let seeds: Vec<String> = self.seeds.iter().map(|s| format!("\"{s}\"")).collect();
+        // Six groups per table unless the test's own lines say otherwise.
+        let groups = if self.extra_config.contains("initial_physical_partitions") {
+            ""
+        } else {
+            "initial_physical_partitions = 6\n"
+        };
         let config = format!(
-            "internode_listen = \"{}\"\nseeds = [{}]\ninitial_physical_partitions = 6\n{}\n",
+            "internode_listen = \"{}\"\nseeds = [{}]\n{groups}{}\n",
             self.internode,
             seeds.join(", "),
             self.extra_config
