@@ -174,4 +174,41 @@ async fn physical_partitions_split_into_new_groups_while_writes_go_on() {
         assert!(Instant::now() < deadline, "partitions: {parts:?}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+
+    // TRUNCATE goes through every group's log: every node ends up empty, and writes go on.
+    session
+        .query_unpaged("TRUNCATE ks.big", ())
+        .await
+        .expect("truncate");
+    let mut count = Statement::new("SELECT count(*) FROM ks.big");
+    count.set_consistency(Consistency::Quorum);
+    let (n,): (i64,) = session
+        .query_unpaged(count, ())
+        .await
+        .expect("count")
+        .into_rows_result()
+        .expect("rows")
+        .single_row()
+        .expect("one row");
+    assert_eq!(n, 0, "rows left after TRUNCATE at QUORUM");
+    for node in &cluster.nodes {
+        let s = node.session().await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left: Vec<(i32,)> = paged_rows(&s, "SELECT k FROM ks.big", (), 500).await;
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} keeps {} rows after TRUNCATE",
+                node.index,
+                left.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    write_rows(&session, 0..50).await;
+    let keys: Vec<(i32,)> = paged_rows(&session, "SELECT k FROM ks.big", (), 500).await;
+    assert_eq!(keys.len(), 50);
 }

@@ -149,6 +149,22 @@ impl DataMachine {
                 (Vec::new(), now)
             }
             EntryPayload::Normal(Command::Write { now, writes }) => (writes, now),
+            EntryPayload::Normal(Command::Truncate { end, .. })
+                if !self.owns_all(std::iter::once(end)) =>
+            {
+                moved = true;
+                (Vec::new(), 0)
+            }
+            EntryPayload::Normal(Command::Truncate { table, start, end }) => {
+                // Applied before the position is saved: replayed after a crash, it is
+                // idempotent, and no later entry was applied before it.
+                match self.storage.truncate_range(table, start, end) {
+                    Ok(()) => {}
+                    Err(e) if Rejected::of(&e).is_some() => {}
+                    Err(e) => return Err(StorageIOError::apply(log_id, &io(e)).into()),
+                }
+                (Vec::new(), 0)
+            }
             EntryPayload::Normal(Command::Fence { at }) => {
                 self.fences
                     .cut(self.group, at, &self.storage)

@@ -183,9 +183,12 @@ impl MetaMachine {
                 state.auth_version += 1;
                 Ok(Reply::Done)
             }
-            Command::Write { .. } | Command::Cas { .. } | Command::Fence { .. } => Ok(
-                Reply::Refused("a data write reached the metadata group".into()),
-            ),
+            Command::Write { .. }
+            | Command::Cas { .. }
+            | Command::Fence { .. }
+            | Command::Truncate { .. } => Ok(Reply::Refused(
+                "a data write reached the metadata group".into(),
+            )),
         }
     }
 }

@@ -162,6 +162,15 @@ impl Cluster {
                     Err(e) => Err(ProposeFailure::Failed(format!("{e:?}"))),
                 }
             }
+            Command::Truncate { table, start, end } if only_here => {
+                match self.node.storage().truncate_range(table, start, end) {
+                    Ok(()) => Ok(Reply::Done),
+                    Err(e) => match crate::shard::Rejected::of(&e) {
+                        Some(r) => Err(ProposeFailure::Rejected(r)),
+                        None => Err(ProposeFailure::Failed(e.to_string())),
+                    },
+                }
+            }
             _ => Err(ProposeFailure::NoGroup),
         }
     }

@@ -103,6 +103,15 @@ pub enum Command {
         /// The group's new last token.
         at: i64,
     },
+    /// Data group: TRUNCATE of `table`'s rows in the group's range `(start, end]`.
+    Truncate {
+        /// The table.
+        table: TableId,
+        /// The token the group's range starts after.
+        start: i64,
+        /// The group's last token.
+        end: i64,
+    },
     /// Data group: writes, applied atomically with `now` (seconds) as the expiry base.
     Write {
         /// The coordinator's clock when the write was made (TTL and tombstone base).

@@ -454,9 +454,46 @@ impl Shards for ClusterShards {
         Ok(self.cluster.node().storage().drop_table(table)?)
     }
 
-    fn truncate(&self, _table: TableId) -> Result<(), ShardError> {
-        Err(ShardError::Rejected(Rejected::Invalid(
-            "TRUNCATE of a table in a cluster of several nodes is not supported yet".into(),
-        )))
+    /// Truncates group by group, each through its log (so every replica removes the same
+    /// rows at the same point of its log); a group that split meanwhile starts it over on the
+    /// new map (truncating a range twice is harmless).
+    fn truncate(&self, table: TableId) -> Result<(), ShardError> {
+        let ms = self.cluster.node().config().request_timeout_ms;
+        let deadline = Instant::now() + Duration::from_millis(ms).mul_f32(0.9);
+        'route: loop {
+            let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
+            if groups.is_empty() {
+                return Err(ShardError::Storage(StorageError::UnknownTable(table)));
+            }
+            for (start, group) in groups {
+                self.check_alive(&group, true)?;
+                let command = Command::Truncate {
+                    table,
+                    start,
+                    end: group.end,
+                };
+                let left = deadline.saturating_duration_since(Instant::now());
+                let reply =
+                    self.block_on(
+                        self.cluster
+                            .propose(group.id, &group.replicas, command, left),
+                    );
+                match reply {
+                    Ok(Reply::Done) => {}
+                    Ok(Reply::Moved) if Instant::now() < deadline => {
+                        std::thread::sleep(MOVED_RETRY);
+                        continue 'route;
+                    }
+                    Ok(Reply::Rejected(r)) => return Err(ShardError::Rejected(r)),
+                    Ok(Reply::Refused(m)) => {
+                        return Err(ShardError::Rejected(Rejected::Invalid(m)))
+                    }
+                    Ok(Reply::Moved | Reply::CasConflict) | Err(_) => {
+                        return Err(self.write_timeout(&group))
+                    }
+                }
+            }
+            return Ok(());
+        }
     }
 }

@@ -293,7 +293,10 @@ fn run(
                     table.name, table.keyspace
                 )));
             }
-            node.shards().truncate(schema::table_id(&table))?;
+            // Through the groups in a cluster (a majority of each must be up).
+            node.shards_at(cql::request::Consistency::Quorum)
+                .get()
+                .truncate(schema::table_id(&table))?;
             Ok(ResultBody::Void)
         }
         Statement::Describe(d) => crate::describe::describe(

@@ -166,3 +166,25 @@ pub(crate) fn trim(
     batch.commit()?;
     Ok(())
 }
+
+/// Removes every key of `ks` in `lo..hi` (`None`: to the end).
+pub(crate) fn clear_range(
+    db: &Database,
+    ks: &Keyspace,
+    lo: &[u8],
+    hi: Option<&[u8]>,
+) -> Result<(), StorageError> {
+    let mut batch = db.batch();
+    let keys: Box<dyn Iterator<Item = _>> = match hi {
+        Some(hi) => Box::new(ks.range(lo.to_vec()..hi.to_vec())),
+        None => Box::new(ks.range(lo.to_vec()..)),
+    };
+    for g in keys {
+        batch.remove(ks, g.key()?);
+        if batch.len() >= 4096 {
+            std::mem::replace(&mut batch, db.batch()).commit()?;
+        }
+    }
+    batch.commit()?;
+    Ok(())
+}

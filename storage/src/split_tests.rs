@@ -521,6 +521,39 @@ fn split_at_cuts_where_asked_and_keeps_every_row() {
 }
 
 #[test]
+fn truncate_range_removes_exactly_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let db = open(dir.path(), options(u64::MAX, &clock));
+    for pk in 0..300 {
+        db.apply(T, &rows(pk, 0..2, 50)).unwrap();
+    }
+    let token_of = |pk: i32| token::token(&token::serialize_partition_key(&[&int(pk)]));
+    // One partition wholly inside the range (cleared), two cut by it (trimmed).
+    assert!(db.split_at(T, -(1 << 62)).unwrap());
+    assert!(db.split_at(T, 0).unwrap());
+    assert!(db.split_at(T, 1 << 62).unwrap());
+    let (start, end) = (-(1 << 62) - (1 << 60), (1 << 62) + (1 << 60));
+    db.truncate_range(T, start, end).unwrap();
+    let kept: Vec<i32> = {
+        let mut k = scan_keys(&db, 13);
+        k.sort();
+        k
+    };
+    let want: Vec<i32> = (0..300)
+        .filter(|pk| !(start < token_of(*pk) && token_of(*pk) <= end))
+        .collect();
+    assert!(want.len() > 50 && want.len() < 250, "{}", want.len());
+    assert_eq!(kept, want);
+    for pk in 0..300 {
+        let p = db.read_partition(T, &[int(pk)], &Slice::default()).unwrap();
+        assert_eq!(p.rows.len(), if want.contains(&pk) { 2 } else { 0 }, "{pk}");
+    }
+    db.truncate(T).unwrap();
+    assert!(scan_keys(&db, 13).is_empty());
+}
+
+#[test]
 fn compaction_purges_expired_cells_and_tombstones_after_gc_grace() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(AtomicI64::new(1_000_000));

@@ -10,9 +10,11 @@ use crate::filter_builder::FilterBuilder;
 use crate::idle_compaction::{compact, runs};
 use crate::item_cache;
 use crate::open_tables::Table;
-use crate::physical::delete_keyspace;
+use crate::physical::{clear_range, delete_keyspace};
 use crate::ring_recovery::open_ring;
+use crate::routing_map::token_key_bounds;
 use crate::table_info::{PhysicalPartitionInfo, SizeEstimate, TableStats};
+use crate::token::{MAX_TOKEN, MIN_TOKEN};
 use crate::{StorageError, TableId, TableLayout};
 
 /// Sealed memtables at which a write is treated as stalling (fjall halts writers at 4).
@@ -93,6 +95,16 @@ impl Storage {
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn truncate(&self, id: TableId) -> Result<(), StorageError> {
+        self.truncate_range(id, MIN_TOKEN, MAX_TOKEN)
+    }
+
+    /// Removes every row of a table whose token is in `(start, end]` (a cluster truncates
+    /// group by group). Physical partitions wholly inside are cleared; others lose the range's
+    /// keys (their size counters, estimates, stay).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn truncate_range(&self, id: TableId, start: i64, end: i64) -> Result<(), StorageError> {
         let table = self.table(id)?;
         table.ring.cancel.store(true, Ordering::SeqCst);
         let _split = table
@@ -104,18 +116,31 @@ impl Storage {
         let all = self.inner.stripes.lock(u64::MAX);
         let mut retired = Vec::new();
         let mut cleared = Ok(());
-        for p in &table.ring.current().parts {
+        let view = table.ring.current();
+        for (i, p) in view.parts.iter().enumerate() {
+            let (p_start, p_end) = (view.map.start(i), view.map.ranges[i].end);
+            if p_end <= start || p_start >= end {
+                continue;
+            }
             // Before the clear: a clear that fails part-way leaves no entry in use.
             retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
-            if let Err(e) = p.keyspace.clear() {
-                cleared = Err(e);
-                break;
+            if start <= p_start && p_end <= end {
+                if let Err(e) = p.keyspace.clear() {
+                    cleared = Err(e.into());
+                    break;
+                }
+                p.bytes.store(0, Ordering::Relaxed);
+                p.partitions.store(0, Ordering::Relaxed);
+                p.set_oversized(false);
+            } else {
+                let (lo, hi) = token_key_bounds(p_start.max(start), p_end.min(end));
+                if let Err(e) = clear_range(&self.inner.db, &p.keyspace, &lo, hi.as_deref()) {
+                    cleared = Err(e);
+                    break;
+                }
             }
-            p.bytes.store(0, Ordering::Relaxed);
-            p.partitions.store(0, Ordering::Relaxed);
-            p.set_oversized(false);
         }
-        if cleared.is_ok() {
+        if cleared.is_ok() && start == MIN_TOKEN && end == MAX_TOKEN {
             // Every stripe is held over an empty table: an interrupted filter build is moot.
             table.ring.filter.mark_complete();
         }
