@@ -130,7 +130,7 @@ async fn start_group(
     .map_err(|e| e.to_string())?;
     let raft = Raft::new(
         cluster.me().id,
-        cluster.raft_config().clone(),
+        cluster.data_raft_config().clone(),
         GroupNetwork::new(group.id, cluster.transport().clone()),
         cluster.raft_db().group(group.id),
         machine,

@@ -43,17 +43,38 @@ impl Handler for ClusterHandler {
     }
 }
 
+/// How long a Raft message for a group this node does not run yet waits for it: a new
+/// group's first election reaches replicas that are still applying the metadata entry.
+const GROUP_STARTING: Duration = Duration::from_secs(1);
+
+/// The Raft handle of `group`, waiting a little for a group that is starting here.
+async fn group_soon(
+    cluster: &Cluster,
+    group: super::raft_types::GroupId,
+) -> Option<super::raft_types::Raft> {
+    let deadline = tokio::time::Instant::now() + GROUP_STARTING;
+    loop {
+        if let Some(raft) = cluster.group(group) {
+            return Some(raft);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
     match request {
-        Request::AppendEntries(group, rpc) => match cluster.group(group) {
+        Request::AppendEntries(group, rpc) => match group_soon(cluster, group).await {
             Some(raft) => Response::AppendEntries(raft.append_entries(rpc).await),
             None => Response::NoGroup,
         },
-        Request::Vote(group, rpc) => match cluster.group(group) {
+        Request::Vote(group, rpc) => match group_soon(cluster, group).await {
             Some(raft) => Response::Vote(raft.vote(rpc).await),
             None => Response::NoGroup,
         },
-        Request::InstallSnapshot(group, rpc) => match cluster.group(group) {
+        Request::InstallSnapshot(group, rpc) => match group_soon(cluster, group).await {
             Some(raft) => Response::InstallSnapshot(raft.install_snapshot(rpc).await),
             None => Response::NoGroup,
         },

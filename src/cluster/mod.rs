@@ -20,6 +20,7 @@ pub mod meta_machine;
 pub mod meta_state;
 pub mod network;
 pub mod propose;
+pub mod quiet;
 pub mod raft_types;
 pub mod replica_read;
 pub mod routing;
@@ -60,6 +61,9 @@ pub struct Cluster {
     node: Arc<Node>,
     transport: Transport,
     raft_config: Arc<openraft::Config>,
+    /// The data groups' timing: as `raft_config`, but elections are started by
+    /// [`quiet::watch`] from liveness, not by each group's own timer.
+    data_raft_config: Arc<openraft::Config>,
     db: RaftDb,
     meta: Raft,
     meta_shared: Arc<MetaShared>,
@@ -146,6 +150,10 @@ impl Cluster {
         };
         let transport = Transport::new(identity.clone(), client_tls);
         let raft_config = Arc::new(raft_config(&config.cluster_name)?);
+        let data_raft_config = Arc::new(openraft::Config {
+            enable_elect: false,
+            ..(*raft_config).clone()
+        });
         let (machine, meta_shared) = MetaMachine::open(node.clone(), db.clone())
             .map_err(|e| ClusterError::Storage(e.to_string()))?;
         let meta = Raft::new(
@@ -162,6 +170,7 @@ impl Cluster {
             node: node.clone(),
             transport,
             raft_config,
+            data_raft_config,
             db,
             meta,
             meta_shared,
@@ -185,6 +194,7 @@ impl Cluster {
         tokio::spawn(liveness::watch(cluster.clone(), shutdown.clone()));
         tokio::spawn(groups::keep(cluster.clone(), shutdown.clone()));
         tokio::spawn(splits::watch(cluster.clone(), shutdown.clone()));
+        tokio::spawn(quiet::watch(cluster.clone(), shutdown.clone()));
         node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
         node.auth()
             .attach_log(Arc::new(hooks::AuthHooks::new(&cluster)));
@@ -255,9 +265,14 @@ impl Cluster {
         self.has_peers.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The shared Raft timing.
+    /// The metadata group's Raft timing.
     pub fn raft_config(&self) -> &Arc<openraft::Config> {
         &self.raft_config
+    }
+
+    /// The data groups' Raft timing (no elections by timer: see [`quiet`]).
+    pub fn data_raft_config(&self) -> &Arc<openraft::Config> {
+        &self.data_raft_config
     }
 
     /// The Raft database.

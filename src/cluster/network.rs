@@ -71,7 +71,8 @@ impl GroupLink {
             .map_err(|e| Unreachable::new(&LinkError(e.to_string())))?;
         let response: Response = decode(&bytes).map_err(|e| NetworkError::new(&e))?;
         match response {
-            Response::NoGroup => Err(NetworkError::new(&LinkError(format!(
+            // Unreachable, so openraft backs off before it tries again.
+            Response::NoGroup => Err(Unreachable::new(&LinkError(format!(
                 "node {} holds no replica of group {} (yet)",
                 self.target, self.group
             )))

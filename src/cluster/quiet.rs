@@ -1,0 +1,151 @@
+//! Idle data groups stay quiet. A data group's leader sends Raft heartbeats only while the
+//! group is busy: its log grew in the last few seconds, a follower has not caught up, or a
+//! replica just came back. Data groups never start elections on their own timers (a quiet
+//! group would elect all the time); instead the nodes' liveness pings, one per peer for every
+//! group, stand in for their heartbeats: when a group's leader is seen down, the first live
+//! replica in the group's order starts an election. A group with no known leader (just
+//! created, or the whole cluster restarted) is elected the same way.
+
+use super::raft_types::{GroupId, NodeId, Raft};
+use super::Cluster;
+use openraft::ServerState;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+/// How often each group is looked at.
+const CHECK_EVERY: Duration = Duration::from_millis(250);
+/// How long a leader keeps heartbeating after its group's last change (a few heartbeats carry
+/// the last commit index to the followers).
+const BUSY_FOR: Duration = Duration::from_secs(3);
+/// How long a group may go without a known leader before its first live replica elects.
+const LEADERLESS_FOR: Duration = Duration::from_secs(2);
+/// The least time between two elections a node starts in one group.
+const ELECT_EVERY: Duration = Duration::from_secs(1);
+
+/// What the watcher remembers of one group.
+struct Seen {
+    last_log: Option<u64>,
+    changed: Instant,
+    /// Since when the group has had no known leader (or a leader seen down).
+    leaderless: Option<Instant>,
+    elected: Option<Instant>,
+    heartbeat: bool,
+}
+
+/// Turns heartbeats on and off and starts elections, until `shutdown`.
+pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
+    let mut groups: HashMap<GroupId, Seen> = HashMap::new();
+    let mut peers_up: HashMap<NodeId, (bool, Instant)> = HashMap::new();
+    let mut tick = tokio::time::interval(CHECK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let now = Instant::now();
+        let members: Vec<NodeId> = cluster
+            .meta_state()
+            .with(|s| s.members.keys().copied().collect());
+        for id in members {
+            let up = id == cluster.me().id || cluster.liveness().is_up(id);
+            let entry = peers_up.entry(id).or_insert((up, now));
+            if entry.0 != up {
+                *entry = (up, now);
+            }
+        }
+        let replicas: HashMap<GroupId, Vec<NodeId>> = cluster.meta_state().with(|s| {
+            s.groups
+                .values()
+                .map(|g| (g.id, g.replicas.clone()))
+                .collect()
+        });
+        let running = cluster.groups.all();
+        groups.retain(|id, _| running.iter().any(|(g, _)| g == id));
+        for (id, raft) in running {
+            let Some(order) = replicas.get(&id) else {
+                continue;
+            };
+            let seen = groups.entry(id).or_insert(Seen {
+                last_log: None,
+                changed: now,
+                leaderless: None,
+                elected: None,
+                heartbeat: true,
+            });
+            look_at(&cluster, id, &raft, order, seen, &peers_up, now).await;
+        }
+    }
+}
+
+async fn look_at(
+    cluster: &Cluster,
+    id: GroupId,
+    raft: &Raft,
+    order: &[NodeId],
+    seen: &mut Seen,
+    peers_up: &HashMap<NodeId, (bool, Instant)>,
+    now: Instant,
+) {
+    let me = cluster.me().id;
+    let m = raft.metrics().borrow().clone();
+    if m.last_log_index != seen.last_log {
+        seen.last_log = m.last_log_index;
+        seen.changed = now;
+    }
+    if m.state == ServerState::Leader {
+        seen.leaderless = None;
+        let lagging = m.replication.as_ref().is_some_and(|r| {
+            r.values()
+                .any(|matched| matched.map(|l| l.index) < m.last_log_index)
+        });
+        let returned = order.iter().any(|r| {
+            peers_up
+                .get(r)
+                .is_some_and(|(up, since)| *up && now.duration_since(*since) < BUSY_FOR)
+        });
+        let busy = lagging || returned || now.duration_since(seen.changed) < BUSY_FOR;
+        if busy != seen.heartbeat {
+            raft.runtime_config().heartbeat(busy);
+            seen.heartbeat = busy;
+            debug!(group = id, busy, "group heartbeats");
+        }
+        return;
+    }
+    if !seen.heartbeat {
+        // Not the leader (any more): back to the default, should it lead again.
+        raft.runtime_config().heartbeat(true);
+        seen.heartbeat = true;
+    }
+    let leader_up = m
+        .current_leader
+        .is_some_and(|l| l == me || cluster.liveness().is_up(l));
+    if leader_up {
+        seen.leaderless = None;
+        return;
+    }
+    let since = *seen.leaderless.get_or_insert(now);
+    // A leader seen down is replaced at once; a group with no known leader waits a little
+    // (its leader may simply not have spoken since this node started).
+    if m.current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
+        return;
+    }
+    let first_live = order
+        .iter()
+        .find(|r| Some(**r) != m.current_leader && (**r == me || cluster.liveness().is_up(**r)));
+    if first_live != Some(&me)
+        || seen
+            .elected
+            .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
+    {
+        return;
+    }
+    seen.elected = Some(now);
+    info!(group = id, leader = ?m.current_leader, "group has no live leader: electing");
+    if let Err(e) = raft.trigger().elect().await {
+        debug!(group = id, error = %e, "election not started");
+    }
+}
