@@ -52,24 +52,31 @@ def cpu_ticks(pid):
     print(ticks(pid))
 
 
-def machine_ticks():
-    """Prints the machine's steal ticks and all its CPU ticks so far (the `cpu` line of
-    /proc/stat): steal is time a vCPU had work but the hypervisor ran another guest."""
+def steal_and_total():
+    """The machine's steal ticks and all its CPU ticks so far (the `cpu` line of /proc/stat):
+    steal is time a vCPU had work but the hypervisor ran another guest."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     # user nice system idle iowait irq softirq steal guest guest_nice; guest time is already
     # counted in user and nice
     steal = fields[7] if len(fields) > 7 else 0
-    print(steal, sum(fields[:8]))
+    return steal, sum(fields[:8])
 
 
-def hwm_kb(pid):
+def machine_ticks():
+    print(*steal_and_total())
+
+
+def peak_rss_kb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
-                print(int(line.split()[1]))
-                return
-    print(0)
+                return int(line.split()[1])
+    return 0
+
+
+def hwm_kb(pid):
+    print(peak_rss_kb(pid))
 
 
 # A server counts as settled once it used less than SETTLE_BUSY of a core over the last
@@ -81,30 +88,43 @@ SETTLE_MAX_S = 120.0
 SETTLE_POLL_S = 0.25
 
 
-def settle(pid):
+def wait_settled(pids):
+    """Waits until every process of `pids` is idle (or gone); returns the seconds waited."""
     start = time.monotonic()
-    try:
-        samples = [(start, ticks(pid))]
-    except OSError:
-        print("0.0")  # the server is gone: the measured run reports it
-        return
-    while True:
+    history = {}  # pid -> [(time, ticks)] over the last SETTLE_QUIET_S
+    for pid in pids:
+        try:
+            history[pid] = [(start, ticks(pid))]
+        except OSError:
+            pass  # the server is gone: the measured run reports it
+    while history:
         time.sleep(SETTLE_POLL_S)
         now = time.monotonic()
-        try:
-            samples.append((now, ticks(pid)))
-        except OSError:
-            break  # the server is gone: the measured run reports it
-        while len(samples) > 1 and now - samples[1][0] >= SETTLE_QUIET_S:
-            samples.pop(0)
-        span = now - samples[0][0]
-        busy = (samples[-1][1] - samples[0][1]) / CLK_TCK
-        if span >= SETTLE_QUIET_S and busy < SETTLE_BUSY * span:
+        busy_pids = 0
+        for pid in list(history):
+            samples = history[pid]
+            try:
+                samples.append((now, ticks(pid)))
+            except OSError:
+                del history[pid]  # the server is gone: the measured run reports it
+                continue
+            while len(samples) > 1 and now - samples[1][0] >= SETTLE_QUIET_S:
+                samples.pop(0)
+            span = now - samples[0][0]
+            busy = (samples[-1][1] - samples[0][1]) / CLK_TCK
+            if span < SETTLE_QUIET_S or busy >= SETTLE_BUSY * span:
+                busy_pids += 1
+        if busy_pids == 0:
             break
         if now - start >= SETTLE_MAX_S:
-            print(f"bench: server {pid} still busy after {SETTLE_MAX_S:.0f} s; measuring anyway", file=sys.stderr)
+            print(f"bench: server {' '.join(map(str, pids))} still busy after {SETTLE_MAX_S:.0f} s; "
+                  "measuring anyway", file=sys.stderr)
             break
-    print(f"{time.monotonic() - start:.1f}")
+    return time.monotonic() - start
+
+
+def settle(pid):
+    print(f"{wait_settled([pid]):.1f}")
 
 
 def reset_hwm(pid):
@@ -131,7 +151,8 @@ def mean_value(m):
     return m
 
 
-def record(a):
+def make_record(a):
+    """One run's record (a dict) from its latte JSON report and the server samples in `a`."""
     rec = {
         "workload": a.workload,
         "server": a.server,
@@ -200,6 +221,11 @@ def record(a):
             rec["table_rows"] = a.rows_loaded
         if rec["disk_bytes"] and rec["table_rows"]:
             rec["disk_bytes_per_row"] = rec["disk_bytes"] / rec["table_rows"]
+    return rec
+
+
+def record(a):
+    rec = make_record(a)
     with open(a.runs, "a") as f:
         f.write(json.dumps(rec) + "\n")
 
