@@ -81,7 +81,11 @@ impl Cluster {
                 }
             };
             let attempt = if to == me {
-                self.propose_here(group, command.clone()).await
+                // A leader that cannot commit (its majority just went) waits without end.
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::timeout(left, self.propose_here(group, command.clone()))
+                    .await
+                    .unwrap_or_else(|_| Err(ProposeFailure::Failed("timed out".into())))
             } else {
                 self.propose_remote(to, group, &command, deadline).await
             };

@@ -174,7 +174,11 @@ impl ClusterShards {
                     group.replicas[(next - 1) % group.replicas.len()]
                 });
                 let attempt = if to == me {
-                    read_here(&self.cluster, group.id, last_token, linearizable, &local).await
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let here = read_here(&self.cluster, group.id, last_token, linearizable, &local);
+                    tokio::time::timeout(left, here)
+                        .await
+                        .unwrap_or_else(|_| Err(ProposeFailure::Failed("timed out".into())))
                 } else {
                     self.remote_read(to, remote(linearizable), deadline, &unwrap)
                         .await
