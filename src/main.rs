@@ -68,11 +68,16 @@ fn main() -> anyhow::Result<()> {
     if let Some(level) = cli.log_level {
         config.log_level = level;
     }
-    // A bare level keeps the storage engine's own chatter at warn.
+    // A bare level keeps the storage engine's own chatter at warn, and the Raft library's
+    // and the RPC crate's per-group retries quiet (a peer down is one line from liveness, not
+    // one per group and retry); a level with directives is taken as given.
     let directives = if config.log_level.contains(['=', ',']) {
         config.log_level.clone()
     } else {
-        format!("{},lsm_tree=warn,fjall=warn", config.log_level)
+        format!(
+            "{},lsm_tree=warn,fjall=warn,openraft=error,openraft::replication=off,tarpc=error",
+            config.log_level
+        )
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .with_context(|| format!("invalid --log-level {:?}", config.log_level))?;
