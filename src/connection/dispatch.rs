@@ -61,9 +61,15 @@ fn route(node: &Node, ctx: &SessionContext, request: &Request) -> Result<Route, 
 }
 
 /// How a prepared statement may run on the connection's own task: its stored plan is current
-/// and cheap (see [`crate::planner::CachedPlan::runs_inline`]) and fjall would not stall its
-/// writes. `None` (the blocking pool) for anything else, a first execution included.
+/// and cheap (see [`crate::planner::CachedPlan::runs_inline`]), fjall would not stall its
+/// writes and the node has no peers. `None` (the blocking pool) for anything else, a first
+/// execution included.
 fn runs_inline(node: &Node, ctx: &SessionContext, prepared: &PreparedStatement) -> Option<Inline> {
+    // In a cluster a request waits for other nodes (a commit, a read index): on the
+    // connection's task it would hold every later request of the connection behind it.
+    if node.has_peers() {
+        return None;
+    }
     let cached = prepared.cached_plan()?;
     let keyspace = prepared.keyspace.as_ref().or(ctx.keyspace.as_ref());
     if !cached.is_current(node.catalog().version, keyspace) {
