@@ -75,7 +75,7 @@ fn main() -> anyhow::Result<()> {
         config.log_level.clone()
     } else {
         format!(
-            "{},lsm_tree=warn,fjall=warn,openraft=error,openraft::replication=off,tarpc=error",
+            "{},lsm_tree=warn,fjall=warn,openraft=error,openraft::replication=off,tarpc=off",
             config.log_level
         )
     };

@@ -284,6 +284,32 @@ async fn three_nodes_form_a_cluster_and_share_the_schema() {
         acknowledged.len(),
         started.elapsed()
     );
+    // The killed node's groups have new leaders, and the tokens follow them: drivers now
+    // route those partitions to the survivors (node 3 lists only its own fallback token).
+    let one = cluster.nodes[0].session().await;
+    let three_ip: std::net::IpAddr = "127.0.0.3".parse().expect("ip");
+    eventually("the killed node's tokens move to the new leaders", || {
+        let one = &one;
+        async move {
+            let local: Vec<(Vec<String>,)> =
+                paged_rows(one, "SELECT tokens FROM system.local", (), 10).await;
+            let peers: Vec<(std::net::IpAddr, Vec<String>)> =
+                paged_rows(one, "SELECT peer, tokens FROM system.peers", (), 10).await;
+            let live: usize = local.iter().map(|(t,)| t.len()).sum::<usize>()
+                + peers
+                    .iter()
+                    .filter(|(ip, _)| *ip != three_ip)
+                    .map(|(_, t)| t.len())
+                    .sum::<usize>();
+            let dead = peers
+                .iter()
+                .find(|(ip, _)| *ip == three_ip)
+                .map(|(_, t)| t.len());
+            // Six groups per table (the two tables share their ends).
+            live == 6 && dead == Some(1)
+        }
+    })
+    .await;
     cluster.node(3).start();
     let three = cluster.nodes[2].session().await;
     eventually("node 3 learns the table made while it was down", || {

@@ -1,6 +1,6 @@
 //! The data groups this node holds: after every metadata change, a Raft instance is started
-//! for each group listing this node among two or more replicas (its first replica initializes
-//! it), and stopped for each group that is gone. A group with one replica has no Raft: its
+//! for each group listing this node among two or more replicas (its first live replica
+//! initializes it), and stopped for each group that is gone. A group with one replica has no Raft: its
 //! only copy is written in place.
 
 use super::data_machine::DataMachine;
@@ -137,9 +137,15 @@ async fn start_group(
     )
     .await
     .map_err(|e| e.to_string())?;
-    if group.replicas.first() == Some(&cluster.me().id)
-        && !raft.is_initialized().await.unwrap_or(true)
-    {
+    // The first live replica starts the group (its first replica, unless that one is down:
+    // a table made while a node is down still gets leaders). Two replicas initializing with
+    // the same members is safe.
+    let me = cluster.me().id;
+    let first_live = group
+        .replicas
+        .iter()
+        .find(|r| **r == me || cluster.liveness().is_up(**r));
+    if first_live == Some(&me) && !raft.is_initialized().await.unwrap_or(true) {
         let nodes: BTreeMap<u64, BasicNode> = group
             .replicas
             .iter()

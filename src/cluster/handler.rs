@@ -114,6 +114,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
         Request::Ping => Response::Pong {
             schema_version: cluster.node().catalog().version,
             stats: cluster.local_stats(),
+            led: super::leaders::led_here(cluster),
         },
     }
 }

@@ -90,7 +90,7 @@ impl ClusterHooks for NodeHooks {
             return Vec::new();
         };
         let me = cluster.me().id;
-        let tokens = cluster.meta_state().with(node_tokens);
+        let tokens = super::leaders::node_tokens(&cluster);
         let (members, version) = cluster.meta_state().with(|s| {
             (
                 s.members.values().cloned().collect::<Vec<_>>(),
@@ -157,7 +157,7 @@ impl ClusterHooks for NodeHooks {
             .upgrade()
             .and_then(|c| {
                 let me = c.me().id;
-                c.meta_state().with(node_tokens).remove(&me)
+                super::leaders::node_tokens(&c).remove(&me)
             })
             .unwrap_or_default()
     }
@@ -283,23 +283,6 @@ impl ClusterHooks for NodeHooks {
         );
         Ok(SchemaProposal::Installed)
     }
-}
-
-/// Each node's tokens, as drivers route by them: the end token of every physical partition
-/// whose first replica (the one that starts it and normally leads it) the node is. Tables
-/// created alike share their ends; an end goes to the node of its oldest group.
-fn node_tokens(state: &super::meta_state::MetaState) -> std::collections::HashMap<u64, Vec<i64>> {
-    let mut owner: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
-    for g in state.groups.values() {
-        if let Some(first) = g.replicas.first() {
-            owner.entry(g.end).or_insert(*first);
-        }
-    }
-    let mut tokens: std::collections::HashMap<u64, Vec<i64>> = std::collections::HashMap::new();
-    for (end, node) in owner {
-        tokens.entry(node).or_default().push(end);
-    }
-    tokens
 }
 
 /// Commits a metadata command from a blocking thread (schema and role changes); Unavailable

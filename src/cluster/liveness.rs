@@ -32,6 +32,8 @@ pub struct Seen {
 #[derive(Default)]
 pub struct Liveness {
     seen: Mutex<HashMap<NodeId, Seen>>,
+    /// The groups each peer said it leads, at its last answer.
+    led: Mutex<HashMap<NodeId, Vec<super::raft_types::GroupId>>>,
 }
 
 impl Liveness {
@@ -49,11 +51,21 @@ impl Liveness {
     pub fn is_up(&self, id: NodeId) -> bool {
         self.seen(id).is_none_or(|s| s.up)
     }
+
+    /// The groups each peer that is up said it leads.
+    pub fn led_by_peers(&self) -> Vec<(NodeId, Vec<super::raft_types::GroupId>)> {
+        let led = self.led.lock().unwrap_or_else(|p| p.into_inner());
+        led.iter()
+            .filter(|(id, _)| self.is_up(**id))
+            .map(|(id, groups)| (*id, groups.clone()))
+            .collect()
+    }
 }
 
 /// Pings the members until `shutdown`.
 pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
     let mut known: Vec<NodeId> = Vec::new();
+    let mut tokens = HashMap::new();
     loop {
         let members: Vec<_> = cluster
             .meta_state()
@@ -83,8 +95,16 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             let before = seen.get(&m.id).copied();
+            if let Some((_, _, led)) = &answer {
+                cluster
+                    .liveness()
+                    .led
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(m.id, led.clone());
+            }
             let after = match (answer, before) {
-                (Some((v, stats)), _) => Seen {
+                (Some((v, stats, _)), _) => Seen {
                     at: now,
                     schema_version: v,
                     up: true,
@@ -112,6 +132,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 });
             }
         }
+        super::leaders::announce_moves(&cluster, &mut tokens);
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(Duration::from_millis(500)) => {}
@@ -122,7 +143,11 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
 async fn ping(
     cluster: &Cluster,
     addr: std::net::SocketAddr,
-) -> Option<(uuid::Uuid, super::rpc::NodeStats)> {
+) -> Option<(
+    uuid::Uuid,
+    super::rpc::NodeStats,
+    Vec<super::raft_types::GroupId>,
+)> {
     let payload = encode(&Request::Ping).ok()?;
     let bytes = cluster
         .transport()
@@ -133,7 +158,8 @@ async fn ping(
         Ok(Response::Pong {
             schema_version,
             stats,
-        }) => Some((schema_version, stats)),
+            led,
+        }) => Some((schema_version, stats, led)),
         _ => None,
     }
 }

@@ -14,6 +14,7 @@ pub mod groups;
 pub mod handler;
 pub mod hooks;
 pub mod join;
+pub mod leaders;
 pub mod liveness;
 pub mod log_store;
 pub mod meta_machine;
@@ -283,21 +284,13 @@ impl Cluster {
     /// What this node holds and leads, and its bytes of table data.
     pub fn local_stats(&self) -> rpc::NodeStats {
         let me = self.me.id;
-        let (held, single) = self.meta_shared.with(|s| {
-            let held = s
-                .groups
+        let held = self.meta_shared.with(|s| {
+            s.groups
                 .values()
                 .filter(|g| g.replicas.contains(&me))
-                .count();
-            let single = s.groups.values().filter(|g| g.replicas == [me]).count();
-            (held, single)
+                .count()
         });
-        let led = self
-            .groups
-            .all()
-            .iter()
-            .filter(|(_, raft)| raft.metrics().borrow().current_leader == Some(me))
-            .count();
+        let led = leaders::led_here(self).len();
         let catalog = self.node.catalog();
         let bytes: u64 = catalog
             .keyspaces
@@ -316,7 +309,7 @@ impl Cluster {
         rpc::NodeStats {
             bytes,
             groups_held: u32::try_from(held).unwrap_or(u32::MAX),
-            groups_led: u32::try_from(led + single).unwrap_or(u32::MAX),
+            groups_led: u32::try_from(led).unwrap_or(u32::MAX),
         }
     }
 

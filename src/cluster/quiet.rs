@@ -91,17 +91,26 @@ async fn look_at(
     now: Instant,
 ) {
     let me = cluster.me().id;
-    let m = raft.metrics().borrow().clone();
-    if m.last_log_index != seen.last_log {
-        seen.last_log = m.last_log_index;
-        seen.changed = now;
-    }
-    if m.state == ServerState::Leader {
-        seen.leaderless = None;
+    let (last_log, leading, lagging, current_leader) = {
+        let metrics = raft.metrics();
+        let m = metrics.borrow();
         let lagging = m.replication.as_ref().is_some_and(|r| {
             r.values()
                 .any(|matched| matched.map(|l| l.index) < m.last_log_index)
         });
+        (
+            m.last_log_index,
+            m.state == ServerState::Leader,
+            lagging,
+            m.current_leader,
+        )
+    };
+    if last_log != seen.last_log {
+        seen.last_log = last_log;
+        seen.changed = now;
+    }
+    if leading {
+        seen.leaderless = None;
         let returned = order.iter().any(|r| {
             peers_up
                 .get(r)
@@ -120,9 +129,7 @@ async fn look_at(
         raft.runtime_config().heartbeat(true);
         seen.heartbeat = true;
     }
-    let leader_up = m
-        .current_leader
-        .is_some_and(|l| l == me || cluster.liveness().is_up(l));
+    let leader_up = current_leader.is_some_and(|l| l == me || cluster.liveness().is_up(l));
     if leader_up {
         seen.leaderless = None;
         return;
@@ -130,12 +137,12 @@ async fn look_at(
     let since = *seen.leaderless.get_or_insert(now);
     // A leader seen down is replaced at once; a group with no known leader waits a little
     // (its leader may simply not have spoken since this node started).
-    if m.current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
+    if current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
         return;
     }
     let first_live = order
         .iter()
-        .find(|r| Some(**r) != m.current_leader && (**r == me || cluster.liveness().is_up(**r)));
+        .find(|r| Some(**r) != current_leader && (**r == me || cluster.liveness().is_up(**r)));
     if first_live != Some(&me)
         || seen
             .elected
@@ -144,7 +151,7 @@ async fn look_at(
         return;
     }
     seen.elected = Some(now);
-    info!(group = id, leader = ?m.current_leader, "group has no live leader: electing");
+    info!(group = id, leader = ?current_leader, "group has no live leader: electing");
     if let Err(e) = raft.trigger().elect().await {
         debug!(group = id, error = %e, "election not started");
     }

@@ -101,6 +101,8 @@ pub enum Response {
         schema_version: uuid::Uuid,
         /// What the peer holds and leads.
         stats: NodeStats,
+        /// The groups the peer leads.
+        led: Vec<super::raft_types::GroupId>,
     },
     /// To [`Request::Read`].
     Read(Result<storage::PartitionSlice, ProposeFailure>),

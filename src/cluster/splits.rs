@@ -49,6 +49,11 @@ fn led_groups(cluster: &Cluster) -> Vec<Led> {
     cluster.meta_state().with(|state| {
         let tables: std::collections::BTreeSet<TableId> =
             state.groups.values().map(|g| g.table).collect();
+        let parents: std::collections::HashSet<GroupId> = state
+            .groups
+            .values()
+            .filter_map(|g| g.parent.map(|(p, _)| p))
+            .collect();
         let mut led = Vec::new();
         for table in tables {
             for (start, group) in ranges_of(state, table) {
@@ -59,11 +64,7 @@ fn led_groups(cluster: &Cluster) -> Vec<Led> {
                 if !leads {
                     continue;
                 }
-                let split = state
-                    .groups
-                    .values()
-                    .any(|g| g.parent.is_some_and(|(p, _)| p == group.id));
-                let owes_fence = split
+                let owes_fence = parents.contains(&group.id)
                     && group.replicas.len() > 1
                     && cluster
                         .fences()
@@ -81,22 +82,31 @@ fn led_groups(cluster: &Cluster) -> Vec<Led> {
     })
 }
 
-/// A token strictly inside `(start, end)` where this node's store has cut the table.
-fn store_cut(cluster: &Cluster, table: TableId, start: i64, end: i64) -> Option<i64> {
-    let parts = cluster.node().storage().physical_partitions(table).ok()?;
-    parts
-        .iter()
-        .map(|p| p.end_token)
-        .find(|t| start < *t && *t < end)
+/// The tokens where this node's store has cut `table` (its partitions' ends).
+fn store_cuts(cluster: &Cluster, table: TableId) -> Vec<i64> {
+    cluster
+        .node()
+        .storage()
+        .physical_partitions(table)
+        .map(|parts| parts.iter().map(|p| p.end_token).collect())
+        .unwrap_or_default()
 }
 
 async fn check(cluster: &Arc<Cluster>) {
+    let mut cuts: std::collections::HashMap<TableId, Vec<i64>> = std::collections::HashMap::new();
     for led in led_groups(cluster) {
         let group = led.group.id;
         if led.owes_fence {
             fence(cluster, group, led.group.end).await;
-        } else if let Some(at) = store_cut(cluster, led.table, led.start, led.group.end) {
-            propose_split(cluster, led.table, group, at).await;
+            continue;
+        }
+        let table_cuts = cuts
+            .entry(led.table)
+            .or_insert_with(|| store_cuts(cluster, led.table));
+        // A token strictly inside the group's range where the store has cut the table.
+        let start = table_cuts.partition_point(|t| *t <= led.start);
+        if let Some(at) = table_cuts.get(start).filter(|t| **t < led.group.end) {
+            propose_split(cluster, led.table, group, *at).await;
         }
     }
 }

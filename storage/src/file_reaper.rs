@@ -34,6 +34,12 @@ const MAX_HELD_META: usize = 128;
 /// How often the store's directories are walked: a version file lives from one flush or
 /// compaction to the memtable rotation after the next, far longer than this.
 const TICK: Duration = Duration::from_millis(100);
+/// A store of many physical partitions (a cluster's table of a thousand groups) is walked less
+/// often: the pause is at least this many times the walk, so the reaper stays a few percent
+/// of one core.
+const PAUSE_PER_WALK: u32 = 50;
+/// The longest pause between walks.
+const MAX_TICK: Duration = Duration::from_secs(2);
 
 /// Descriptors held by the reaper, by path.
 #[derive(Debug, Default)]
@@ -167,12 +173,14 @@ impl Activity for FileReaper {
     }
 
     fn step(&mut self, _signal: &Signal) -> Next {
+        let started = std::time::Instant::now();
         let freed = self.memtables.pass(self.tables.active_memtables());
         let reaped = self.reaper.pass(&self.db_dir);
         if reaped > 0 || freed > 0 {
             tracing::debug!(reaped, freed, "closed deleted files, freed memtables");
         }
-        Next::After(TICK)
+        let walk = started.elapsed();
+        Next::After(TICK.max(walk * PAUSE_PER_WALK).min(MAX_TICK))
     }
 }
 
