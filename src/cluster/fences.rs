@@ -79,3 +79,32 @@ impl Fences {
         storage.delete_meta(&fence_key(group))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_only_moves_down_and_survives_a_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let storage = Storage::open(dir.path(), storage::StorageOptions::default()).expect("open");
+        let fences = Fences::default();
+        assert!(
+            fences.owns(7, i64::MAX),
+            "an unsplit group owns its whole range"
+        );
+        fences.cut(7, 100, &storage).expect("cut");
+        assert!(fences.owns(7, 100));
+        assert!(!fences.owns(7, 101));
+        // A later split cuts lower; a replayed older fence never moves it back up.
+        fences.cut(7, 50, &storage).expect("cut");
+        fences.cut(7, 100, &storage).expect("replayed");
+        assert_eq!(fences.get(7), Some(50));
+        let reopened = Fences::default();
+        assert_eq!(reopened.load(7, &storage).expect("load"), Some(50));
+        assert_eq!(reopened.load(8, &storage).expect("load"), None);
+        reopened.forget(7, &storage).expect("forget");
+        assert_eq!(reopened.get(7), None);
+        assert_eq!(Fences::default().load(7, &storage).expect("load"), None);
+    }
+}
