@@ -80,16 +80,15 @@ impl VirtualSelect {
         let columns = self.columns();
         if self.outputs.iter().any(|(o, _)| matches!(o, Output::Count)) {
             let count = matching.len() as i64;
+            let first: &[Option<Bytes>] = matching.first().map_or(&[], |r| r.as_slice());
             let row = self
                 .outputs
                 .iter()
                 .map(|(o, _)| match o {
-                    Output::Count => Some(Bytes::copy_from_slice(&count.to_be_bytes())),
-                    Output::Column(i) => {
-                        matching.first().and_then(|r| r.get(*i).cloned().flatten())
-                    }
+                    Output::Count => Ok(Some(Bytes::copy_from_slice(&count.to_be_bytes()))),
+                    other => output(other, first),
                 })
-                .collect();
+                .collect::<Result<_, _>>()?;
             return Ok(Rows {
                 metadata: ResultMetadata {
                     columns: columns.into(),
@@ -105,13 +104,10 @@ impl VirtualSelect {
             .map(|row| {
                 self.outputs
                     .iter()
-                    .map(|(o, _)| match o {
-                        Output::Column(i) => row.get(*i).cloned().flatten(),
-                        Output::Count => None,
-                    })
-                    .collect()
+                    .map(|(o, _)| output(o, &row))
+                    .collect::<Result<_, _>>()
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         Ok(Rows {
             metadata: ResultMetadata {
                 columns: columns.into(),
@@ -120,6 +116,18 @@ impl VirtualSelect {
             },
             rows,
         })
+    }
+}
+
+/// One selector's value on a generated row (`count(*)` is answered by the caller).
+fn output(o: &Output, row: &[Option<Bytes>]) -> Result<Option<Bytes>, QueryError> {
+    match o {
+        Output::Column(i) => Ok(row.get(*i).cloned().flatten()),
+        Output::Count => Ok(None),
+        Output::Expr(selection) => selection.eval(&|leaf| match leaf {
+            crate::planner::selection::Selection::Column(i) => row.get(*i).cloned().flatten(),
+            _ => None,
+        }),
     }
 }
 

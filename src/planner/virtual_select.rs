@@ -17,6 +17,25 @@ pub(crate) enum Output {
     Column(usize),
     /// `count(*)`.
     Count,
+    /// A native function, cast, field or element over the row's columns (`now()`,
+    /// `toTimestamp(now())`, ...).
+    Expr(crate::planner::selection::Selection),
+}
+
+/// Whether `selection` needs what a generated row does not have: cell timestamps, TTLs or
+/// the partition token.
+fn reads_cell_metadata(selection: &crate::planner::selection::Selection) -> bool {
+    use crate::planner::selection::Selection as S;
+    match selection {
+        S::WriteTime(_) | S::Ttl(_) | S::Token => true,
+        S::Scalar { args, .. } => args.iter().any(|(a, _)| reads_cell_metadata(a)),
+        S::Cast { arg, .. }
+        | S::Field { arg, .. }
+        | S::Element { arg, .. }
+        | S::ToJson { arg, .. }
+        | S::Aggregate { arg, .. } => reads_cell_metadata(arg),
+        S::Column(_) | S::CountStar | S::Const(_) => false,
+    }
 }
 
 /// A filter on one column.
@@ -101,9 +120,22 @@ impl VirtualSelect {
                         ));
                     }
                     other => {
-                        return Err(QueryError::invalid(format!(
-                            "Selector {other} is not supported on system table {ks}.{tn}"
-                        )))
+                        let unsupported = || {
+                            QueryError::invalid(format!(
+                                "Selector {other} is not supported on system table {ks}.{tn}"
+                            ))
+                        };
+                        let planned = crate::planner::selection::plan_selector(other, &table)?;
+                        if planned.selection.is_aggregate()
+                            || reads_cell_metadata(&planned.selection)
+                        {
+                            return Err(unsupported());
+                        }
+                        let name = sel.alias.as_deref().unwrap_or(&planned.name);
+                        outputs.push((
+                            Output::Expr(planned.selection),
+                            spec(name, &planned.data_type),
+                        ));
                     }
                 }
             }

@@ -1,0 +1,93 @@
+//! Statements Cassandra accepts that ringdb refused, through the scylla driver against a real
+//! ringdb: native functions on system tables (the drivers' and tools' liveness query
+//! `SELECT now(), uuid(), toTimestamp(now()) FROM system.local`).
+
+mod common;
+
+use common::TestServer;
+use scylla::value::CqlValue;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_functions_work_on_system_tables() {
+    let server = TestServer::start().await;
+    let session = server.session().await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let result = session
+        .query_unpaged(
+            "SELECT now(), uuid(), toTimestamp(now()), blobAsText(textAsBlob(cluster_name)) \
+             FROM system.local",
+            (),
+        )
+        .await
+        .expect("native functions on system.local")
+        .into_rows_result()
+        .expect("rows");
+    // Cassandra 4.1 names native function columns with their keyspace.
+    let names: Vec<String> = result
+        .column_specs()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "system.now()",
+            "system.uuid()",
+            "system.totimestamp(system.now())",
+            "system.blobastext(system.textasblob(cluster_name))"
+        ]
+    );
+    let row = result
+        .rows::<scylla::value::Row>()
+        .expect("untyped")
+        .next()
+        .expect("one row")
+        .expect("row")
+        .columns;
+    match &row[0] {
+        Some(CqlValue::Timeuuid(t)) => assert_eq!(uuid::Uuid::from(*t).get_version_num(), 1),
+        other => panic!("now() is a timeuuid: {other:?}"),
+    }
+    match &row[1] {
+        Some(CqlValue::Uuid(u)) => assert_eq!(u.get_version_num(), 4),
+        other => panic!("uuid() is a random uuid: {other:?}"),
+    }
+    match &row[2] {
+        Some(CqlValue::Timestamp(t)) => {
+            assert!(
+                (t.0 - before).abs() < 60_000,
+                "toTimestamp(now()) is now: {t:?}"
+            )
+        }
+        other => panic!("toTimestamp(now()) is a timestamp: {other:?}"),
+    }
+    assert_eq!(row[3], Some(CqlValue::Text("Test Cluster".into())));
+
+    // What a generated row cannot answer is still refused, with the selector named.
+    let err = session
+        .query_unpaged("SELECT writetime(cluster_name) FROM system.local", ())
+        .await
+        .expect_err("writetime of a generated row");
+    assert!(
+        err.to_string()
+            .contains("Selector writetime(cluster_name) is not supported on system table"),
+        "{err}"
+    );
+    // Functions mix with count(*) and filters on the other generated tables too.
+    let (n, now): (i64, uuid::Uuid) = session
+        .query_unpaged(
+            "SELECT count(*), uuid() FROM system_schema.keyspaces WHERE keyspace_name = 'system'",
+            (),
+        )
+        .await
+        .expect("count with a function")
+        .into_rows_result()
+        .expect("rows")
+        .single_row()
+        .expect("one row");
+    assert_eq!(n, 1);
+    assert_eq!(now.get_version_num(), 4);
+}
