@@ -91,3 +91,45 @@ async fn native_functions_work_on_system_tables() {
     assert_eq!(n, 1);
     assert_eq!(now.get_version_num(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_json_takes_collections_as_json_encoded_strings() {
+    // Cassandra's ListType/SetType/MapType.fromJSONObject decode a string value once.
+    let server = TestServer::start().await;
+    let session = server.session().await;
+    for cql in [
+        "CREATE KEYSPACE js WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE js.t (k int PRIMARY KEY, l list<int>, s set<int>, m map<text, int>, \
+         f frozen<tuple<int, text>>)",
+    ] {
+        session.query_unpaged(cql, ()).await.expect(cql);
+    }
+    session
+        .query_unpaged(
+            r#"INSERT INTO js.t JSON '{"k": 1, "l": "[7, 8]", "s": "[3, 1]", "m": "{\"a\": 1}", "f": "[2, \"x\"]"}'"#,
+            (),
+        )
+        .await
+        .expect("INSERT JSON with JSON-encoded collections");
+    let (json,): (String,) = session
+        .query_unpaged("SELECT JSON l, s, m, f FROM js.t WHERE k = 1", ())
+        .await
+        .expect("select json")
+        .into_rows_result()
+        .expect("rows")
+        .single_row()
+        .expect("one row");
+    assert_eq!(
+        json,
+        r#"{"l": [7, 8], "s": [1, 3], "m": {"a": 1}, "f": [2, "x"]}"#
+    );
+    // A string that does not decode to the type is refused, naming the column.
+    let err = session
+        .query_unpaged(r#"INSERT INTO js.t JSON '{"k": 2, "l": "[7, "}'"#, ())
+        .await
+        .expect_err("undecodable string");
+    assert!(
+        err.to_string().contains("Error decoding JSON value for l"),
+        "{err}"
+    );
+}

@@ -187,6 +187,19 @@ pub fn from_json(j: &Json, ty: &DataType, column: &str) -> Result<Option<Value>,
                 .map_err(|_| bad())?
                 .ok_or_else(bad)?
         }
+        // A collection, tuple or UDT may come as a JSON-encoded string (`"[7, 8]"`): Cassandra
+        // decodes the string once (`ListType.fromJSONObject` and its siblings).
+        (
+            Json::String(s),
+            DataType::List(_)
+            | DataType::Set(_)
+            | DataType::Map(_, _)
+            | DataType::Tuple(_)
+            | DataType::Udt(_),
+        ) => match serde_json::from_str::<Json>(s) {
+            Ok(Json::String(_)) | Err(_) => return Err(bad()),
+            Ok(decoded) => return from_json(&decoded, ty, column),
+        },
         (Json::Array(items), DataType::List(e)) => Value::List(
             items
                 .iter()
@@ -291,5 +304,32 @@ mod tests {
             .ok()
             .flatten();
         assert_eq!(back, Some(Value::Timestamp(0)));
+    }
+
+    #[test]
+    fn collections_may_come_as_json_encoded_strings() {
+        let list = DataType::List(Box::new(NativeType::Int.into()));
+        let decoded = |text: &str, ty: &DataType| {
+            let j: Json = serde_json::from_str(text).expect("json");
+            from_json(&j, ty, "c")
+        };
+        assert_eq!(
+            decoded(r#""[7, 8]""#, &list).ok().flatten(),
+            Some(Value::List(vec![Value::Int(7), Value::Int(8)]))
+        );
+        let set = DataType::Set(Box::new(NativeType::Int.into()));
+        assert_eq!(
+            decoded(r#""[3, 1]""#, &set).ok().flatten(),
+            Some(Value::Set(vec![Value::Int(1), Value::Int(3)]))
+        );
+        let map = DataType::Map(Box::new(DataType::TEXT), Box::new(NativeType::Int.into()));
+        assert_eq!(
+            decoded(r#""{\"a\": 1}""#, &map).ok().flatten(),
+            Some(Value::Map(vec![(Value::Text("a".into()), Value::Int(1))]))
+        );
+        // Decoded once only, and it must then fit the type.
+        assert!(decoded(r#""\"[7]\"""#, &list).is_err());
+        assert!(decoded(r#""[7, ""#, &list).is_err());
+        assert!(decoded(r#""{}""#, &list).is_err());
     }
 }
