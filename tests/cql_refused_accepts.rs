@@ -133,3 +133,101 @@ async fn insert_json_takes_collections_as_json_encoded_strings() {
         "{err}"
     );
 }
+
+/// A statement, its bound values and the (c1, c2) keys it selects.
+type Case = (&'static str, Vec<i32>, Vec<(i32, i32)>);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_multi_column_relations_take_one_marker_per_column() {
+    let server = TestServer::start().await;
+    let session = server.session().await;
+    for cql in [
+        "CREATE KEYSPACE mc WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE mc.t (p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))",
+    ] {
+        session.query_unpaged(cql, ()).await.expect(cql);
+    }
+    for c1 in 0..3i32 {
+        for c2 in 0..3i32 {
+            session
+                .query_unpaged(
+                    "INSERT INTO mc.t (p, c1, c2, v) VALUES (0, ?, ?, 1)",
+                    (c1, c2),
+                )
+                .await
+                .expect("insert");
+        }
+    }
+    let keys = |rows: scylla::response::query_result::QueryResult| -> Vec<(i32, i32)> {
+        rows.into_rows_result()
+            .expect("rows")
+            .rows::<(i32, i32)>()
+            .expect("typed")
+            .map(|r| r.expect("row"))
+            .collect()
+    };
+    let cases: [Case; 4] = [
+        (
+            "SELECT c1, c2 FROM mc.t WHERE p = 0 AND (c1, c2) > (?, ?)",
+            vec![1, 1],
+            vec![(1, 2), (2, 0), (2, 1), (2, 2)],
+        ),
+        (
+            "SELECT c1, c2 FROM mc.t WHERE p = 0 AND (c1, c2) >= (?, ?) AND (c1, c2) < (?, ?)",
+            vec![0, 2, 2, 1],
+            vec![(0, 2), (1, 0), (1, 1), (1, 2), (2, 0)],
+        ),
+        (
+            "SELECT c1, c2 FROM mc.t WHERE p = 0 AND (c1, c2) IN ((?, ?), (?, ?))",
+            vec![0, 2, 2, 1],
+            vec![(0, 2), (2, 1)],
+        ),
+        (
+            "SELECT c1, c2 FROM mc.t WHERE p = 0 AND (c1, c2) = (?, 1)",
+            vec![2],
+            vec![(2, 1)],
+        ),
+    ];
+    for (cql, values, want) in cases {
+        let prepared = session
+            .prepare(cql)
+            .await
+            .unwrap_or_else(|e| panic!("{cql}: {e}"));
+        // Cassandra names each component's marker after its column.
+        let names: Vec<String> = prepared
+            .get_variable_col_specs()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        let expected: Vec<&str> = ["c1", "c2"]
+            .iter()
+            .cycle()
+            .take(values.len())
+            .copied()
+            .collect();
+        if values.len() > 1 {
+            assert_eq!(names, expected, "{cql}");
+        } else {
+            assert_eq!(names, ["c1"], "{cql}");
+        }
+        let rows = session
+            .execute_unpaged(&prepared, values)
+            .await
+            .unwrap_or_else(|e| panic!("{cql}: {e}"));
+        assert_eq!(keys(rows), want, "{cql}");
+    }
+    // An unset component is refused (Cassandra: "Invalid unset value for tuple field").
+    let prepared = session
+        .prepare("SELECT c1 FROM mc.t WHERE p = 0 AND (c1, c2) > (?, ?)")
+        .await
+        .expect("prepare");
+    let err = session
+        .execute_unpaged(&prepared, (1i32, scylla::value::Unset))
+        .await
+        .expect_err("unset component");
+    assert!(
+        err.to_string()
+            .contains("Invalid unset value for tuple field number 1"),
+        "{err}"
+    );
+}

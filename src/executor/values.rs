@@ -137,6 +137,21 @@ impl<'a> Values<'a> {
         match term {
             Term::Const(None) => Ok(Bound::Null),
             Term::Const(Some(v)) => Ok(Bound::Value(v.clone())),
+            Term::Tuple(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (k, item) in items.iter().enumerate() {
+                    out.push(match self.bind(item)? {
+                        Bound::Value(v) => Some(v),
+                        Bound::Null => None,
+                        Bound::Unset => {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid unset value for tuple field number {k}"
+                            )))
+                        }
+                    });
+                }
+                Ok(Bound::Value(Value::Tuple(out)))
+            }
             Term::Marker {
                 index,
                 data_type,

@@ -379,12 +379,17 @@ impl Restrictions {
                         }
                         other => check_arity(other)?,
                     }
-                    let tuple = DataType::Tuple(types);
+                    let tuple = DataType::Tuple(types.clone());
                     let label = format!("({})", columns.join(","));
                     match (op, value) {
                         (Operator::Eq, v) => {
-                            let term =
-                                markers.term(v, &tuple, &table.keyspace, &table.name, &label)?;
+                            let term = markers.tuple_term(
+                                v,
+                                columns,
+                                &types,
+                                &table.keyspace,
+                                &table.name,
+                            )?;
                             ck_eq[first] = Some(KeyValues::Tuples {
                                 terms: vec![term],
                                 in_marker: false,
@@ -410,7 +415,13 @@ impl Restrictions {
                             let terms = items
                                 .iter()
                                 .map(|e| {
-                                    markers.term(e, &tuple, &table.keyspace, &table.name, &label)
+                                    markers.tuple_term(
+                                        e,
+                                        columns,
+                                        &types,
+                                        &table.keyspace,
+                                        &table.name,
+                                    )
                                 })
                                 .collect::<Result<_, _>>()?;
                             ck_eq[first] = Some(KeyValues::Tuples {
@@ -420,8 +431,13 @@ impl Restrictions {
                             });
                         }
                         (Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, v) => {
-                            let term =
-                                markers.term(v, &tuple, &table.keyspace, &table.name, &label)?;
+                            let term = markers.tuple_term(
+                                v,
+                                columns,
+                                &types,
+                                &table.keyspace,
+                                &table.name,
+                            )?;
                             let end = RangeEnd {
                                 term,
                                 inclusive: matches!(op, Operator::Le | Operator::Ge),

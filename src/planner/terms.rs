@@ -22,6 +22,9 @@ pub enum Term {
         /// Column name for messages.
         receiver: String,
     },
+    /// A tuple literal holding bind markers, `(?, ?)` in a multi-column relation: bound
+    /// component by component.
+    Tuple(Vec<Term>),
 }
 
 /// Collects bind-marker specs while a statement is planned.
@@ -76,6 +79,39 @@ impl Markers {
                 })
             }
             other => Ok(Term::Const(literal_value(other, ty, receiver)?)),
+        }
+    }
+
+    /// Plans the value of a multi-column relation on `columns` (of `types`): a tuple literal
+    /// with bind markers in it gets one marker per component, named after its column as
+    /// Cassandra names them; anything else is one term of the tuple type.
+    ///
+    /// # Errors
+    /// InvalidRequest when a constant does not fit its type.
+    pub fn tuple_term(
+        &mut self,
+        expr: &Expr,
+        columns: &[String],
+        types: &[DataType],
+        ks: &str,
+        table: &str,
+    ) -> Result<Term, QueryError> {
+        match expr {
+            Expr::Tuple(items)
+                if items.len() == types.len()
+                    && items.iter().any(|e| matches!(e, Expr::BindMarker(_))) =>
+            {
+                let terms = items
+                    .iter()
+                    .zip(types.iter().zip(columns))
+                    .map(|(e, (t, c))| self.term(e, t, ks, table, c))
+                    .collect::<Result<_, _>>()?;
+                Ok(Term::Tuple(terms))
+            }
+            other => {
+                let label = format!("({})", columns.join(","));
+                self.term(other, &DataType::Tuple(types.to_vec()), ks, table, &label)
+            }
         }
     }
 }
