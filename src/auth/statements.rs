@@ -492,13 +492,14 @@ fn change_permissions(
     grantee: &str,
     grant: bool,
 ) -> Result<ResultBody, QueryError> {
+    // Cassandra checks the login first (validate), the authorizer at execution.
+    let user = ensure_not_anonymous(user)?;
     if !auth.enforces_permissions() {
         return Err(QueryError::invalid(format!(
             "{} operation is not supported by AllowAllAuthorizer",
             if grant { "GRANT" } else { "REVOKE" }
         )));
     }
-    let user = ensure_not_anonymous(user)?;
     auth.update(|state| {
         if !state.roles.contains_key(grantee) {
             return Err(QueryError::invalid(format!("Role {grantee} doesn't exist")));
@@ -548,12 +549,13 @@ fn list_permissions(
     of: Option<&str>,
     recursive: bool,
 ) -> Result<ResultBody, QueryError> {
+    // Cassandra checks the login first (validate), the authorizer at execution.
+    let user = ensure_not_anonymous(user)?;
     if !auth.enforces_permissions() {
         return Err(QueryError::invalid(
             "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer",
         ));
     }
-    let user = ensure_not_anonymous(user)?;
     let state = auth.state();
     if let Some(r) = resource {
         if !r.exists(catalog, |name| state.roles.contains_key(name)) {

@@ -126,6 +126,16 @@ fn plan_one(
             (Target::Field(fi), u.fields[fi].1.clone())
         }
     };
+    if matches!(
+        cond.op,
+        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+    ) && operand_type.references_duration()
+    {
+        return Err(QueryError::invalid(format!(
+            "Slice conditions ( {} ) are not supported on durations",
+            cond.op
+        )));
+    }
     let (values, in_marker) = match (cond.op, &cond.value) {
         (Operator::In, Expr::BindMarker(_)) => (
             vec![markers.term_named(

@@ -185,6 +185,19 @@ pub(crate) fn plan(
                     "Global TTL on the BATCH statement is not supported.",
                 ));
             }
+            if b.using.timestamp.is_some() {
+                // Cassandra's BatchStatement.validate, in its order.
+                if plans.iter().any(|p| p.conditions.is_some()) {
+                    return Err(QueryError::invalid(
+                        "Cannot provide custom timestamp for conditional BATCH",
+                    ));
+                }
+                if b.batch_type == BatchType::Counter {
+                    return Err(QueryError::invalid(
+                        "Cannot provide custom timestamp for counter BATCH",
+                    ));
+                }
+            }
             check_batch_kind(b.batch_type, plans.iter().map(|p| p.table().is_counter()))?;
             if timestamp.is_some() && plans.iter().any(ModifyPlan::has_timestamp) {
                 return Err(QueryError::invalid(

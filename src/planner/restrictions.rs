@@ -148,6 +148,15 @@ impl Restrictions {
                 Relation::Simple { column, op, value } => {
                     let i = index_of(column).ok_or_else(|| undefined(column))?;
                     let col = &table.columns[i];
+                    if matches!(
+                        op,
+                        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+                    ) && col.data_type.references_duration()
+                    {
+                        return Err(QueryError::invalid(
+                            "Slice restrictions are not supported on duration columns",
+                        ));
+                    }
                     match (col.kind, op) {
                         (ColumnKind::PartitionKey, Operator::Eq | Operator::In) => {
                             let pos = col.position as usize;

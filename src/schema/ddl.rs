@@ -397,7 +397,11 @@ fn validate_field_type(
 }
 
 /// Cassandra's rules on frozen-ness: inside a collection, nested collections and UDTs must be frozen.
+/// Durations have no order, so they may not be set elements or map keys at any depth.
 fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryError> {
+    if !inside_collection {
+        check_durations(t)?;
+    }
     match t {
         DataType::List(e) | DataType::Set(e) => {
             if inside_collection {
@@ -438,6 +442,26 @@ fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryEr
         },
         DataType::Tuple(ts) => ts.iter().try_for_each(validate_frozen),
         DataType::Native(_) | DataType::Custom(_) => Ok(()),
+    }
+}
+
+/// Cassandra's `CollectionType.Raw.prepare`: no duration inside a set or as a map key.
+fn check_durations(t: &DataType) -> Result<(), QueryError> {
+    let is_duration = |e: &DataType| matches!(e.unfrozen(), DataType::Native(NativeType::Duration));
+    match t {
+        DataType::Set(e) if is_duration(e) => Err(QueryError::invalid(format!(
+            "Durations are not allowed inside sets: {t}"
+        ))),
+        DataType::Map(k, _) if is_duration(k) => Err(QueryError::invalid(format!(
+            "Durations are not allowed as map keys: {t}"
+        ))),
+        DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => check_durations(e),
+        DataType::Map(k, v) => {
+            check_durations(k)?;
+            check_durations(v)
+        }
+        DataType::Tuple(ts) => ts.iter().try_for_each(check_durations),
+        DataType::Udt(_) | DataType::Native(_) | DataType::Custom(_) => Ok(()),
     }
 }
 

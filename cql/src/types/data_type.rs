@@ -197,6 +197,19 @@ impl DataType {
         matches!(self, DataType::Native(NativeType::Counter))
     }
 
+    /// True when a `duration` appears anywhere in the type (Cassandra's `referencesDuration`):
+    /// such values have no order, so slices on them are refused.
+    pub fn references_duration(&self) -> bool {
+        match self {
+            DataType::Native(NativeType::Duration) => true,
+            DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => e.references_duration(),
+            DataType::Map(k, v) => k.references_duration() || v.references_duration(),
+            DataType::Tuple(ts) => ts.iter().any(DataType::references_duration),
+            DataType::Udt(u) => u.fields.iter().any(|(_, t)| t.references_duration()),
+            _ => false,
+        }
+    }
+
     /// True for a (possibly frozen) list, set or map.
     pub fn is_collection(&self) -> bool {
         matches!(
