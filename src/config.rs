@@ -122,6 +122,9 @@ pub struct Config {
     pub logical_partition_max_bytes: u64,
     /// Largest bound value accepted, in bytes (Cassandra's `max_value_size`).
     pub max_value_bytes: u64,
+    /// A batch over several partitions whose data passes this many KiB is refused ("Batch too
+    /// large"), as Cassandra's `batch_size_fail_threshold` (default 50).
+    pub batch_size_fail_threshold_kb: u64,
     /// Storage block cache (decompressed blocks of the LSM tables), in MiB. 0, the default,
     /// sizes it to the memory the server may use ([`Config::block_cache_bytes`]): an eighth,
     /// at least 256 MiB. Point reads of a 10 M-row table (1.5 GB on disk) held in a 2 GiB
@@ -358,6 +361,7 @@ impl Default for Config {
             physical_partition_max_bytes: 30 * 1024 * 1024 * 1024,
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
             max_value_bytes: 256 * 1024 * 1024,
+            batch_size_fail_threshold_kb: 50,
             block_cache_mb: 0,
             item_cache_mb: None,
             max_journal_mb: 64,

@@ -93,6 +93,45 @@ pub(super) fn batch(
         cql::request::BatchType::Counter => cql::ast::BatchType::Counter,
     };
     planner::check_batch_kind(kind, counters.into_iter())?;
+    check_batch_size(node, &writes)?;
     apply(shards, writes)?;
     Ok(ResultBody::Void)
+}
+
+/// Cassandra's `BatchStatement.verifyBatchSize`: a batch over more than one partition whose
+/// data passes `batch_size_fail_threshold_kb` is refused.
+fn check_batch_size(
+    node: &Node,
+    writes: &[(Arc<crate::schema::Table>, storage::Mutation)],
+) -> Result<(), QueryError> {
+    let mut partitions: Vec<(&str, &str, &[Vec<u8>])> = writes
+        .iter()
+        .map(|(t, m)| {
+            (
+                t.keyspace.as_str(),
+                t.name.as_str(),
+                m.partition_key.as_slice(),
+            )
+        })
+        .collect();
+    partitions.sort();
+    partitions.dedup();
+    if partitions.len() <= 1 {
+        return Ok(());
+    }
+    let size: usize = writes.iter().map(|(_, m)| m.data_size()).sum();
+    let limit = node
+        .config()
+        .batch_size_fail_threshold_kb
+        .saturating_mul(1024);
+    if size as u64 > limit {
+        tracing::warn!(
+            partitions = partitions.len(),
+            size,
+            limit,
+            "batch refused: over batch_size_fail_threshold_kb"
+        );
+        return Err(QueryError::invalid("Batch too large"));
+    }
+    Ok(())
 }

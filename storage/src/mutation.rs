@@ -117,3 +117,40 @@ pub struct Mutation {
     /// Row changes.
     pub rows: Vec<RowWrite>,
 }
+
+impl ColumnOp {
+    /// The bytes Cassandra counts for this change (`Cell.dataSize`): the value, the element
+    /// key, the timestamp and, for an expiring cell, its TTL and expiry.
+    fn data_size(&self) -> usize {
+        let expiring = |ttl: &Option<u32>| if ttl.is_some_and(|t| t > 0) { 8 } else { 0 };
+        match self {
+            ColumnOp::Set { value, ttl, .. } => value.len() + 8 + expiring(ttl),
+            ColumnOp::SetElement {
+                key, value, ttl, ..
+            } => key.len() + value.len() + 8 + expiring(ttl),
+            ColumnOp::DeleteElement { key, .. } => key.len() + 12,
+            ColumnOp::Delete { .. } | ColumnOp::DeleteCollection { .. } => 12,
+            ColumnOp::AddCounter { .. } => 16,
+        }
+    }
+}
+
+impl Mutation {
+    /// About the bytes Cassandra counts for this partition's update (`PartitionUpdate.dataSize`):
+    /// what batch size limits compare with.
+    pub fn data_size(&self) -> usize {
+        let columns = |cols: &[ColumnWrite]| cols.iter().map(|c| c.op.data_size()).sum::<usize>();
+        let deletions = self.partition_deletion.map_or(0, |_| 12) + self.range_deletions.len() * 24;
+        let rows: usize = self
+            .rows
+            .iter()
+            .map(|r| {
+                r.clustering.iter().map(Vec::len).sum::<usize>()
+                    + r.liveness.map_or(0, |_| 8)
+                    + r.deletion.map_or(0, |_| 12)
+                    + columns(&r.columns)
+            })
+            .sum();
+        deletions + columns(&self.static_columns) + rows
+    }
+}
