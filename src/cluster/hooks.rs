@@ -244,9 +244,14 @@ impl ClusterHooks for NodeHooks {
             change: Some(event),
         };
         let reply = propose_meta(&cluster, command)?;
-        if let Reply::Refused(reason) = reply {
-            tracing::debug!(%reason, "schema change refused; planning again");
-            return Ok(SchemaProposal::Stale);
+        match reply {
+            Reply::Refused(reason) if reason == super::meta_machine::STALE_SCHEMA => {
+                tracing::debug!(%reason, "schema change refused; planning again");
+                return Ok(SchemaProposal::Stale);
+            }
+            // Refused for good (every node would refuse it alike): no point planning again.
+            Reply::Refused(reason) => return Err(QueryError::Server(reason)),
+            _ => {}
         }
         wait_for(
             || cluster.node().catalog().version == next.version,

@@ -20,6 +20,9 @@ use std::io::Cursor;
 use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
+/// Why a schema change planned on an older schema is refused (the proposer plans again).
+pub const STALE_SCHEMA: &str = "stale schema version";
+
 /// The state the cluster reads (members, groups), shared with the state machine.
 pub struct MetaShared {
     state: RwLock<MetaState>,
@@ -123,9 +126,9 @@ impl MetaMachine {
                 change,
             } => {
                 if state.catalog_version.is_some_and(|v| v != expected) {
-                    return Ok(Reply::Refused("stale schema version".into()));
+                    return Ok(Reply::Refused(STALE_SCHEMA.into()));
                 }
-                let catalog: Catalog = match serde_json::from_str(&catalog) {
+                let catalog = match crate::schema::catalog_from_json(catalog.as_bytes()) {
                     Ok(c) => c,
                     Err(e) => return Ok(Reply::Refused(format!("bad catalog: {e}"))),
                 };
@@ -251,7 +254,7 @@ impl RaftStateMachine<TypeConfig> for MetaMachine {
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &io(e)))?;
         state.last_applied = meta.last_log_id;
         state.membership = meta.last_membership.clone();
-        let catalog: Catalog = serde_json::from_str(&catalog)
+        let catalog: Catalog = crate::schema::catalog_from_json(catalog.as_bytes())
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &io(e)))?;
         let node = self.node.clone();
         tokio::task::spawn_blocking(move || node.install_catalog(catalog, None))

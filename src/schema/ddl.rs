@@ -401,6 +401,11 @@ fn validate_field_type(
 fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryError> {
     if !inside_collection {
         check_durations(t)?;
+        // The catalog stores a type as its CQL text (tuples printed frozen): that text must
+        // parse again, or the schema could not be read back.
+        if cql::parse_data_type(&t.to_string()).is_err() {
+            return Err(QueryError::invalid("Type nesting is too deep"));
+        }
     }
     match t {
         DataType::List(e) | DataType::Set(e) => {

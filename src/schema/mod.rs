@@ -9,7 +9,7 @@ mod write_error;
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
 pub use layout::{layout_of, table_id};
 pub use options::{KeyspaceParams, Replicas, TableParams, DATA_CENTER, MAX_TTL};
-pub use persist::{load_catalog, save_catalog};
+pub use persist::{catalog_from_json, load_catalog, save_catalog};
 pub use write_error::write_error;
 
 use cql::types::{DataType, UserType};

@@ -15,7 +15,7 @@ const FILE_NAME: &str = "schema.json";
 pub fn load_catalog(dir: &Path) -> std::io::Result<Catalog> {
     let path = dir.join(FILE_NAME);
     match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+        Ok(bytes) => catalog_from_json(&bytes).map_err(|e| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("{}: {e}", path.display()),
@@ -24,6 +24,21 @@ pub fn load_catalog(dir: &Path) -> std::io::Result<Catalog> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Catalog::default()),
         Err(e) => Err(e),
     }
+}
+
+/// Parses a catalog's JSON (`schema.json`, or a replicated schema change). serde_json's
+/// default limit of 128 nested levels is lifted: a column type nested as deeply as the CQL
+/// parser allows (a tuple 32 deep) takes more, and the depth is bounded by that parser.
+///
+/// # Errors
+/// When the JSON is not a catalog.
+pub fn catalog_from_json(bytes: &[u8]) -> serde_json::Result<Catalog> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let catalog = Catalog::deserialize(&mut de)?;
+    de.end()?;
+    Ok(catalog)
 }
 
 /// Writes the catalog durably before returning.
