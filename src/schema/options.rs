@@ -454,6 +454,10 @@ impl TableParams {
                     if m.contains_key("class") && !m.contains_key("chunk_length_in_kb") {
                         m.insert("chunk_length_in_kb".into(), "16".into());
                     }
+                    // An empty map names no compressor: Cassandra shows it as disabled.
+                    if m.is_empty() {
+                        m.insert("enabled".into(), "false".into());
+                    }
                     self.compression = m;
                 }
                 "crc_check_chance" => self.crc_check_chance = parse_num(name, value)?,
