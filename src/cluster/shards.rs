@@ -107,6 +107,20 @@ impl ClusterShards {
         Ok(())
     }
 
+    /// Commits `command` to `group` with what is left of `deadline`.
+    fn propose_until(
+        &self,
+        group: &GroupInfo,
+        command: Command,
+        deadline: Instant,
+    ) -> Result<Reply, super::propose::ProposeError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.block_on(
+            self.cluster
+                .propose(group.id, &group.replicas, command, left),
+        )
+    }
+
     /// Commits `writes` to `group`; `Ok(false)` when the group split and no longer owns one
     /// of their tokens (nothing was written: route them again).
     fn write_group(
@@ -118,12 +132,7 @@ impl ClusterShards {
         self.check_alive(group, true)?;
         let now = now_seconds();
         let command = Command::Write { now, writes };
-        let left = deadline.saturating_duration_since(Instant::now());
-        let reply = self.block_on(
-            self.cluster
-                .propose(group.id, &group.replicas, command, left),
-        );
-        match reply {
+        match self.propose_until(group, command, deadline) {
             Ok(Reply::Done) => Ok(true),
             Ok(Reply::Moved) => Ok(false),
             Ok(Reply::Rejected(r)) => Err(ShardError::Rejected(r)),
@@ -409,13 +418,7 @@ impl Shards for ClusterShards {
                 reads: recording.into_reads(),
                 mutation,
             };
-            let left = deadline.saturating_duration_since(Instant::now());
-            let reply =
-                self.block_on(
-                    self.cluster
-                        .propose(group.id, &group.replicas, command, left),
-                );
-            match reply {
+            match self.propose_until(&group, command, deadline) {
                 Ok(Reply::Done) => return Ok(true),
                 Ok(Reply::CasConflict) if Instant::now() < deadline => continue,
                 Ok(Reply::Moved) if Instant::now() < deadline => {
@@ -476,13 +479,7 @@ impl Shards for ClusterShards {
                     start,
                     end: group.end,
                 };
-                let left = deadline.saturating_duration_since(Instant::now());
-                let reply =
-                    self.block_on(
-                        self.cluster
-                            .propose(group.id, &group.replicas, command, left),
-                    );
-                match reply {
+                match self.propose_until(&group, command, deadline) {
                     Ok(Reply::Done) => {}
                     Ok(Reply::Moved) if Instant::now() < deadline => {
                         std::thread::sleep(MOVED_RETRY);

@@ -154,32 +154,32 @@ pub(crate) fn trim(
     lo: &[u8],
     hi: Option<&[u8]>,
 ) -> Result<(), StorageError> {
-    let mut batch = db.batch();
     let below = ks.range(..lo.to_vec());
     let above = hi.map(|hi| ks.range(hi.to_vec()..));
-    for g in below.chain(above.into_iter().flatten()) {
-        batch.remove(ks, g.key()?);
-        if batch.len() >= 4096 {
-            std::mem::replace(&mut batch, db.batch()).commit()?;
-        }
-    }
-    batch.commit()?;
-    Ok(())
+    remove_all(db, ks, below.chain(above.into_iter().flatten()))
 }
 
-/// Removes every key of `ks` in `lo..hi` (`None`: to the end).
+/// Removes every key of `ks` in `lo..hi` (`None`: to the end), in batches.
 pub(crate) fn clear_range(
     db: &Database,
     ks: &Keyspace,
     lo: &[u8],
     hi: Option<&[u8]>,
 ) -> Result<(), StorageError> {
+    match hi {
+        Some(hi) => remove_all(db, ks, ks.range(lo.to_vec()..hi.to_vec())),
+        None => remove_all(db, ks, ks.range(lo.to_vec()..)),
+    }
+}
+
+/// Removes the keys `items` yields from `ks`, committing every 4,096.
+fn remove_all(
+    db: &Database,
+    ks: &Keyspace,
+    items: impl Iterator<Item = fjall::Guard>,
+) -> Result<(), StorageError> {
     let mut batch = db.batch();
-    let keys: Box<dyn Iterator<Item = _>> = match hi {
-        Some(hi) => Box::new(ks.range(lo.to_vec()..hi.to_vec())),
-        None => Box::new(ks.range(lo.to_vec()..)),
-    };
-    for g in keys {
+    for g in items {
         batch.remove(ks, g.key()?);
         if batch.len() >= 4096 {
             std::mem::replace(&mut batch, db.batch()).commit()?;
