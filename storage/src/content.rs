@@ -101,6 +101,11 @@ impl ContentFlags {
         self.flags.load(Ordering::SeqCst) & flag != 0
     }
 
+    /// Every flag readers honour now (an exported range carries them to its importer).
+    pub(crate) fn bits(&self) -> u8 {
+        self.flags.load(Ordering::SeqCst)
+    }
+
     /// Records that the batch about to be committed holds items of the kinds in `flags`:
     /// sets them now and adds the meta key of each one not yet persisted to `batch`. Call
     /// before committing it; returns the flags to pass to [`ContentFlags::committed`] after.

@@ -35,6 +35,7 @@
 //!   counters), `ring_store` (maps and statistics in the meta keyspace), `ring_recovery`
 //!   (crash recovery on open), `counting` (sizes by scanning), `names` (keyspace names and
 //!   meta-key prefixes).
+//! - Moving a replica: `range_transfer` (a token range's items exported and imported).
 //! - Splits: `split` (choose, prepare, copy with dual writes, switch, trim), `split_queue`.
 //! - Background work: `worker` (one abstraction for every background thread: an `Activity`
 //!   stepped by `Workers`), its activities `split_worker`, `journal_sync` (the periodic
@@ -103,6 +104,7 @@ mod partition_filter;
 mod partition_head;
 mod physical;
 mod priority;
+mod range_transfer;
 mod read;
 mod read_ctx;
 mod reconcile;

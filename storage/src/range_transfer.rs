@@ -1,0 +1,293 @@
+//! Copying a table's token range between stores, item by item as fjall holds it:
+//! [`Storage::export_range`] reads the range from one snapshot, [`Storage::import_range`]
+//! replaces the range's contents with what an export gave. A cluster moves a physical
+//! partition's replica to another node this way (its Raft snapshot carries the items).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+use fjall::Readable;
+
+use crate::blocked_bloom::KeyBits;
+use crate::counting::PartitionCounter;
+use crate::engine::Storage;
+use crate::item_cache;
+use crate::routing_map::token_key_bounds;
+use crate::{StorageError, TableId};
+
+/// Items committed per fjall batch by an import.
+const BATCH_ITEMS: usize = 4096;
+
+/// What an import added to one physical partition.
+#[derive(Default)]
+struct Added {
+    bytes: u64,
+    partitions: PartitionCounter,
+    /// The import's range covers the whole physical partition.
+    whole: bool,
+}
+
+impl Storage {
+    /// Calls `emit` with every stored item (key, value) of table `id` whose token is in
+    /// `(start, end]`, in token order, from one snapshot. Returns the table's content flags,
+    /// which the importing store must carry too (they tell its reads which items to expect).
+    /// A split of the table waits until the export ends.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], a fjall error, or what `emit` returns.
+    pub fn export_range(
+        &self,
+        id: TableId,
+        start: i64,
+        end: i64,
+        emit: &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StorageError>,
+    ) -> Result<u8, StorageError> {
+        let table = self.table(id)?;
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let snapshot = self.inner.db.snapshot();
+        let flags = table.ring.content.bits();
+        let view = table.ring.current();
+        for (i, p) in view.parts.iter().enumerate() {
+            let (p_start, p_end) = (view.map.start(i), view.map.ranges[i].end);
+            if p_end <= start || p_start >= end {
+                continue;
+            }
+            let (lo, hi) = token_key_bounds(p_start.max(start), p_end.min(end));
+            let items = match hi {
+                Some(hi) => snapshot.range(&p.keyspace, lo..hi),
+                None => snapshot.range(&p.keyspace, lo..),
+            };
+            for guard in items {
+                let (k, v) = guard.into_inner()?;
+                emit(&k, &v)?;
+            }
+        }
+        Ok(flags)
+    }
+
+    /// Replaces the rows of table `id` whose token is in `(start, end]` with `items`, as
+    /// [`Storage::export_range`] gave them (`flags`: its content flags). The range is cleared
+    /// first; the items are committed in batches, so a crash part-way leaves part of them
+    /// (the caller imports again). Physical partitions' sizes are counted again.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], a fjall error, an error `items` yields, or
+    /// [`StorageError::Corrupt`] for an item outside the range.
+    pub fn import_range(
+        &self,
+        id: TableId,
+        start: i64,
+        end: i64,
+        flags: u8,
+        items: &mut dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), StorageError>>,
+    ) -> Result<u64, StorageError> {
+        self.truncate_range(id, start, end)?;
+        let table = self.table(id)?;
+        let _split = table
+            .ring
+            .split_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let all = self.inner.stripes.lock(u64::MAX);
+        let view = table.ring.current();
+        let mut batch = self.inner.db.batch();
+        // Set before any item commits: a read that can see an item honours its flag.
+        let marked = table
+            .ring
+            .content
+            .mark(flags, &self.inner.meta, &mut batch);
+        let mut added: HashMap<u64, Added> = HashMap::new();
+        let mut count = 0u64;
+        let mut result = Ok(());
+        for item in items {
+            let (k, v) = match item {
+                Ok(kv) => kv,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            let token = match crate::key::split_partition_prefix(&k) {
+                Ok((token, _, _)) if token > start && token <= end => token,
+                Ok(_) => {
+                    result = Err(StorageError::corrupt("an imported item is outside its range"));
+                    break;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            let i = view.map.index(token);
+            let part = &view.parts[i];
+            let a = added.entry(part.id).or_insert_with(|| Added {
+                whole: start <= view.map.start(i) && view.map.ranges[i].end <= end,
+                ..Added::default()
+            });
+            a.bytes += (k.len() + v.len()) as u64;
+            match a.partitions.see(&k) {
+                Ok(true) => {
+                    let size_key = crate::key::size_cell_key(a.partitions.prefix());
+                    table.ring.filter.add(KeyBits::of(&size_key));
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            batch.insert(&part.keyspace, k, v);
+            count += 1;
+            if batch.len() >= BATCH_ITEMS {
+                if let Err(e) = std::mem::replace(&mut batch, self.inner.db.batch()).commit() {
+                    result = Err(e.into());
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            match batch.commit() {
+                Ok(()) => table.ring.content.committed(marked),
+                Err(e) => result = Err(e.into()),
+            }
+        }
+        let mut retired = Vec::new();
+        for p in view.parts.iter() {
+            let Some(a) = added.get(&p.id) else { continue };
+            retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
+            let (bytes, partitions) = if a.whole {
+                (a.bytes, a.partitions.count)
+            } else {
+                match crate::counting::recount(&p.keyspace) {
+                    Ok(counted) => counted,
+                    Err(e) => {
+                        result = result.and(Err(e));
+                        continue;
+                    }
+                }
+            };
+            p.bytes.store(bytes, Ordering::Relaxed);
+            p.partitions.store(partitions, Ordering::Relaxed);
+        }
+        drop(all);
+        self.inner.item_cache.forget_partitions(&retired);
+        result?;
+        self.after_write()?;
+        Ok(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{
+        Liveness, Mutation, RowWrite, Slice, Storage, StorageOptions, TableId, TableLayout,
+    };
+    use cql::types::NativeType;
+
+    fn layout() -> TableLayout {
+        TableLayout {
+            partition_key: vec![NativeType::Int.into()],
+            clustering: vec![(NativeType::Int.into(), crate::key::Order::Asc)],
+            ..Default::default()
+        }
+    }
+
+    fn write(db: &Storage, table: TableId, pk: i32, c: i32) {
+        db.apply(
+            table,
+            &Mutation {
+                partition_key: vec![pk.to_be_bytes().to_vec()],
+                rows: vec![RowWrite {
+                    clustering: vec![c.to_be_bytes().to_vec()],
+                    liveness: Some(Liveness {
+                        timestamp: 1,
+                        ttl: None,
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        )
+        .expect("write");
+    }
+
+    fn rows(db: &Storage, table: TableId, pk: i32) -> usize {
+        db.read_partition(table, &[pk.to_be_bytes().to_vec()], &Slice::default())
+            .expect("read")
+            .rows
+            .len()
+    }
+
+    #[test]
+    fn an_exported_range_imports_whole_and_replaces_what_the_range_held() {
+        let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = Storage::open(a_dir.path(), StorageOptions::default()).unwrap();
+        let b = Storage::open(b_dir.path(), StorageOptions::default()).unwrap();
+        let t = TableId(3);
+        a.create_table(t, layout()).unwrap();
+        b.create_table(t, layout()).unwrap();
+        for pk in 0..200 {
+            for c in 0..3 {
+                write(&a, t, pk, c);
+            }
+        }
+        // b holds stale rows in the range (replaced) and rows outside it (kept).
+        let (start, end) = (i64::MIN, 0i64);
+        let token = |pk: i32| crate::token::partition_token(&[pk.to_be_bytes().to_vec()]);
+        for pk in 1000..1100 {
+            write(&b, t, pk, 9);
+        }
+        let mut items = Vec::new();
+        let flags = a
+            .export_range(t, start, end, &mut |k, v| {
+                items.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert!(!items.is_empty());
+        let n = b
+            .import_range(t, start, end, flags, &mut items.into_iter().map(Ok))
+            .unwrap();
+        assert!(n > 0);
+        for pk in 0..200 {
+            let expected = if token(pk) <= end { 3 } else { 0 };
+            assert_eq!(rows(&b, t, pk), expected, "pk {pk}");
+        }
+        for pk in 1000..1100 {
+            let expected = if token(pk) <= end { 0 } else { 1 };
+            assert_eq!(rows(&b, t, pk), expected, "pk {pk}");
+        }
+        let in_range = (0..200).filter(|pk| token(*pk) <= end).count() as u64
+            + (1000..1100).filter(|pk| token(*pk) > end).count() as u64;
+        assert_eq!(b.table_stats(t).unwrap().partitions, in_range);
+        // A write to an imported partition reconciles with it (the filter knows it).
+        let pk = (0..200).find(|pk| token(*pk) <= end).unwrap();
+        write(&b, t, pk, 7);
+        assert_eq!(rows(&b, t, pk), 4);
+    }
+
+    #[test]
+    fn an_item_outside_the_range_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Storage::open(dir.path(), StorageOptions::default()).unwrap();
+        let t = TableId(3);
+        db.create_table(t, layout()).unwrap();
+        write(&db, t, 1, 1);
+        let mut items = Vec::new();
+        db.export_range(t, i64::MIN, i64::MAX, &mut |k, v| {
+            items.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        let token = crate::token::partition_token(&[1i32.to_be_bytes().to_vec()]);
+        let err = db
+            .import_range(t, token, i64::MAX, 0, &mut items.into_iter().map(Ok))
+            .unwrap_err();
+        assert!(matches!(err, StorageError::Corrupt(_)), "{err:?}");
+    }
+    use crate::StorageError;
+}
