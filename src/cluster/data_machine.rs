@@ -8,13 +8,14 @@
 #![allow(clippy::result_large_err)]
 
 use super::codec::{decode, encode};
+use super::data_snapshot::{self, Applied, DataSnapshotBuilder};
 use super::fences::Fences;
 use super::raft_types::{Command, GroupId, NodeId, Reply, TypeConfig};
 use crate::shard::Rejected;
 use openraft::storage::RaftStateMachine;
 use openraft::{
-    BasicNode, EntryPayload, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError,
-    StorageIOError, StoredMembership,
+    BasicNode, EntryPayload, Snapshot, SnapshotMeta, StorageError, StorageIOError,
+    StoredMembership,
 };
 use std::io::Cursor;
 use std::sync::Arc;
@@ -23,7 +24,9 @@ use storage::token::partition_token;
 use storage::Storage;
 
 type Result<T> = std::result::Result<T, StorageError<NodeId>>;
-type Applied = (Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>);
+
+/// Where a group's token range is now, `(start, end]`, from the metadata group.
+pub type RangeOf = Arc<dyn Fn() -> Option<(i64, i64)> + Send + Sync>;
 
 fn io(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
@@ -46,6 +49,10 @@ pub struct DataMachine {
     /// For the right half of a split: the group it came from and the fence this replica's
     /// copy of that group must have applied before this group applies anything.
     parent: Option<(GroupId, i64)>,
+    /// The group's range, for the snapshots a new replica receives.
+    range: RangeOf,
+    /// Raft asked for the current snapshot once (at start, for its position only).
+    started: bool,
 }
 
 impl DataMachine {
@@ -59,6 +66,7 @@ impl DataMachine {
         storage: Storage,
         fences: Arc<Fences>,
         parent: Option<(GroupId, i64)>,
+        range: RangeOf,
     ) -> std::io::Result<DataMachine> {
         let applied = match storage.get_meta(&marker_key(group)).map_err(io)? {
             Some(bytes) => decode(&bytes).map_err(io)?,
@@ -72,6 +80,8 @@ impl DataMachine {
             applied,
             fences,
             parent,
+            range,
+            started: false,
         })
     }
 
@@ -125,7 +135,15 @@ impl DataMachine {
         group: GroupId,
         storage: &Storage,
     ) -> std::result::Result<(), storage::StorageError> {
-        storage.delete_meta(&marker_key(group))
+        storage.delete_meta(&marker_key(group))?;
+        data_snapshot::forget(group, storage)
+    }
+
+    fn persist_applied(&self) -> std::io::Result<()> {
+        let marker = encode(&self.applied).map_err(io)?;
+        self.storage
+            .put_meta(&marker_key(self.group), &marker)
+            .map_err(io)
     }
 
     fn apply_one(&mut self, entry: openraft::Entry<TypeConfig>) -> Result<Reply> {
@@ -234,7 +252,7 @@ impl DataMachine {
 }
 
 impl RaftStateMachine<TypeConfig> for DataMachine {
-    type SnapshotBuilder = NoSnapshots;
+    type SnapshotBuilder = DataSnapshotBuilder;
 
     async fn applied_state(&mut self) -> Result<Applied> {
         Ok(self.applied.clone())
@@ -249,41 +267,70 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
         entries.into_iter().map(|e| self.apply_one(e)).collect()
     }
 
-    async fn get_snapshot_builder(&mut self) -> NoSnapshots {
-        NoSnapshots
+    async fn get_snapshot_builder(&mut self) -> DataSnapshotBuilder {
+        DataSnapshotBuilder {
+            group: self.group,
+            applied: self.applied.clone(),
+            storage: self.storage.clone(),
+        }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>> {
-        Err(
-            StorageIOError::write_snapshot(None, &io("physical partitions keep their whole log"))
-                .into(),
-        )
+        Ok(Box::new(Cursor::new(Vec::new())))
     }
 
     async fn install_snapshot(
         &mut self,
-        _meta: &SnapshotMeta<NodeId, BasicNode>,
-        _snapshot: Box<Cursor<Vec<u8>>>,
+        meta: &SnapshotMeta<NodeId, BasicNode>,
+        snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<()> {
-        Err(
-            StorageIOError::write_snapshot(None, &io("physical partitions keep their whole log"))
-                .into(),
-        )
+        let failed = |e: std::io::Error| StorageIOError::read_snapshot(Some(meta.signature()), &e);
+        let storage = self.storage.clone();
+        let bytes = snapshot.into_inner();
+        let fence = tokio::task::block_in_place(|| data_snapshot::import(&storage, &bytes))
+            .map_err(failed)?;
+        if let Some(at) = fence {
+            self.fences
+                .cut(self.group, at, &self.storage)
+                .map_err(|e| failed(io(e)))?;
+        }
+        // The snapshot holds everything the split's parent committed for this range.
+        self.parent = None;
+        self.applied = (meta.last_log_id, meta.last_membership.clone());
+        self.persist_applied().map_err(failed)?;
+        data_snapshot::record(self.group, &self.storage, &self.applied).map_err(failed)?;
+        Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>> {
-        Ok(None)
-    }
-}
-
-/// Physical partitions keep their whole log for now: a lagging replica catches up from it.
-pub struct NoSnapshots;
-
-impl RaftSnapshotBuilder<TypeConfig> for NoSnapshots {
-    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>> {
-        Err(
-            StorageIOError::read_state_machine(&io("physical partitions keep their whole log"))
-                .into(),
-        )
+        let failed = |e: std::io::Error| StorageIOError::read_snapshot(None, &e);
+        if !self.started {
+            // At start Raft only needs the last snapshot's position.
+            self.started = true;
+            let last = data_snapshot::last(self.group, &self.storage).map_err(failed)?;
+            return Ok(last.map(|applied| Snapshot {
+                meta: data_snapshot::meta_of(self.group, &applied),
+                snapshot: Box::new(Cursor::new(Vec::new())),
+            }));
+        }
+        // A replica needs the data: the range as applied now (nothing applies meanwhile).
+        let Some(range) = (self.range)() else {
+            return Ok(None);
+        };
+        let fence = self.fences.get(self.group);
+        let storage = self.storage.clone();
+        let table = self.table;
+        let bytes =
+            tokio::task::block_in_place(|| data_snapshot::export(&storage, table, range, fence))
+                .map_err(failed)?;
+        tracing::info!(
+            group = self.group,
+            bytes = bytes.len(),
+            "sending a physical partition's snapshot"
+        );
+        Ok(Some(Snapshot {
+            meta: data_snapshot::meta_of(self.group, &self.applied),
+            snapshot: Box::new(Cursor::new(bytes)),
+        }))
     }
 }

@@ -1,7 +1,8 @@
 //! The data groups this node holds: after every metadata change, a Raft instance is started
 //! for each group listing this node among two or more replicas (its first live replica
-//! initializes it), and stopped for each group that is gone. A group with one replica has no Raft: its
-//! only copy is written in place.
+//! initializes it) or receiving a moving replica, and stopped for each group that is gone;
+//! a group whose replica moved away has its range cleared here. A group with one replica and
+//! no move has no Raft: its only copy is written in place (under [`Groups::in_place`]).
 
 use super::data_machine::DataMachine;
 use super::network::GroupNetwork;
@@ -17,6 +18,10 @@ use tracing::{info, warn};
 #[derive(Default)]
 pub struct Groups {
     rafts: RwLock<HashMap<GroupId, Raft>>,
+    /// Held (shared) by a write in place to a group without Raft, from its check that no Raft
+    /// runs to its commit; held alone while a Raft is started, so no write in place reaches
+    /// a group once its Raft (and the snapshots a new replica copies) has started.
+    in_place: RwLock<()>,
 }
 
 impl Groups {
@@ -27,6 +32,16 @@ impl Groups {
             .unwrap_or_else(|p| p.into_inner())
             .get(&group)
             .cloned()
+    }
+
+    /// Runs `write` unless this node runs a Raft for `group` (`None` then); while it runs,
+    /// no Raft starts.
+    pub fn in_place<T>(&self, group: GroupId, write: impl FnOnce() -> T) -> Option<T> {
+        let _gate = self.in_place.read().unwrap_or_else(|p| p.into_inner());
+        if self.get(group).is_some() {
+            return None;
+        }
+        Some(write())
     }
 
     /// Every group this node runs.
@@ -60,7 +75,11 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
             (
                 s.groups
                     .values()
-                    .filter(|g| g.replicas.len() > 1 && g.replicas.contains(&me))
+                    .filter(|g| {
+                        let moving = s.moves.get(&g.id);
+                        (g.replicas.len() > 1 || moving.is_some())
+                            && (g.replicas.contains(&me) || moving.is_some_and(|m| m.to == me))
+                    })
                     .cloned()
                     .collect(),
                 s.members
@@ -79,6 +98,11 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
         }
         match start_group(cluster, group, &members).await {
             Ok(raft) => {
+                let _gate = cluster
+                    .groups
+                    .in_place
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner());
                 cluster
                     .groups
                     .rafts
@@ -107,12 +131,45 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
     for (id, raft) in gone {
         let _ = raft.shutdown().await;
         if let Err(e) = cluster.raft_db().remove_group(id) {
-            warn!(group = id, error = %e, "removing a dropped group's log");
+            warn!(group = id, error = %e, "removing a stopped group's log");
         }
-        let _ = DataMachine::forget(id, cluster.node().storage());
-        let _ = cluster.fences().forget(id, cluster.node().storage());
-        info!(group = id, "stopped a dropped group");
+        let storage = cluster.node().storage();
+        let _ = DataMachine::forget(id, storage);
+        let _ = cluster.fences().forget(id, storage);
+        // A replica that moved away (or a move here that rolled back): its rows go too.
+        let moved_away = cluster.meta_state().with(|s| {
+            let g = s.groups.get(&id)?;
+            let start = super::routing::ranges_of(s, g.table)
+                .into_iter()
+                .find(|(_, r)| r.id == id)?
+                .0;
+            (!g.replicas.contains(&me)).then_some((g.table, start, g.end))
+        });
+        match moved_away {
+            Some((table, start, end)) => {
+                let storage = storage.clone();
+                let cleared =
+                    tokio::task::spawn_blocking(move || storage.truncate_range(table, start, end))
+                        .await;
+                info!(group = id, ok = matches!(cleared, Ok(Ok(()))), "a replica left this node; its rows are removed");
+            }
+            None => info!(group = id, "stopped a group"),
+        }
     }
+}
+
+/// The range `(start, end]` of `group` in the metadata group's map, looked up when asked.
+fn range_of(cluster: &Arc<Cluster>, group: GroupId) -> super::data_machine::RangeOf {
+    let shared = cluster.meta_state_arc();
+    Arc::new(move || {
+        shared.with(|s| {
+            let table = s.groups.get(&group)?.table;
+            super::routing::ranges_of(s, table)
+                .into_iter()
+                .find(|(_, g)| g.id == group)
+                .map(|(start, g)| (start, g.end))
+        })
+    })
 }
 
 async fn start_group(
@@ -120,12 +177,23 @@ async fn start_group(
     group: &GroupInfo,
     members: &BTreeMap<u64, String>,
 ) -> Result<Raft, String> {
+    let me = cluster.me().id;
+    // A replica that did not hold the split's parent has nothing to wait for: it starts from
+    // a snapshot taken after the split.
+    let parent = group.parent.filter(|(p, _)| {
+        cluster.meta_state().with(|s| {
+            s.groups
+                .get(p)
+                .is_some_and(|g| g.replicas.contains(&me))
+        }) && group.replicas.contains(&me)
+    });
     let machine = DataMachine::open(
         group.id,
         group.table,
         cluster.node().storage().clone(),
         cluster.fences().clone(),
-        group.parent,
+        parent,
+        range_of(cluster, group.id),
     )
     .map_err(|e| e.to_string())?;
     let raft = Raft::new(
@@ -140,7 +208,6 @@ async fn start_group(
     // The first live replica starts the group (its first replica, unless that one is down:
     // a table made while a node is down still gets leaders). Two replicas initializing with
     // the same members is safe.
-    let me = cluster.me().id;
     let first_live = group
         .replicas
         .iter()

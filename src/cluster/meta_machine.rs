@@ -186,6 +186,23 @@ impl MetaMachine {
                 state.auth_version += 1;
                 Ok(Reply::Done)
             }
+            Command::MoveStart { group, from, to } => {
+                if state.start_move(group, super::raft_types::Move { from, to }) {
+                    tracing::info!(group, ?from, to, "a replica starts moving");
+                    Ok(Reply::Done)
+                } else {
+                    Ok(Reply::Refused("the move is not valid now".into()))
+                }
+            }
+            Command::MoveEnd { group, replicas } => {
+                let done = replicas.is_some();
+                if state.end_move(group, replicas) {
+                    tracing::info!(group, done, "a replica move ended");
+                    Ok(Reply::Done)
+                } else {
+                    Ok(Reply::Refused("no move of that group is in flight".into()))
+                }
+            }
             Command::Write { .. }
             | Command::Cas { .. }
             | Command::Fence { .. }

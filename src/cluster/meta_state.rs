@@ -1,7 +1,7 @@
 //! The metadata group's state: the members, the schema version and the groups of every table
 //! (physical partition → replicas). Replicated by applying the same entries in the same order.
 
-use super::raft_types::{GroupId, GroupInfo, Member, NodeId, TypeConfig};
+use super::raft_types::{GroupId, GroupInfo, Member, Move, NodeId, TypeConfig};
 use openraft::{LogId, StoredMembership};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,6 +27,9 @@ pub struct MetaState {
     /// missed the drop may still hold their logs).
     #[serde(default)]
     pub unused_group: GroupId,
+    /// The replicas moving, by group (one move per group at a time).
+    #[serde(default)]
+    pub moves: BTreeMap<GroupId, Move>,
 }
 
 impl MetaState {
@@ -86,9 +89,39 @@ impl MetaState {
         Some(right)
     }
 
+    /// Records a move of `group`'s replica; false when it is not valid now (the group is
+    /// gone or already moving, `to` holds it, `from` does not).
+    pub fn start_move(&mut self, group: GroupId, mv: Move) -> bool {
+        let Some(g) = self.groups.get(&group) else {
+            return false;
+        };
+        let valid = !self.moves.contains_key(&group)
+            && !g.replicas.contains(&mv.to)
+            && self.members.contains_key(&mv.to)
+            && mv.from.is_none_or(|f| g.replicas.contains(&f));
+        if valid {
+            self.moves.insert(group, mv);
+        }
+        valid
+    }
+
+    /// Ends `group`'s move: its replicas become `replicas` (done) or stay (`None`: rolled
+    /// back). False when no move of it was in flight.
+    pub fn end_move(&mut self, group: GroupId, replicas: Option<Vec<NodeId>>) -> bool {
+        if self.moves.remove(&group).is_none() {
+            return false;
+        }
+        if let (Some(g), Some(replicas)) = (self.groups.get_mut(&group), replicas) {
+            g.replicas = replicas;
+        }
+        true
+    }
+
     /// Drops the groups of tables not in `tables`.
     pub fn retain_tables(&mut self, tables: &std::collections::HashSet<TableId>) {
         self.groups.retain(|_, g| tables.contains(&g.table));
+        let groups = &self.groups;
+        self.moves.retain(|id, _| groups.contains_key(id));
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod cas;
 pub mod codec;
 pub mod data_machine;
+pub mod data_snapshot;
 pub mod fences;
 pub mod groups;
 pub mod handler;
@@ -226,6 +227,11 @@ impl Cluster {
     /// The metadata state (members, groups).
     pub fn meta_state(&self) -> &MetaShared {
         &self.meta_shared
+    }
+
+    /// The metadata state, shared (for closures that outlive a borrow).
+    pub fn meta_state_arc(&self) -> Arc<MetaShared> {
+        self.meta_shared.clone()
     }
 
     /// The node this cluster serves.

@@ -127,8 +127,24 @@ impl Cluster {
                 .get(&group)
                 .is_some_and(|g| g.replicas == [self.me.id])
         });
+        if !only_here {
+            return Err(ProposeFailure::NoGroup);
+        }
+        // The only replica, without Raft: written in place, unless a Raft starts for it
+        // (a move), which then takes the command.
+        match self.groups.in_place(group, || self.apply_in_place(command.clone())) {
+            Some(reply) => reply,
+            None => match self.group(group) {
+                Some(raft) => propose_local(&raft, command).await,
+                None => Err(ProposeFailure::NoGroup),
+            },
+        }
+    }
+
+    /// Applies `command` to this node's store for a group whose only replica it is.
+    fn apply_in_place(&self, command: Command) -> Result<Reply, ProposeFailure> {
         match command {
-            Command::Write { now, writes } if only_here => {
+            Command::Write { now, writes } => {
                 let refs: Vec<(storage::TableId, &storage::Mutation)> =
                     writes.iter().map(|(t, m)| (*t, m)).collect();
                 let storage = self.node.storage();
@@ -146,7 +162,7 @@ impl Cluster {
                 reads,
                 mutation,
                 ..
-            } if only_here => {
+            } => {
                 // The only replica: the node's own compare-and-set holds the others off.
                 let storage = self.node.storage();
                 let mut decide = |_: &dyn crate::shard::Shards| {
@@ -166,7 +182,7 @@ impl Cluster {
                     Err(e) => Err(ProposeFailure::Failed(format!("{e:?}"))),
                 }
             }
-            Command::Truncate { table, start, end } if only_here => {
+            Command::Truncate { table, start, end } => {
                 match self.node.storage().truncate_range(table, start, end) {
                     Ok(()) => Ok(Reply::Done),
                     Err(e) => match crate::shard::Rejected::of(&e) {

@@ -133,6 +133,34 @@ pub enum Command {
         /// The write.
         mutation: Mutation,
     },
+    /// Metadata group: a replica of `group` starts moving from `from` (`None`: a replica is
+    /// added) to `to`. Refused while the group has a move in flight, or when `to` already
+    /// holds it or `from` does not.
+    MoveStart {
+        /// The group.
+        group: GroupId,
+        /// The replica leaving, if any.
+        from: Option<NodeId>,
+        /// The node receiving the replica.
+        to: NodeId,
+    },
+    /// Metadata group: `group`'s move ends: done with the group's new replicas, or rolled
+    /// back (`None`).
+    MoveEnd {
+        /// The group.
+        group: GroupId,
+        /// The group's replicas after the move; `None` when it rolled back.
+        replicas: Option<Vec<NodeId>>,
+    },
+}
+
+/// A replica of a physical partition moving between nodes (see `super::moves`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    /// The replica leaving (`None`: one is added).
+    pub from: Option<NodeId>,
+    /// The node receiving it.
+    pub to: NodeId,
 }
 
 /// Text that must not reach a log line (its `Debug` is redacted).
