@@ -98,6 +98,9 @@ pub struct Config {
     /// Physical partitions a new table starts with in a cluster. 0, the default, is four per
     /// node at its creation, so every node leads some from the start.
     pub initial_physical_partitions: usize,
+    /// Replica moves the balancer keeps in flight at once (its pacing: each move streams a
+    /// physical partition's data to another node). 0 stops the balancer.
+    pub max_concurrent_moves: usize,
     /// Largest accepted frame body, in bytes; a larger frame gets a ProtocolError.
     pub max_frame_bytes: u32,
     /// Maximum simultaneous client connections.
@@ -346,6 +349,7 @@ impl Default for Config {
             internode_listen: None,
             seeds: Vec::new(),
             initial_physical_partitions: 0,
+            max_concurrent_moves: 2,
             internode_tls_cert_file: None,
             internode_tls_key_file: None,
             internode_tls_ca_file: None,

@@ -110,6 +110,9 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             })
             .await,
         ),
+        Request::Move { group, .. } | Request::AbortMove { group, .. } | Request::Elect(group) => {
+            Response::Moved(super::moves::serve_here(cluster, group, request).await)
+        }
         Request::Join(member) => Response::Joined(admit(cluster, member).await),
         Request::Ping => Response::Pong {
             schema_version: cluster.node().catalog().version,

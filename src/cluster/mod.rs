@@ -6,6 +6,7 @@
 //! ([`handler`]), creates or joins the cluster ([`join`]), watches peers ([`liveness`]) and
 //! installs itself on the node as its [`crate::cluster_hooks::ClusterHooks`] ([`hooks`]).
 
+pub mod balancer;
 pub mod cas;
 pub mod codec;
 pub mod data_machine;
@@ -20,6 +21,7 @@ pub mod liveness;
 pub mod log_store;
 pub mod meta_machine;
 pub mod meta_state;
+pub mod moves;
 pub mod network;
 pub mod propose;
 pub mod quiet;
@@ -88,7 +90,7 @@ pub fn node_id(host_id: uuid::Uuid) -> NodeId {
 }
 
 /// The Raft timing every group uses: heartbeats every 250 ms, elections after 1-2 s of
-/// silence (failover well within 5 s), no snapshots of the logs (they are kept whole).
+/// silence (failover well within 5 s); the metadata group keeps its whole log.
 fn raft_config(cluster_name: &str) -> Result<openraft::Config, ClusterError> {
     openraft::Config {
         cluster_name: cluster_name.to_string(),
@@ -152,8 +154,14 @@ impl Cluster {
         };
         let transport = Transport::new(identity.clone(), client_tls);
         let raft_config = Arc::new(raft_config(&config.cluster_name)?);
+        // A data group's snapshot is only a recorded position (the data is the store's), so
+        // its log is purged as it grows; a replica too far behind gets the range's data.
         let data_raft_config = Arc::new(openraft::Config {
             enable_elect: false,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(20_000),
+            max_in_snapshot_log_to_keep: 5_000,
+            // A chunk of a range's data may take longer than a heartbeat to write.
+            install_snapshot_timeout: 10_000,
             ..(*raft_config).clone()
         });
         let (machine, meta_shared) = MetaMachine::open(node.clone(), db.clone())
@@ -197,6 +205,8 @@ impl Cluster {
         tokio::spawn(groups::keep(cluster.clone(), shutdown.clone()));
         tokio::spawn(splits::watch(cluster.clone(), shutdown.clone()));
         tokio::spawn(quiet::watch(cluster.clone(), shutdown.clone()));
+        tokio::spawn(moves::drive(cluster.clone(), shutdown.clone()));
+        tokio::spawn(balancer::watch(cluster.clone(), shutdown.clone()));
         node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
         node.auth()
             .attach_log(Arc::new(hooks::AuthHooks::new(&cluster)));

@@ -1,7 +1,7 @@
 //! The internode messages: Raft's own RPCs addressed to a group, and the cluster's (join,
 //! forwarded proposals, liveness). Encoded with [`super::codec`], carried by the transport.
 
-use super::raft_types::{Command, GroupId, Member, NodeId, Reply, TypeConfig};
+use super::raft_types::{Command, GroupId, Member, Move, NodeId, Reply, TypeConfig};
 use openraft::error::{InstallSnapshotError, RaftError};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
@@ -52,6 +52,22 @@ pub enum Request {
         /// As for [`Request::Read`].
         linearizable: bool,
     },
+    /// To a group's leader: run a replica move (`super::moves::execute`).
+    Move {
+        /// The group.
+        group: GroupId,
+        /// The move.
+        mv: Move,
+    },
+    /// To a group's leader: roll a replica move back (`super::moves::roll_back`).
+    AbortMove {
+        /// The group.
+        group: GroupId,
+        /// The move.
+        mv: Move,
+    },
+    /// To a replica of a group whose leader left it: start an election.
+    Elect(GroupId),
 }
 
 /// What a node holds: `ringdb status` and `system_views.cluster_nodes` show it.
@@ -108,6 +124,9 @@ pub enum Response {
     Read(Result<storage::PartitionSlice, ProposeFailure>),
     /// To [`Request::Scan`].
     Scan(Result<storage::ScanPage, ProposeFailure>),
+    /// To [`Request::Move`] (true), [`Request::AbortMove`] (whether the move had finished)
+    /// and [`Request::Elect`].
+    Moved(Result<bool, ProposeFailure>),
     /// The receiver holds no replica of the group addressed.
     NoGroup,
     /// The request could not be decoded.

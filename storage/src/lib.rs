@@ -147,6 +147,7 @@ mod split_tests;
 #[cfg(test)]
 mod tests;
 
+pub use range_transfer::ItemSink;
 pub use cell::CellValue;
 pub use clock::Clock;
 pub use cursor::Cursor;

@@ -15,6 +15,9 @@ use crate::item_cache;
 use crate::routing_map::token_key_bounds;
 use crate::{StorageError, TableId};
 
+/// Receives an exported item (key, value).
+pub type ItemSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StorageError> + 'a;
+
 /// Items committed per fjall batch by an import.
 const BATCH_ITEMS: usize = 4096;
 
@@ -40,7 +43,7 @@ impl Storage {
         id: TableId,
         start: i64,
         end: i64,
-        emit: &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StorageError>,
+        emit: &mut ItemSink<'_>,
     ) -> Result<u8, StorageError> {
         let table = self.table(id)?;
         let _split = table

@@ -1,0 +1,355 @@
+//! Moving a physical partition's replica from one node to another (or adding one), online.
+//!
+//! A move is recorded in the metadata group (`Command::MoveStart`), which makes the receiving
+//! node start a Raft instance for the group. The metadata leader then drives it
+//! ([`drive`]): it asks the group's leader to [`execute`] it, which
+//! 1. records a snapshot at the applied position and purges the log before it, so the new
+//!    replica starts from the data (a snapshot of the range, `super::data_snapshot`) and not
+//!    from a log that may not hold it all;
+//! 2. adds the receiver as a learner and waits until it has caught up;
+//! 3. makes it a voter in place of the leaving replica (Raft's joint consensus).
+//!
+//! The driver then commits `Command::MoveEnd` with the new replicas; the leaving node stops
+//! its Raft instance and clears the range (`super::groups`). A move that does not finish in
+//! time is rolled back: the learner is removed and the move ends with the old replicas. Every
+//! step can be repeated, so a driver or a group leader that dies part-way is simply retried.
+
+use super::codec::{decode, encode};
+use super::raft_types::{Command, GroupId, Move, NodeId, Raft, META_GROUP};
+use super::rpc::{ProposeFailure, Request, Response};
+use super::Cluster;
+use openraft::{BasicNode, ChangeMembers, ServerState};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// How long a learner may take to catch up before the move is retried.
+const CATCH_UP: Duration = Duration::from_secs(60);
+/// How long a move may take in all before it is rolled back.
+const MOVE_DEADLINE: Duration = Duration::from_secs(300);
+/// How long a step waits for a snapshot or a purge to be recorded.
+const STEP: Duration = Duration::from_secs(30);
+
+fn failed(e: impl std::fmt::Display) -> ProposeFailure {
+    ProposeFailure::Failed(e.to_string())
+}
+
+/// This node's Raft of `group` when it leads it; `NotLeader` or `NoGroup` otherwise.
+fn led(cluster: &Cluster, group: GroupId) -> Result<Raft, ProposeFailure> {
+    let raft = cluster.group(group).ok_or(ProposeFailure::NoGroup)?;
+    let metrics = raft.metrics().borrow().clone();
+    if metrics.state != ServerState::Leader {
+        return Err(ProposeFailure::NotLeader(
+            metrics.current_leader.filter(|l| *l != cluster.me().id),
+        ));
+    }
+    Ok(raft)
+}
+
+fn voters(raft: &Raft) -> BTreeSet<NodeId> {
+    raft.metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect()
+}
+
+/// Waits until `done` holds for the group's metrics, at most [`STEP`].
+async fn wait_metrics(
+    raft: &Raft,
+    what: &str,
+    done: impl Fn(&openraft::RaftMetrics<NodeId, BasicNode>) -> bool,
+) -> Result<(), ProposeFailure> {
+    let deadline = Instant::now() + STEP;
+    loop {
+        if done(&raft.metrics().borrow()) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(failed(format!("timed out waiting for {what}")));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs `mv` of `group` at this node, its leader (see the module docs). Ok once the receiver
+/// is a voter and the leaving replica is not.
+///
+/// # Errors
+/// `NotLeader`/`NoGroup` when this node does not lead the group, `Failed` when a step failed
+/// or timed out (the driver retries).
+pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), ProposeFailure> {
+    let raft = led(cluster, group)?;
+    let me = cluster.me().id;
+    let current = voters(&raft);
+    let mut target = current.clone();
+    target.insert(mv.to);
+    if let Some(from) = mv.from {
+        target.remove(&from);
+    }
+    if current == target {
+        return Ok(());
+    }
+    if !current.contains(&mv.to) {
+        let addr = cluster
+            .address_of(mv.to)
+            .ok_or_else(|| failed("the receiving node is unknown"))?;
+        let learner = raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .learner_ids()
+            .any(|l| l == mv.to);
+        if !learner {
+            // 1. The log before the applied position goes: the receiver gets the range's data.
+            let applied = raft.metrics().borrow().last_applied;
+            raft.trigger().snapshot().await.map_err(failed)?;
+            wait_metrics(&raft, "the snapshot", |m| m.snapshot >= applied).await?;
+            if let Some(at) = applied {
+                raft.trigger().purge_log(at.index).await.map_err(failed)?;
+                wait_metrics(&raft, "the log purge", |m| m.purged >= applied).await?;
+            }
+        }
+        // 2. The receiver as a learner, caught up.
+        info!(group, to = mv.to, "adding a replica as a learner");
+        let added = tokio::time::timeout(
+            CATCH_UP,
+            raft.add_learner(mv.to, BasicNode::new(addr.to_string()), true),
+        )
+        .await
+        .map_err(|_| failed("the new replica did not catch up in time"))?;
+        added.map_err(failed)?;
+    }
+    // 3. The receiver votes; the leaving replica is removed.
+    info!(group, from = ?mv.from, to = mv.to, "changing the group's voters");
+    raft.change_membership(target.clone(), false)
+        .await
+        .map_err(failed)?;
+    if mv.from == Some(me) {
+        // This leader left the group and steps down: a new voter elects at once.
+        let next = target
+            .iter()
+            .copied()
+            .find(|n| *n == mv.to || cluster.liveness().is_up(*n));
+        if let Some(next) = next {
+            let _ = call(cluster, next, Request::Elect(group), Duration::from_secs(2)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Rolls `mv` of `group` back at this node, its leader: the learner is removed. `Ok(true)`
+/// when the move had in fact finished (the receiver votes), `Ok(false)` once rolled back.
+///
+/// # Errors
+/// As [`execute`].
+pub async fn roll_back(cluster: &Cluster, group: GroupId, mv: Move) -> Result<bool, ProposeFailure> {
+    let raft = led(cluster, group)?;
+    let current = voters(&raft);
+    if current.contains(&mv.to) {
+        // Past the membership change (or part-way in a joint one): finish it.
+        execute(cluster, group, mv).await?;
+        return Ok(true);
+    }
+    let learner = raft
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .learner_ids()
+        .any(|l| l == mv.to);
+    if learner {
+        raft.change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([mv.to])), false)
+            .await
+            .map_err(failed)?;
+    }
+    Ok(false)
+}
+
+/// Starts an election at this node's replica of `group` (its leader left the group).
+pub async fn elect(cluster: &Cluster, group: GroupId) -> Result<bool, ProposeFailure> {
+    let raft = cluster.group(group).ok_or(ProposeFailure::NoGroup)?;
+    raft.trigger().elect().await.map_err(failed)?;
+    Ok(true)
+}
+
+async fn call(
+    cluster: &Cluster,
+    to: NodeId,
+    request: Request,
+    timeout: Duration,
+) -> Result<bool, ProposeFailure> {
+    let addr = cluster
+        .address_of(to)
+        .ok_or(ProposeFailure::NotLeader(None))?;
+    let payload = encode(&request).map_err(failed)?;
+    let bytes = cluster
+        .transport()
+        .call(addr, payload, timeout)
+        .await
+        .map_err(failed)?;
+    match decode::<Response>(&bytes) {
+        Ok(Response::Moved(r)) => r,
+        Ok(Response::NoGroup) => Err(ProposeFailure::NoGroup),
+        Ok(other) => Err(failed(format!("unexpected answer {other:?}"))),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// Sends `request` (built for the group's leader) to the group's replicas until its leader
+/// answers; follows the leader hints.
+async fn at_leader(
+    cluster: &Cluster,
+    group: GroupId,
+    candidates: &[NodeId],
+    request: impl Fn() -> Request,
+) -> Result<bool, ProposeFailure> {
+    let mut last = ProposeFailure::NotLeader(None);
+    let mut hinted: Option<NodeId> = None;
+    for to in candidates.iter().copied().cycle().take(candidates.len() * 2) {
+        let to = hinted.take().unwrap_or(to);
+        if to != cluster.me().id && !cluster.liveness().is_up(to) {
+            continue;
+        }
+        let timeout = CATCH_UP + STEP * 3;
+        let answer = if to == cluster.me().id {
+            serve_here(cluster, group, request()).await
+        } else {
+            call(cluster, to, request(), timeout).await
+        };
+        match answer {
+            Ok(v) => return Ok(v),
+            Err(ProposeFailure::NotLeader(Some(l))) if l != to => {
+                hinted = Some(l);
+                last = ProposeFailure::NotLeader(Some(l));
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Serves a move request at this node (the transport's handler calls it too).
+pub async fn serve_here(
+    cluster: &Cluster,
+    group: GroupId,
+    request: Request,
+) -> Result<bool, ProposeFailure> {
+    match request {
+        Request::Move { mv, .. } => execute(cluster, group, mv).await.map(|()| true),
+        Request::AbortMove { mv, .. } => roll_back(cluster, group, mv).await,
+        Request::Elect(_) => elect(cluster, group).await,
+        _ => Err(failed("not a move request")),
+    }
+}
+
+/// Drives one move to its end from the metadata leader.
+async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
+    let started = Instant::now();
+    let replicas = |c: &Cluster| {
+        c.meta_state()
+            .with(|s| s.groups.get(&group).map(|g| g.replicas.clone()))
+    };
+    let mut outcome: Option<bool> = None;
+    while started.elapsed() < MOVE_DEADLINE {
+        let Some(current) = replicas(cluster) else {
+            return; // The table was dropped: the move went with it.
+        };
+        let mut candidates = current.clone();
+        candidates.push(mv.to);
+        let request = || Request::Move {
+            group,
+            mv: mv.clone(),
+        };
+        match at_leader(cluster, group, &candidates, request).await {
+            Ok(_) => {
+                outcome = Some(true);
+                break;
+            }
+            Err(e) => {
+                warn!(group, ?e, "a replica move did not finish; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    while outcome.is_none() {
+        let Some(mut candidates) = replicas(cluster) else {
+            return;
+        };
+        candidates.push(mv.to);
+        let request = || Request::AbortMove {
+            group,
+            mv: mv.clone(),
+        };
+        match at_leader(cluster, group, &candidates, request).await {
+            Ok(done) => outcome = Some(done),
+            Err(e) => {
+                warn!(group, ?e, "rolling a replica move back; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    let done = outcome == Some(true);
+    let new = replicas(cluster).map(|mut r| {
+        match mv.from.and_then(|f| r.iter().position(|x| *x == f)) {
+            Some(i) => r[i] = mv.to,
+            None => r.push(mv.to),
+        }
+        r
+    });
+    let command = Command::MoveEnd {
+        group,
+        replicas: if done { new } else { None },
+    };
+    let voters = cluster.meta_voters();
+    match cluster
+        .propose(META_GROUP, &voters, command, Duration::from_secs(10))
+        .await
+    {
+        Ok(_) => info!(
+            group,
+            done,
+            secs = started.elapsed().as_secs_f32(),
+            "replica move ended"
+        ),
+        Err(e) => warn!(group, error = %e, "recording a move's end; it is driven again"),
+    }
+}
+
+/// On the metadata leader, drives every move in flight until `shutdown`.
+pub async fn drive(cluster: Arc<Cluster>, shutdown: CancellationToken) {
+    let running: Arc<Mutex<HashSet<GroupId>>> = Arc::default();
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let leading = cluster.meta().metrics().borrow().state == ServerState::Leader;
+        if !leading {
+            continue;
+        }
+        let moves: Vec<(GroupId, Move)> = cluster
+            .meta_state()
+            .with(|s| s.moves.iter().map(|(g, m)| (*g, m.clone())).collect());
+        for (group, mv) in moves {
+            if !running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(group)
+            {
+                continue;
+            }
+            let (c, r) = (cluster.clone(), running.clone());
+            tokio::spawn(async move {
+                run(&c, group, mv).await;
+                r.lock().unwrap_or_else(|p| p.into_inner()).remove(&group);
+            });
+        }
+    }
+}
