@@ -136,7 +136,7 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
             .copied()
             .find(|n| *n == mv.to || cluster.liveness().is_up(*n));
         if let Some(next) = next {
-            let _ = call(cluster, next, Request::Elect(group), Duration::from_secs(2)).await;
+            let _ = call(cluster, next, Request::Elect(group), Duration::from_secs(6)).await;
         }
     }
     Ok(())
@@ -170,11 +170,24 @@ pub async fn roll_back(cluster: &Cluster, group: GroupId, mv: Move) -> Result<bo
     Ok(false)
 }
 
-/// Starts an election at this node's replica of `group` (its leader left the group).
+/// Starts elections at this node's replica of `group` (its leader left the group) until the
+/// group has a leader among its voters: the other replicas refuse to vote while the old
+/// leader's lease lasts.
 pub async fn elect(cluster: &Cluster, group: GroupId) -> Result<bool, ProposeFailure> {
     let raft = cluster.group(group).ok_or(ProposeFailure::NoGroup)?;
-    raft.trigger().elect().await.map_err(failed)?;
-    Ok(true)
+    for _ in 0..6 {
+        let led = {
+            let m = raft.metrics().borrow().clone();
+            m.current_leader
+                .is_some_and(|l| m.membership_config.membership().voter_ids().any(|v| v == l))
+        };
+        if led {
+            return Ok(true);
+        }
+        raft.trigger().elect().await.map_err(failed)?;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    Ok(false)
 }
 
 async fn call(

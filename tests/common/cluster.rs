@@ -65,6 +65,62 @@ impl TestCluster {
         TestCluster { nodes, _dir: dir }
     }
 
+    /// Creates `n` nodes with `extra_config` (TOML lines) in every node's config and starts
+    /// node 1 only, which starts the cluster; nodes 2..=n have node 1 as their seed and join it
+    /// when a test calls [`ClusterNode::start`] on them.
+    pub fn start_first_of(n: u8, extra_config: &str) -> TestCluster {
+        assert!(n >= 1, "a cluster has at least one node");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let native_port = free_port_on("127.0.0.1");
+        let internode_port = free_port_on("127.0.0.1");
+        let first: SocketAddr = format!("127.0.0.1:{internode_port}").parse().expect("addr");
+        let nodes = (1..=n)
+            .map(|i| {
+                let ip = format!("127.0.0.{i}");
+                ClusterNode {
+                    index: i,
+                    native: format!("{ip}:{native_port}").parse().expect("addr"),
+                    internode: format!("{ip}:{internode_port}").parse().expect("addr"),
+                    dir: dir.path().join(format!("node{i}")),
+                    seeds: if i == 1 { Vec::new() } else { vec![first] },
+                    extra_config: extra_config.to_string(),
+                    child: None,
+                }
+            })
+            .collect();
+        let mut cluster = TestCluster { nodes, _dir: dir };
+        cluster.node(1).start();
+        cluster
+    }
+
+    /// Waits (at most `within`) until every running node lists every other running node in
+    /// `system.peers`, and no more.
+    pub async fn wait_until_running_formed(&self, within: Duration) {
+        let running: Vec<&ClusterNode> = self.nodes.iter().filter(|n| n.is_running()).collect();
+        let expected = running.len().saturating_sub(1);
+        let deadline = Instant::now() + within;
+        for node in &running {
+            loop {
+                let peers: Vec<(std::net::IpAddr,)> = match node.session_as(None).await {
+                    Ok(session) => {
+                        super::paged_rows(&session, "SELECT peer FROM system.peers", (), 100).await
+                    }
+                    Err(_) => Vec::new(),
+                };
+                if peers.len() == expected {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "node {} sees {} peers, not {expected}, after {within:?}",
+                    node.index,
+                    peers.len()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+
     /// The node on 127.0.0.`index`.
     pub fn node(&mut self, index: u8) -> &mut ClusterNode {
         &mut self.nodes[usize::from(index - 1)]
@@ -152,6 +208,11 @@ impl ClusterNode {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("node {} did not listen within 30 s", self.index);
+    }
+
+    /// Whether the node's process was started (and not killed since).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// SIGKILL.
