@@ -71,7 +71,9 @@ pub fn plan(
     // Then the counts: from the most loaded node to the least, one group at a time.
     let mut moving: Vec<GroupId> = planned.iter().map(|(g, _)| *g).collect();
     while planned.len() < room {
-        let Some((&max_node, &max)) = held.iter().max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))
+        let Some((&max_node, &max)) = held
+            .iter()
+            .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))
         else {
             break;
         };
@@ -215,7 +217,10 @@ mod tests {
         }
         assert!(s.groups.values().all(|g| g.replicas.len() == 3));
         let rf1: HashMap<TableId, usize> = [(TableId(1), 1)].into();
-        let mut s = state(&[1, 2, 3], &[(1, &[1]), (2, &[1]), (3, &[1]), (4, &[1]), (5, &[1])]);
+        let mut s = state(
+            &[1, 2, 3],
+            &[(1, &[1]), (2, &[1]), (3, &[1]), (4, &[1]), (5, &[1])],
+        );
         for _ in 0..20 {
             let moves = plan(&s, &rf1, &[1, 2, 3], 1);
             if moves.is_empty() {

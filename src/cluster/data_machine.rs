@@ -14,8 +14,7 @@ use super::raft_types::{Command, GroupId, NodeId, Reply, TypeConfig};
 use crate::shard::Rejected;
 use openraft::storage::RaftStateMachine;
 use openraft::{
-    BasicNode, EntryPayload, Snapshot, SnapshotMeta, StorageError, StorageIOError,
-    StoredMembership,
+    BasicNode, EntryPayload, Snapshot, SnapshotMeta, StorageError, StorageIOError, StoredMembership,
 };
 use std::io::Cursor;
 use std::sync::Arc;

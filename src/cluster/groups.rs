@@ -151,7 +151,11 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
                 let cleared =
                     tokio::task::spawn_blocking(move || storage.truncate_range(table, start, end))
                         .await;
-                info!(group = id, ok = matches!(cleared, Ok(Ok(()))), "a replica left this node; its rows are removed");
+                info!(
+                    group = id,
+                    ok = matches!(cleared, Ok(Ok(()))),
+                    "a replica left this node; its rows are removed"
+                );
             }
             None => info!(group = id, "stopped a group"),
         }
@@ -181,11 +185,10 @@ async fn start_group(
     // A replica that did not hold the split's parent has nothing to wait for: it starts from
     // a snapshot taken after the split.
     let parent = group.parent.filter(|(p, _)| {
-        cluster.meta_state().with(|s| {
-            s.groups
-                .get(p)
-                .is_some_and(|g| g.replicas.contains(&me))
-        }) && group.replicas.contains(&me)
+        cluster
+            .meta_state()
+            .with(|s| s.groups.get(p).is_some_and(|g| g.replicas.contains(&me)))
+            && group.replicas.contains(&me)
     });
     let machine = DataMachine::open(
         group.id,

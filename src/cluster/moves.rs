@@ -135,8 +135,12 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
             .iter()
             .copied()
             .find(|n| *n == mv.to || cluster.liveness().is_up(*n));
-        if let Some(next) = next {
-            let _ = call(cluster, next, Request::Elect(group), Duration::from_secs(6)).await;
+        let addr = next.and_then(|n| cluster.address_of(n));
+        if let (Some(addr), Ok(payload)) = (addr, encode(&Request::Elect(group))) {
+            let transport = cluster.transport().clone();
+            tokio::spawn(async move {
+                let _ = transport.call(addr, payload, Duration::from_secs(6)).await;
+            });
         }
     }
     Ok(())
@@ -147,7 +151,11 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
 ///
 /// # Errors
 /// As [`execute`].
-pub async fn roll_back(cluster: &Cluster, group: GroupId, mv: Move) -> Result<bool, ProposeFailure> {
+pub async fn roll_back(
+    cluster: &Cluster,
+    group: GroupId,
+    mv: Move,
+) -> Result<bool, ProposeFailure> {
     let raft = led(cluster, group)?;
     let current = voters(&raft);
     if current.contains(&mv.to) {
@@ -223,7 +231,12 @@ async fn at_leader(
 ) -> Result<bool, ProposeFailure> {
     let mut last = ProposeFailure::NotLeader(None);
     let mut hinted: Option<NodeId> = None;
-    for to in candidates.iter().copied().cycle().take(candidates.len() * 2) {
+    for to in candidates
+        .iter()
+        .copied()
+        .cycle()
+        .take(candidates.len() * 2)
+    {
         let to = hinted.take().unwrap_or(to);
         if to != cluster.me().id && !cluster.liveness().is_up(to) {
             continue;

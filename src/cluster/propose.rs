@@ -132,7 +132,10 @@ impl Cluster {
         }
         // The only replica, without Raft: written in place, unless a Raft starts for it
         // (a move), which then takes the command.
-        match self.groups.in_place(group, || self.apply_in_place(command.clone())) {
+        match self
+            .groups
+            .in_place(group, || self.apply_in_place(command.clone()))
+        {
             Some(reply) => reply,
             None => match self.group(group) {
                 Some(raft) => propose_local(&raft, command).await,

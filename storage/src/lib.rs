@@ -147,7 +147,6 @@ mod split_tests;
 #[cfg(test)]
 mod tests;
 
-pub use range_transfer::ItemSink;
 pub use cell::CellValue;
 pub use clock::Clock;
 pub use cursor::Cursor;
@@ -161,6 +160,7 @@ pub use options::{
     StorageOptions, DEFAULT_ITEM_CACHE_BYTES, DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
     DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
 };
+pub use range_transfer::ItemSink;
 pub use row::{ColumnValue, Row};
 pub use scan_page::{ScanPage, ScannedPartition, TokenRange};
 pub use slice::{PartitionSlice, Slice};

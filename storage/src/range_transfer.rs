@@ -99,10 +99,7 @@ impl Storage {
         let view = table.ring.current();
         let mut batch = self.inner.db.batch();
         // Set before any item commits: a read that can see an item honours its flag.
-        let marked = table
-            .ring
-            .content
-            .mark(flags, &self.inner.meta, &mut batch);
+        let marked = table.ring.content.mark(flags, &self.inner.meta, &mut batch);
         let mut added: HashMap<u64, Added> = HashMap::new();
         let mut count = 0u64;
         let mut result = Ok(());
@@ -117,7 +114,9 @@ impl Storage {
             let token = match crate::key::split_partition_prefix(&k) {
                 Ok((token, _, _)) if token > start && token <= end => token,
                 Ok(_) => {
-                    result = Err(StorageError::corrupt("an imported item is outside its range"));
+                    result = Err(StorageError::corrupt(
+                        "an imported item is outside its range",
+                    ));
                     break;
                 }
                 Err(e) => {
