@@ -127,7 +127,10 @@ fn request(
 }
 
 /// The rows a running server answers to `cql`, over a plain connection.
-fn query_rows(addr: SocketAddr, cql: &str) -> Result<Vec<Vec<Option<bytes::Bytes>>>, AdminError> {
+pub(crate) fn query_rows(
+    addr: SocketAddr,
+    cql: &str,
+) -> Result<Vec<Vec<Option<bytes::Bytes>>>, AdminError> {
     let io = |source| AdminError::Io { addr, source };
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
     stream
@@ -149,6 +152,7 @@ fn query_rows(addr: SocketAddr, cql: &str) -> Result<Vec<Vec<Option<bytes::Bytes
     });
     match request(&mut stream, addr, 2, &query)? {
         Response::Result(ResultBody::Rows(rows)) => Ok(rows.rows),
+        Response::Result(ResultBody::Void) => Ok(Vec::new()),
         Response::Error(e) => Err(AdminError::Protocol(e.message().to_string())),
         other => Err(AdminError::Protocol(format!(
             "unexpected {:?}",
@@ -157,7 +161,7 @@ fn query_rows(addr: SocketAddr, cql: &str) -> Result<Vec<Vec<Option<bytes::Bytes
     }
 }
 
-fn cell(c: &Option<bytes::Bytes>, ty: NativeType) -> Option<Value> {
+pub(crate) fn cell(c: &Option<bytes::Bytes>, ty: NativeType) -> Option<Value> {
     c.as_ref()
         .and_then(|b| Value::decode(&DataType::Native(ty), b).ok())
 }
@@ -171,15 +175,15 @@ fn cell(c: &Option<bytes::Bytes>, ty: NativeType) -> Option<Value> {
 pub fn status_from_server(addr: SocketAddr) -> Result<(), AdminError> {
     let rows = query_rows(
         addr,
-        "SELECT host_id, native_address, internode_address, status, groups_led, groups_held, bytes FROM system_views.cluster_nodes",
+        "SELECT host_id, native_address, internode_address, status, groups_led, groups_held, bytes, state FROM system_views.cluster_nodes",
     )?;
     println!(
-        "{:<6} {:<36} {:<22} {:<22} {:>5} {:>5} {:>14}",
-        "status", "host id", "native address", "internode address", "led", "held", "bytes"
+        "{:<6} {:<8} {:<36} {:<22} {:<22} {:>5} {:>5} {:>14}",
+        "status", "state", "host id", "native address", "internode address", "led", "held", "bytes"
     );
     let mut lines: Vec<(String, String)> = rows
         .iter()
-        .filter(|r| r.len() == 7)
+        .filter(|r| r.len() == 8)
         .map(|r| {
             let text = |i: usize| match cell(&r[i], NativeType::Text) {
                 Some(Value::Text(s)) => s,
@@ -200,8 +204,9 @@ pub fn status_from_server(addr: SocketAddr) -> Result<(), AdminError> {
             (
                 text(1),
                 format!(
-                    "{:<6} {:<36} {:<22} {:<22} {:>5} {:>5} {:>14}",
+                    "{:<6} {:<8} {:<36} {:<22} {:<22} {:>5} {:>5} {:>14}",
                     text(3),
+                    text(7),
                     host,
                     text(1),
                     text(2),
@@ -217,6 +222,48 @@ pub fn status_from_server(addr: SocketAddr) -> Result<(), AdminError> {
         println!("{line}");
     }
     println!("{} nodes", lines.len());
+    print_moves(addr)
+}
+
+/// Prints the replica moves in flight (`system_views.moves`): bytes moved out of the total
+/// and the rate.
+fn print_moves(addr: SocketAddr) -> Result<(), AdminError> {
+    let rows = query_rows(
+        addr,
+        "SELECT group_id, keyspace_name, table_name, from_node, to_node, bytes_received, bytes_total, elapsed_ms FROM system_views.moves",
+    )?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    println!(
+        "{:>6} {:<24} {:<36} {:<36} {:>16} {:>10}",
+        "group", "table", "from", "to", "MB moved/total", "MB/s"
+    );
+    for r in rows.iter().filter(|r| r.len() == 8) {
+        let big = |i: usize| match cell(&r[i], NativeType::Bigint) {
+            Some(Value::Bigint(n)) => n,
+            _ => 0,
+        };
+        let text = |i: usize| match cell(&r[i], NativeType::Text) {
+            Some(Value::Text(s)) => s,
+            _ => String::new(),
+        };
+        let node = |i: usize| match cell(&r[i], NativeType::Uuid) {
+            Some(Value::Uuid(u)) => u.to_string(),
+            _ => "-".to_string(),
+        };
+        let (received, total, ms) = (big(5), big(6), big(7).max(1));
+        println!(
+            "{:>6} {:<24} {:<36} {:<36} {:>16} {:>10.1}",
+            big(0),
+            format!("{}.{}", text(1), text(2)),
+            node(3),
+            node(4),
+            format!("{:.1}/{:.1}", received as f64 / 1e6, total as f64 / 1e6),
+            received as f64 / 1e6 / (ms as f64 / 1000.0)
+        );
+    }
+    println!("{} moves in flight", rows.len());
     Ok(())
 }
 

@@ -34,6 +34,8 @@ pub struct NodeStatus {
     pub internode: std::net::SocketAddr,
     /// Up or down, as this node sees it (this node is always up).
     pub up: bool,
+    /// `NORMAL`, `LEAVING` (decommissioned) or `REMOVING` (removed while dead).
+    pub state: &'static str,
     /// Physical partitions it leads.
     pub groups_led: u32,
     /// Physical partitions it holds a replica of.
@@ -56,6 +58,34 @@ pub struct Placement {
     pub leader: Option<IpAddr>,
 }
 
+/// A replica move in flight, as `system_views.moves` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveStatus {
+    /// The group (physical partition) moving.
+    pub group: u64,
+    /// Its table.
+    pub table: storage::TableId,
+    /// The host id of the node giving up its replica (none: a replica is added).
+    pub from: Option<Uuid>,
+    /// The host id of the node receiving it (none: the replica is dropped).
+    pub to: Option<Uuid>,
+    /// Bytes of the range's snapshot received so far.
+    pub bytes_received: u64,
+    /// Bytes of the range's snapshot (0 until it is made).
+    pub bytes_total: u64,
+    /// Milliseconds since this node saw the move start.
+    pub elapsed_ms: u64,
+}
+
+/// How an operator changes a member's state (`ringdb decommission` and `ringdb removenode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeState {
+    /// Decommission: the live node's replicas move to the others, then it leaves.
+    Leaving,
+    /// Removenode: the dead node's replicas are made again from the others', then it leaves.
+    Removing,
+}
+
 /// The cluster, as the node sees it.
 pub trait ClusterHooks: Send + Sync {
     /// The other nodes that are members of the cluster.
@@ -76,6 +106,16 @@ pub trait ClusterHooks: Send + Sync {
 
     /// True when the cluster has more than one member.
     fn has_peers(&self) -> bool;
+
+    /// The replica moves in flight.
+    fn moves(&self) -> Vec<MoveStatus>;
+
+    /// Starts the member `host_id`'s leaving. Blocks until the metadata group records it.
+    ///
+    /// # Errors
+    /// Invalid for an unknown host or a removal of a live node (or decommission of a dead
+    /// one); Unavailable without a majority of the metadata group.
+    fn set_node_state(&self, host_id: Uuid, state: NodeState) -> Result<(), QueryError>;
 
     /// Replicates a schema change: `next` replaces the catalog whose version is `expected`.
     /// Blocks until this node has installed it. [`SchemaProposal::Stale`] when another

@@ -10,6 +10,7 @@
 //! its mapping to protocol errors; [`admin`] the `partitions` command.
 
 pub mod admin;
+pub mod admin_leave;
 pub mod auth;
 pub mod cluster;
 pub mod cluster_hooks;

@@ -51,6 +51,22 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9042")]
         server: SocketAddr,
     },
+    /// Take a live node out of the cluster: its physical partitions' replicas move to the
+    /// other nodes, then it leaves. Shows the progress; returns once it has left.
+    Decommission {
+        /// The CQL address of the node to decommission.
+        #[arg(long, default_value = "127.0.0.1:9042")]
+        server: SocketAddr,
+    },
+    /// Remove a dead node from the cluster: its replicas are made again on the live nodes
+    /// from the other replicas. Shows the progress; returns once it is removed.
+    Removenode {
+        /// The dead node's host id (`ringdb status` lists them).
+        host_id: uuid::Uuid,
+        /// The CQL address of any live node.
+        #[arg(long, default_value = "127.0.0.1:9042")]
+        server: SocketAddr,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -98,6 +114,14 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Status { server } => {
             ringdb::admin::status_from_server(server)?;
+            Ok(())
+        }
+        Command::Decommission { server } => {
+            ringdb::admin_leave::decommission(server)?;
+            Ok(())
+        }
+        Command::Removenode { host_id, server } => {
+            ringdb::admin_leave::removenode(server, host_id)?;
             Ok(())
         }
         Command::Partitions { server: None } => {

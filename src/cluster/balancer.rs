@@ -7,7 +7,7 @@ use super::meta_state::MetaState;
 use super::raft_types::{Command, GroupId, Move, NodeId, META_GROUP};
 use super::Cluster;
 use openraft::ServerState;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use storage::TableId;
@@ -18,14 +18,15 @@ use tracing::info;
 const EVERY: Duration = Duration::from_secs(1);
 
 /// The moves to start now: at most `room`, given the replication factor of each table and the
-/// live nodes.
+/// live nodes (`live`: up and not leaving). In order: replicas on leaving nodes go, missing
+/// replicas are added, replicas over the factor are dropped, and the counts are evened.
 pub fn plan(
     state: &MetaState,
     rf: &HashMap<TableId, usize>,
     live: &[NodeId],
     room: usize,
 ) -> Vec<(GroupId, Move)> {
-    let mut planned = Vec::new();
+    let mut planned: Vec<(GroupId, Move)> = Vec::new();
     if live.is_empty() || room == 0 {
         return planned;
     }
@@ -33,11 +34,10 @@ pub fn plan(
     let mut held: BTreeMap<NodeId, i64> = live.iter().map(|n| (*n, 0)).collect();
     let mut replicas: BTreeMap<GroupId, Vec<NodeId>> = BTreeMap::new();
     for g in state.groups.values() {
-        let mut r = g.replicas.clone();
-        if let Some(m) = state.moves.get(&g.id) {
-            r.retain(|n| Some(*n) != m.from);
-            r.push(m.to);
-        }
+        let r = match state.moves.get(&g.id) {
+            Some(m) => m.apply(&g.replicas),
+            None => g.replicas.clone(),
+        };
         for n in &r {
             if let Some(c) = held.get_mut(n) {
                 *c += 1;
@@ -51,25 +51,56 @@ pub fn plan(
             .min_by_key(|(n, c)| (**c, **n))
             .map(|(n, _)| *n)
     };
-    // Missing replicas first.
+    let free = |g: GroupId, planned: &[(GroupId, Move)]| {
+        !state.moves.contains_key(&g) && !planned.iter().any(|(p, _)| *p == g)
+    };
     for g in state.groups.values() {
         if planned.len() >= room {
             return planned;
         }
-        if state.moves.contains_key(&g.id) {
+        if !free(g.id, &planned) {
             continue;
         }
         let want = rf.get(&g.table).copied().unwrap_or(1).min(live.len());
         let current = &replicas[&g.id];
-        if current.len() < want {
-            if let Some(to) = least_loaded(&held, current) {
-                planned.push((g.id, Move { from: None, to }));
-                *held.entry(to).or_default() += 1;
+        let staying = current.iter().filter(|n| held.contains_key(n)).count();
+        let leaving = current.iter().copied().find(|n| !held.contains_key(n));
+        let mv = match leaving {
+            // A replica on a leaving node goes to a live one (or is dropped when the live
+            // nodes hold enough).
+            Some(from) if staying < want => least_loaded(&held, current).map(|to| Move {
+                from: Some(from),
+                to: Some(to),
+            }),
+            Some(from) => Some(Move {
+                from: Some(from),
+                to: None,
+            }),
+            None if current.len() < want => least_loaded(&held, current).map(|to| Move {
+                from: None,
+                to: Some(to),
+            }),
+            None if current.len() > want => current
+                .iter()
+                .copied()
+                .max_by_key(|n| (held.get(n).copied().unwrap_or(0), *n))
+                .map(|from| Move {
+                    from: Some(from),
+                    to: None,
+                }),
+            None => None,
+        };
+        if let Some(mv) = mv {
+            if let Some(c) = mv.to.and_then(|to| held.get_mut(&to)) {
+                *c += 1;
             }
+            if let Some(c) = mv.from.and_then(|f| held.get_mut(&f)) {
+                *c -= 1;
+            }
+            planned.push((g.id, mv));
         }
     }
     // Then the counts: from the most loaded node to the least, one group at a time.
-    let mut moving: Vec<GroupId> = planned.iter().map(|(g, _)| *g).collect();
     while planned.len() < room {
         let Some((&max_node, &max)) = held
             .iter()
@@ -84,8 +115,7 @@ pub fn plan(
             break;
         }
         let candidate = state.groups.values().find(|g| {
-            !state.moves.contains_key(&g.id)
-                && !moving.contains(&g.id)
+            free(g.id, &planned)
                 && replicas[&g.id].contains(&max_node)
                 && !replicas[&g.id].contains(&min_node)
         });
@@ -94,10 +124,9 @@ pub fn plan(
             g.id,
             Move {
                 from: Some(max_node),
-                to: min_node,
+                to: Some(min_node),
             },
         ));
-        moving.push(g.id);
         *held.entry(max_node).or_default() -= 1;
         *held.entry(min_node).or_default() += 1;
     }
@@ -120,6 +149,40 @@ fn replication_factors(cluster: &Cluster) -> HashMap<TableId, usize> {
         .collect()
 }
 
+/// Removes a node that left and holds nothing: from the members, then from the metadata
+/// group's voters (in that order, so the node itself learns it was removed).
+async fn forget(cluster: &Arc<Cluster>, node: NodeId) {
+    let voters = cluster.meta_voters();
+    let command = Command::Forget { node };
+    if let Err(e) = cluster
+        .propose(META_GROUP, &voters, command, Duration::from_secs(10))
+        .await
+    {
+        tracing::warn!(node, error = %e, "forgetting a node that left");
+        return;
+    }
+    let meta = cluster.meta();
+    let membership = meta
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .clone();
+    let result = if membership.voter_ids().any(|v| v == node) {
+        let rest: BTreeSet<NodeId> = membership.voter_ids().filter(|v| *v != node).collect();
+        meta.change_membership(rest, false).await.map(|_| ())
+    } else if membership.learner_ids().any(|l| l == node) {
+        let changes = openraft::ChangeMembers::RemoveNodes(BTreeSet::from([node]));
+        meta.change_membership(changes, false).await.map(|_| ())
+    } else {
+        Ok(())
+    };
+    if let Err(e) = result {
+        tracing::warn!(node, error = %e, "removing a node from the metadata group");
+    }
+    info!(node, "a node left the cluster");
+}
+
 /// Plans and starts moves while this node leads the metadata group, until `shutdown`.
 pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(EVERY);
@@ -135,21 +198,39 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
         let max = cluster.node().config().max_concurrent_moves;
         let me = cluster.me().id;
         let rf = replication_factors(&cluster);
-        let moves = cluster.meta_state().with(|s| {
+        let (moves, emptied) = cluster.meta_state().with(|s| {
+            let up = |n: &NodeId| *n == me || cluster.liveness().is_up(*n);
             let live: Vec<NodeId> = s
                 .members
                 .keys()
                 .copied()
-                .filter(|n| *n == me || cluster.liveness().is_up(*n))
+                .filter(|n| up(n) && !s.leaving.contains_key(n))
                 .collect();
-            if live.len() < s.members.len() {
-                // Not while a node is down: its replicas are not lost, and it may come back.
-                return Vec::new();
+            let emptied: Vec<NodeId> = s
+                .leaving
+                .keys()
+                .copied()
+                .filter(|n| !s.holds_anything(*n))
+                .collect();
+            // Not while a node is down (unless it is being removed): its replicas are not
+            // lost, and it may come back.
+            let waiting = s
+                .members
+                .keys()
+                .any(|n| !up(n) && s.leaving.get(n) != Some(&true));
+            if waiting {
+                return (Vec::new(), emptied);
             }
-            plan(s, &rf, &live, max.saturating_sub(s.moves.len()))
+            (
+                plan(s, &rf, &live, max.saturating_sub(s.moves.len())),
+                emptied,
+            )
         });
+        for node in emptied {
+            forget(&cluster, node).await;
+        }
         for (group, mv) in moves {
-            info!(group, from = ?mv.from, to = mv.to, "balancer: moving a replica");
+            info!(group, from = ?mv.from, to = ?mv.to, "balancer: moving a replica");
             let command = Command::MoveStart {
                 group,
                 from: mv.from,
@@ -197,9 +278,7 @@ mod tests {
     fn apply(s: &mut MetaState, moves: &[(GroupId, Move)]) {
         for (g, m) in moves {
             assert!(s.start_move(*g, m.clone()), "{g}: {m:?}");
-            let mut r = s.groups[g].replicas.clone();
-            r.retain(|n| Some(*n) != m.from);
-            r.push(m.to);
+            let r = m.apply(&s.groups[g].replicas);
             assert!(s.end_move(*g, Some(r)));
         }
     }
@@ -236,6 +315,39 @@ mod tests {
         let (min, max) = (held.values().min(), held.values().max());
         assert!(max.unwrap() - min.unwrap() <= 1, "{held:?}");
         assert_eq!(held.len(), 3);
+    }
+
+    #[test]
+    fn a_leaving_node_is_emptied_and_a_lowered_factor_drops_replicas() {
+        let rf2: HashMap<TableId, usize> = [(TableId(1), 2)].into();
+        let mut s = state(
+            &[1, 2, 3],
+            &[(1, &[1, 3]), (2, &[3, 2]), (3, &[2, 1]), (4, &[3])],
+        );
+        s.leaving.insert(3, false);
+        for _ in 0..20 {
+            let moves = plan(&s, &rf2, &[1, 2], 2);
+            if moves.is_empty() {
+                break;
+            }
+            apply(&mut s, &moves);
+        }
+        assert!(!s.holds_anything(3));
+        assert!(s.groups.values().all(|g| !g.replicas.is_empty()));
+        assert!(s
+            .groups
+            .values()
+            .filter(|g| g.id != 4)
+            .all(|g| g.replicas.len() == 2));
+        let rf1: HashMap<TableId, usize> = [(TableId(1), 1)].into();
+        for _ in 0..20 {
+            let moves = plan(&s, &rf1, &[1, 2], 2);
+            if moves.is_empty() {
+                break;
+            }
+            apply(&mut s, &moves);
+        }
+        assert!(s.groups.values().all(|g| g.replicas.len() == 1));
     }
 
     #[test]

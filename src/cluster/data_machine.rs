@@ -50,6 +50,8 @@ pub struct DataMachine {
     parent: Option<(GroupId, i64)>,
     /// The group's range, for the snapshots a new replica receives.
     range: RangeOf,
+    /// Where the size of a snapshot being sent is recorded.
+    transfers: Arc<super::transfers::Transfers>,
     /// Raft asked for the current snapshot once (at start, for its position only).
     started: bool,
 }
@@ -66,6 +68,7 @@ impl DataMachine {
         fences: Arc<Fences>,
         parent: Option<(GroupId, i64)>,
         range: RangeOf,
+        transfers: Arc<super::transfers::Transfers>,
     ) -> std::io::Result<DataMachine> {
         let applied = match storage.get_meta(&marker_key(group)).map_err(io)? {
             Some(bytes) => decode(&bytes).map_err(io)?,
@@ -80,6 +83,7 @@ impl DataMachine {
             fences,
             parent,
             range,
+            transfers,
             started: false,
         })
     }
@@ -327,6 +331,7 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
             bytes = bytes.len(),
             "sending a physical partition's snapshot"
         );
+        self.transfers.sending(self.group, bytes.len() as u64);
         Ok(Some(Snapshot {
             meta: data_snapshot::meta_of(self.group, &self.applied),
             snapshot: Box::new(Cursor::new(bytes)),

@@ -78,7 +78,8 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
                     .filter(|g| {
                         let moving = s.moves.get(&g.id);
                         (g.replicas.len() > 1 || moving.is_some())
-                            && (g.replicas.contains(&me) || moving.is_some_and(|m| m.to == me))
+                            && (g.replicas.contains(&me)
+                                || moving.is_some_and(|m| m.to == Some(me)))
                     })
                     .cloned()
                     .collect(),
@@ -197,6 +198,7 @@ async fn start_group(
         cluster.fences().clone(),
         parent,
         range_of(cluster, group.id),
+        cluster.transfers().clone(),
     )
     .map_err(|e| e.to_string())?;
     let raft = Raft::new(

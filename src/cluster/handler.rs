@@ -75,7 +75,11 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             None => Response::NoGroup,
         },
         Request::InstallSnapshot(group, rpc) => match group_soon(cluster, group).await {
-            Some(raft) => Response::InstallSnapshot(raft.install_snapshot(rpc).await),
+            Some(raft) => {
+                let so_far = rpc.offset + rpc.data.len() as u64;
+                cluster.transfers().received(group, so_far);
+                Response::InstallSnapshot(raft.install_snapshot(rpc).await)
+            }
             None => Response::NoGroup,
         },
         Request::Propose(group, command) => {
@@ -118,6 +122,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             schema_version: cluster.node().catalog().version,
             stats: cluster.local_stats(),
             led: super::leaders::led_here(cluster),
+            transfers: cluster.transfers().local(),
         },
     }
 }

@@ -124,12 +124,27 @@ impl ClusterHooks for NodeHooks {
             return Vec::new();
         };
         let me = cluster.me().id;
-        let members: Vec<_> = cluster
-            .meta_state()
-            .with(|s| s.members.values().cloned().collect());
+        let (members, leaving, held) = cluster.meta_state().with(|s| {
+            let mut held: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+            for g in s.groups.values() {
+                for r in &g.replicas {
+                    *held.entry(*r).or_default() += 1;
+                }
+            }
+            (
+                s.members.values().cloned().collect::<Vec<_>>(),
+                s.leaving.clone(),
+                held,
+            )
+        });
         members
             .into_iter()
             .map(|m| {
+                let state = match leaving.get(&m.id) {
+                    None => "NORMAL",
+                    Some(false) => "LEAVING",
+                    Some(true) => "REMOVING",
+                };
                 let (up, stats) = if m.id == me {
                     (true, cluster.local_stats())
                 } else {
@@ -144,8 +159,10 @@ impl ClusterHooks for NodeHooks {
                     native: m.native,
                     internode: m.internode,
                     up,
+                    state,
                     groups_led: stats.groups_led,
-                    groups_held: stats.groups_held,
+                    // From the metadata: a node down holds what it held.
+                    groups_held: held.get(&m.id).copied().unwrap_or(0),
                     bytes: stats.bytes,
                 }
             })
@@ -164,6 +181,78 @@ impl ClusterHooks for NodeHooks {
 
     fn has_peers(&self) -> bool {
         self.cluster.upgrade().is_some_and(|c| c.has_peers())
+    }
+
+    fn moves(&self) -> Vec<crate::cluster_hooks::MoveStatus> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Vec::new();
+        };
+        let (moves, hosts) = cluster.meta_state().with(|s| {
+            let moves: Vec<(u64, storage::TableId, super::raft_types::Move)> = s
+                .moves
+                .iter()
+                .filter_map(|(g, m)| s.groups.get(g).map(|info| (*g, info.table, m.clone())))
+                .collect();
+            let hosts: std::collections::HashMap<u64, uuid::Uuid> =
+                s.members.values().map(|m| (m.id, m.host_id)).collect();
+            (moves, hosts)
+        });
+        let in_flight: Vec<u64> = moves.iter().map(|(g, _, _)| *g).collect();
+        moves
+            .into_iter()
+            .map(|(group, table, mv)| {
+                let (bytes_total, bytes_received, elapsed_ms) =
+                    cluster.transfers().progress(group, &in_flight);
+                crate::cluster_hooks::MoveStatus {
+                    group,
+                    table,
+                    from: mv.from.and_then(|n| hosts.get(&n).copied()),
+                    to: mv.to.and_then(|n| hosts.get(&n).copied()),
+                    bytes_received,
+                    bytes_total,
+                    elapsed_ms,
+                }
+            })
+            .collect()
+    }
+
+    fn set_node_state(
+        &self,
+        host_id: uuid::Uuid,
+        state: crate::cluster_hooks::NodeState,
+    ) -> Result<(), QueryError> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Err(QueryError::invalid("this node is not in a cluster"));
+        };
+        let node = super::node_id(host_id);
+        let known = cluster
+            .meta_state()
+            .with(|s| s.members.get(&node).is_some_and(|m| m.host_id == host_id));
+        if !known {
+            return Err(QueryError::invalid(format!(
+                "Host ID {host_id} is not a member of the cluster"
+            )));
+        }
+        let up = node == cluster.me().id || cluster.liveness().is_up(node);
+        let dead = match state {
+            crate::cluster_hooks::NodeState::Leaving if !up => {
+                return Err(QueryError::invalid(format!(
+                    "Node {host_id} is down: remove it with removenode"
+                )))
+            }
+            crate::cluster_hooks::NodeState::Removing if up => {
+                return Err(QueryError::invalid(format!(
+                    "Node {host_id} is alive and owns data: decommission it instead"
+                )))
+            }
+            crate::cluster_hooks::NodeState::Leaving => false,
+            crate::cluster_hooks::NodeState::Removing => true,
+        };
+        match propose_meta(&cluster, Command::Leave { node, dead })? {
+            Reply::Done => Ok(()),
+            Reply::Refused(m) => Err(QueryError::invalid(m)),
+            other => Err(QueryError::invalid(format!("{other:?}"))),
+        }
     }
 
     fn placements(&self) -> Vec<crate::cluster_hooks::Placement> {

@@ -1,6 +1,7 @@
 //! Liveness: every node pings every member twice a second; a member that answers is up (and
 //! reports its schema version), one that misses two seconds of pings is down. Changes go to
-//! registered connections as STATUS_CHANGE, new members as TOPOLOGY_CHANGE NEW_NODE.
+//! registered connections as STATUS_CHANGE, new members as TOPOLOGY_CHANGE NEW_NODE and
+//! members gone as REMOVED_NODE.
 
 use super::codec::{decode, encode};
 use super::raft_types::NodeId;
@@ -65,6 +66,7 @@ impl Liveness {
 /// Pings the members until `shutdown`.
 pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
     let mut known: Vec<NodeId> = Vec::new();
+    let mut addresses: HashMap<NodeId, std::net::SocketAddr> = HashMap::new();
     let mut tokens = HashMap::new();
     loop {
         let members: Vec<_> = cluster
@@ -78,12 +80,24 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 });
             }
         }
+        for gone in known
+            .iter()
+            .filter(|id| !members.iter().any(|m| m.id == **id))
+        {
+            if let Some(address) = addresses.get(gone) {
+                cluster.node().publish(Event::TopologyChange {
+                    change: "REMOVED_NODE".into(),
+                    address: *address,
+                });
+            }
+        }
+        addresses = members.iter().map(|m| (m.id, m.native)).collect();
         known = members.iter().map(|m| m.id).collect();
         let pings = members.iter().filter(|m| m.id != cluster.me().id).map(|m| {
             let cluster = cluster.clone();
             let m = m.clone();
             async move {
-                let answer = ping(&cluster, m.internode).await;
+                let answer = ping(&cluster, m.id, m.internode).await;
                 (m, answer)
             }
         });
@@ -142,6 +156,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
 
 async fn ping(
     cluster: &Cluster,
+    id: NodeId,
     addr: std::net::SocketAddr,
 ) -> Option<(
     uuid::Uuid,
@@ -159,7 +174,11 @@ async fn ping(
             schema_version,
             stats,
             led,
-        }) => Some((schema_version, stats, led)),
+            transfers,
+        }) => {
+            cluster.transfers().reported(id, transfers);
+            Some((schema_version, stats, led))
+        }
         _ => None,
     }
 }

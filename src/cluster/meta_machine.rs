@@ -67,7 +67,7 @@ impl MetaMachine {
     /// When the saved state cannot be read.
     pub fn open(node: Arc<Node>, db: RaftDb) -> std::io::Result<(MetaMachine, Arc<MetaShared>)> {
         let state = match db.load_machine(META_GROUP).map_err(io)? {
-            Some(bytes) => decode(&bytes).map_err(io)?,
+            Some(bytes) => MetaState::decode_saved(&bytes).map_err(io)?,
             None => MetaState::default(),
         };
         let (changed, _) = watch::channel(0);
@@ -202,6 +202,23 @@ impl MetaMachine {
                 } else {
                     Ok(Reply::Refused("no move of that group is in flight".into()))
                 }
+            }
+            Command::Leave { node, dead } => {
+                if !state.members.contains_key(&node) {
+                    return Ok(Reply::Refused("no such node".into()));
+                }
+                tracing::info!(node, dead, "a node leaves the cluster");
+                state.leaving.insert(node, dead);
+                Ok(Reply::Done)
+            }
+            Command::Forget { node } => {
+                if !state.leaving.contains_key(&node) || state.holds_anything(node) {
+                    return Ok(Reply::Refused("the node still holds replicas".into()));
+                }
+                tracing::info!(node, "a node left the cluster");
+                state.leaving.remove(&node);
+                state.members.remove(&node);
+                Ok(Reply::Done)
             }
             Command::Write { .. }
             | Command::Cas { .. }

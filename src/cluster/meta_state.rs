@@ -30,9 +30,75 @@ pub struct MetaState {
     /// The replicas moving, by group (one move per group at a time).
     #[serde(default)]
     pub moves: BTreeMap<GroupId, Move>,
+    /// The nodes leaving the cluster: `true` when dead (removenode), `false` when
+    /// decommissioned.
+    #[serde(default)]
+    pub leaving: BTreeMap<NodeId, bool>,
+}
+
+/// The state as ringdb saved it before moves existed (postcard keeps no field names, so a
+/// saved state is read as the newest layout or, failing that, this one).
+#[derive(Deserialize)]
+struct MetaStateBeforeMoves {
+    last_applied: Option<LogId<NodeId>>,
+    membership: StoredMembership<NodeId, openraft::BasicNode>,
+    members: BTreeMap<NodeId, Member>,
+    catalog_version: Option<uuid::Uuid>,
+    groups: BTreeMap<GroupId, GroupInfo>,
+    auth_version: u64,
+    unused_group: GroupId,
+}
+
+/// The state with moves but before nodes could leave.
+#[derive(Deserialize)]
+struct MetaStateBeforeLeaving {
+    last_applied: Option<LogId<NodeId>>,
+    membership: StoredMembership<NodeId, openraft::BasicNode>,
+    members: BTreeMap<NodeId, Member>,
+    catalog_version: Option<uuid::Uuid>,
+    groups: BTreeMap<GroupId, GroupInfo>,
+    auth_version: u64,
+    unused_group: GroupId,
+    moves: BTreeMap<GroupId, Move>,
 }
 
 impl MetaState {
+    /// Reads a saved state, in the newest layout or an older one.
+    ///
+    /// # Errors
+    /// When the bytes are no saved state.
+    pub fn decode_saved(bytes: &[u8]) -> Result<MetaState, super::codec::CodecError> {
+        use super::codec::decode;
+        if let Ok(s) = decode::<MetaState>(bytes) {
+            return Ok(s);
+        }
+        if let Ok(s) = decode::<MetaStateBeforeLeaving>(bytes) {
+            return Ok(MetaState {
+                last_applied: s.last_applied,
+                membership: s.membership,
+                members: s.members,
+                catalog_version: s.catalog_version,
+                groups: s.groups,
+                auth_version: s.auth_version,
+                unused_group: s.unused_group,
+                moves: s.moves,
+                leaving: BTreeMap::new(),
+            });
+        }
+        let s = decode::<MetaStateBeforeMoves>(bytes)?;
+        Ok(MetaState {
+            last_applied: s.last_applied,
+            membership: s.membership,
+            members: s.members,
+            catalog_version: s.catalog_version,
+            groups: s.groups,
+            auth_version: s.auth_version,
+            unused_group: s.unused_group,
+            moves: BTreeMap::new(),
+            leaving: BTreeMap::new(),
+        })
+    }
+
     /// The groups of `table`, in token order.
     pub fn table_groups(&self, table: TableId) -> Vec<&GroupInfo> {
         let mut groups: Vec<&GroupInfo> =
@@ -96,9 +162,14 @@ impl MetaState {
             return false;
         };
         let valid = !self.moves.contains_key(&group)
-            && !g.replicas.contains(&mv.to)
-            && self.members.contains_key(&mv.to)
-            && mv.from.is_none_or(|f| g.replicas.contains(&f));
+            && mv.to.is_none_or(|to| {
+                !g.replicas.contains(&to)
+                    && self.members.contains_key(&to)
+                    && !self.leaving.contains_key(&to)
+            })
+            && mv.from.is_none_or(|f| g.replicas.contains(&f))
+            && (mv.from.is_some() || mv.to.is_some())
+            && (mv.to.is_some() || g.replicas.len() > 1);
         if valid {
             self.moves.insert(group, mv);
         }
@@ -115,6 +186,15 @@ impl MetaState {
             g.replicas = replicas;
         }
         true
+    }
+
+    /// Whether `node` holds a replica or is the end of a move.
+    pub fn holds_anything(&self, node: NodeId) -> bool {
+        self.groups.values().any(|g| g.replicas.contains(&node))
+            || self
+                .moves
+                .values()
+                .any(|m| m.to == Some(node) || m.from == Some(node))
     }
 
     /// Drops the groups of tables not in `tables`.
@@ -143,6 +223,39 @@ mod tests {
             replicas: vec![1, 2, 3],
             parent: None,
         }
+    }
+
+    #[test]
+    fn a_state_saved_before_moves_existed_is_read() {
+        #[derive(Serialize)]
+        struct Old {
+            last_applied: Option<LogId<NodeId>>,
+            membership: StoredMembership<NodeId, openraft::BasicNode>,
+            members: BTreeMap<NodeId, Member>,
+            catalog_version: Option<uuid::Uuid>,
+            groups: BTreeMap<GroupId, GroupInfo>,
+            auth_version: u64,
+            unused_group: GroupId,
+        }
+        let mut groups = BTreeMap::new();
+        groups.insert(3, group(3, 0));
+        let old = Old {
+            last_applied: None,
+            membership: StoredMembership::default(),
+            members: BTreeMap::new(),
+            catalog_version: Some(uuid::Uuid::nil()),
+            groups,
+            auth_version: 4,
+            unused_group: 9,
+        };
+        let bytes = crate::cluster::codec::encode(&old).unwrap();
+        let s = MetaState::decode_saved(&bytes).unwrap();
+        assert_eq!(s.auth_version, 4);
+        assert_eq!(s.unused_group, 9);
+        assert_eq!(s.groups.len(), 1);
+        assert!(s.moves.is_empty() && s.leaving.is_empty());
+        let now = crate::cluster::codec::encode(&s).unwrap();
+        assert_eq!(MetaState::decode_saved(&now).unwrap().auth_version, 4);
     }
 
     #[test]

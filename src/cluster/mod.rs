@@ -31,6 +31,7 @@ pub mod routing;
 pub mod rpc;
 pub mod shards;
 pub mod splits;
+pub mod transfers;
 pub mod transport;
 
 use crate::node::Node;
@@ -77,6 +78,8 @@ pub struct Cluster {
     groups: groups::Groups,
     /// Where this node's groups were cut by splits.
     fences: Arc<fences::Fences>,
+    /// The snapshot transfers of replica moves.
+    transfers: Arc<transfers::Transfers>,
     /// More than one member (kept by [`groups::reconcile`]): table data goes through the
     /// groups, else straight to the local store.
     has_peers: std::sync::atomic::AtomicBool,
@@ -188,6 +191,7 @@ impl Cluster {
             runtime: tokio::runtime::Handle::current(),
             groups: groups::Groups::default(),
             fences: Arc::default(),
+            transfers: Arc::default(),
             has_peers: std::sync::atomic::AtomicBool::new(false),
         });
         let handler = Arc::new(handler::ClusterHandler::new(&cluster));
@@ -275,6 +279,11 @@ impl Cluster {
     /// Where this node's groups were cut by splits.
     pub fn fences(&self) -> &Arc<fences::Fences> {
         &self.fences
+    }
+
+    /// The snapshot transfers of replica moves.
+    pub fn transfers(&self) -> &Arc<transfers::Transfers> {
+        &self.transfers
     }
 
     /// True when the cluster has more than one member.

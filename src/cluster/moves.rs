@@ -29,6 +29,8 @@ use tracing::{info, warn};
 const CATCH_UP: Duration = Duration::from_secs(60);
 /// How long a move may take in all before it is rolled back.
 const MOVE_DEADLINE: Duration = Duration::from_secs(300);
+/// How long a move's receiver may be down before the move rolls back.
+const RECEIVER_DOWN: Duration = Duration::from_secs(5);
 /// How long a step waits for a snapshot or a purge to be recorded.
 const STEP: Duration = Duration::from_secs(30);
 
@@ -86,16 +88,16 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
     let me = cluster.me().id;
     let current = voters(&raft);
     let mut target = current.clone();
-    target.insert(mv.to);
+    target.extend(mv.to);
     if let Some(from) = mv.from {
         target.remove(&from);
     }
     if current == target {
         return Ok(());
     }
-    if !current.contains(&mv.to) {
+    if let Some(to) = mv.to.filter(|to| !current.contains(to)) {
         let addr = cluster
-            .address_of(mv.to)
+            .address_of(to)
             .ok_or_else(|| failed("the receiving node is unknown"))?;
         let learner = raft
             .metrics()
@@ -103,7 +105,7 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
             .membership_config
             .membership()
             .learner_ids()
-            .any(|l| l == mv.to);
+            .any(|l| l == to);
         if !learner {
             // 1. The log before the applied position goes: the receiver gets the range's data.
             let applied = raft.metrics().borrow().last_applied;
@@ -115,17 +117,17 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
             }
         }
         // 2. The receiver as a learner, caught up.
-        info!(group, to = mv.to, "adding a replica as a learner");
+        info!(group, to, "adding a replica as a learner");
         let added = tokio::time::timeout(
             CATCH_UP,
-            raft.add_learner(mv.to, BasicNode::new(addr.to_string()), true),
+            raft.add_learner(to, BasicNode::new(addr.to_string()), true),
         )
         .await
         .map_err(|_| failed("the new replica did not catch up in time"))?;
         added.map_err(failed)?;
     }
     // 3. The receiver votes; the leaving replica is removed.
-    info!(group, from = ?mv.from, to = mv.to, "changing the group's voters");
+    info!(group, from = ?mv.from, to = ?mv.to, "changing the group's voters");
     raft.change_membership(target.clone(), false)
         .await
         .map_err(failed)?;
@@ -134,7 +136,7 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
         let next = target
             .iter()
             .copied()
-            .find(|n| *n == mv.to || cluster.liveness().is_up(*n));
+            .find(|n| Some(*n) == mv.to || cluster.liveness().is_up(*n));
         let addr = next.and_then(|n| cluster.address_of(n));
         if let (Some(addr), Ok(payload)) = (addr, encode(&Request::Elect(group))) {
             let transport = cluster.transport().clone();
@@ -158,7 +160,11 @@ pub async fn roll_back(
 ) -> Result<bool, ProposeFailure> {
     let raft = led(cluster, group)?;
     let current = voters(&raft);
-    if current.contains(&mv.to) {
+    let Some(to) = mv.to else {
+        // A dropped replica: done once it no longer votes.
+        return Ok(mv.from.is_some_and(|f| !current.contains(&f)));
+    };
+    if current.contains(&to) {
         // Past the membership change (or part-way in a joint one): finish it.
         execute(cluster, group, mv).await?;
         return Ok(true);
@@ -169,9 +175,9 @@ pub async fn roll_back(
         .membership_config
         .membership()
         .learner_ids()
-        .any(|l| l == mv.to);
+        .any(|l| l == to);
     if learner {
-        raft.change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([mv.to])), false)
+        raft.change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([to])), false)
             .await
             .map_err(failed)?;
     }
@@ -285,8 +291,12 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
         let Some(current) = replicas(cluster) else {
             return; // The table was dropped: the move went with it.
         };
+        if receiver_down(cluster, &mv) {
+            warn!(group, to = ?mv.to, "the receiving node is down: rolling the move back");
+            break;
+        }
         let mut candidates = current.clone();
-        candidates.push(mv.to);
+        candidates.extend(mv.to);
         let request = || Request::Move {
             group,
             mv: mv.clone(),
@@ -306,7 +316,7 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
         let Some(mut candidates) = replicas(cluster) else {
             return;
         };
-        candidates.push(mv.to);
+        candidates.extend(mv.to);
         let request = || Request::AbortMove {
             group,
             mv: mv.clone(),
@@ -320,13 +330,7 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
         }
     }
     let done = outcome == Some(true);
-    let new = replicas(cluster).map(|mut r| {
-        match mv.from.and_then(|f| r.iter().position(|x| *x == f)) {
-            Some(i) => r[i] = mv.to,
-            None => r.push(mv.to),
-        }
-        r
-    });
+    let new = replicas(cluster).map(|r| mv.apply(&r));
     let command = Command::MoveEnd {
         group,
         replicas: if done { new } else { None },
@@ -344,6 +348,17 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
         ),
         Err(e) => warn!(group, error = %e, "recording a move's end; it is driven again"),
     }
+}
+
+/// Whether the move's receiver has been seen down for [`RECEIVER_DOWN`] (the move rolls
+/// back; the balancer plans again once it is back).
+fn receiver_down(cluster: &Cluster, mv: &Move) -> bool {
+    mv.to.is_some_and(|to| {
+        cluster
+            .liveness()
+            .seen(to)
+            .is_some_and(|s| !s.up && s.at.elapsed() >= RECEIVER_DOWN)
+    })
 }
 
 /// On the metadata leader, drives every move in flight until `shutdown`.

@@ -134,15 +134,15 @@ pub enum Command {
         mutation: Mutation,
     },
     /// Metadata group: a replica of `group` starts moving from `from` (`None`: a replica is
-    /// added) to `to`. Refused while the group has a move in flight, or when `to` already
-    /// holds it or `from` does not.
+    /// added) to `to` (`None`: the replica is dropped). Refused while the group has a move in
+    /// flight, or when `to` already holds it or `from` does not.
     MoveStart {
         /// The group.
         group: GroupId,
         /// The replica leaving, if any.
         from: Option<NodeId>,
-        /// The node receiving the replica.
-        to: NodeId,
+        /// The node receiving the replica, if any.
+        to: Option<NodeId>,
     },
     /// Metadata group: `group`'s move ends: done with the group's new replicas, or rolled
     /// back (`None`).
@@ -152,6 +152,19 @@ pub enum Command {
         /// The group's replicas after the move; `None` when it rolled back.
         replicas: Option<Vec<NodeId>>,
     },
+    /// Metadata group: `node` leaves the cluster: decommissioned while alive, or removed
+    /// while dead (`dead`). The balancer moves its replicas to the others.
+    Leave {
+        /// The node.
+        node: NodeId,
+        /// It is dead (removenode): its replicas are re-created from the others'.
+        dead: bool,
+    },
+    /// Metadata group: a node that left and holds nothing is forgotten.
+    Forget {
+        /// The node.
+        node: NodeId,
+    },
 }
 
 /// A replica of a physical partition moving between nodes (see `super::moves`).
@@ -159,8 +172,27 @@ pub enum Command {
 pub struct Move {
     /// The replica leaving (`None`: one is added).
     pub from: Option<NodeId>,
-    /// The node receiving it.
-    pub to: NodeId,
+    /// The node receiving it (`None`: the replica is dropped).
+    pub to: Option<NodeId>,
+}
+
+impl Move {
+    /// The group's replicas once the move is done.
+    pub fn apply(&self, replicas: &[NodeId]) -> Vec<NodeId> {
+        let mut r: Vec<NodeId> = replicas.to_vec();
+        match (
+            self.from.and_then(|f| r.iter().position(|x| *x == f)),
+            self.to,
+        ) {
+            (Some(i), Some(to)) => r[i] = to,
+            (Some(i), None) => {
+                r.remove(i);
+            }
+            (None, Some(to)) => r.push(to),
+            (None, None) => {}
+        }
+        r
+    }
 }
 
 /// Text that must not reach a log line (its `Debug` is redacted).

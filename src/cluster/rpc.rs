@@ -119,6 +119,8 @@ pub enum Response {
         stats: NodeStats,
         /// The groups the peer leads.
         led: Vec<super::raft_types::GroupId>,
+        /// The peer's snapshot transfers.
+        transfers: Vec<super::transfers::Transfer>,
     },
     /// To [`Request::Read`].
     Read(Result<storage::PartitionSlice, ProposeFailure>),

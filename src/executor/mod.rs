@@ -376,6 +376,7 @@ fn run_plan(
                         local_tokens: c.local_tokens(),
                         nodes: c.nodes(),
                         placements: c.placements(),
+                        moves: c.moves(),
                     }
                 }
                 _ => crate::system::ClusterView::default(),
@@ -395,6 +396,13 @@ fn run_plan(
                 inputs.paging_state,
             )?))
         }
+        Plan::NodeState(p) => match node.cluster() {
+            Some(c) => {
+                c.set_node_state(p.host_id, p.state)?;
+                Ok(ResultBody::Void)
+            }
+            None => Err(QueryError::invalid("this node is not in a cluster")),
+        },
         Plan::Select(s) => s.execute(shards, values, inputs.page_size, inputs.paging_state),
         Plan::Modify(m) if m.conditions().is_some() => {
             let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);

@@ -61,6 +61,7 @@ fn describe_markers(
     };
     Ok(match plan {
         Plan::Virtual(v) => (markers.specs, v.columns(), Vec::new()),
+        Plan::NodeState(_) => (markers.specs, Vec::new(), Vec::new()),
         Plan::Select(s) => {
             let pk = s.pk_indexes();
             (markers.specs, s.columns().to_vec(), pk)

@@ -18,6 +18,7 @@
 
 pub mod conditions;
 pub mod modify;
+pub mod node_state;
 pub mod restrictions;
 pub mod select;
 pub mod selection;
@@ -45,6 +46,9 @@ pub(crate) enum Plan {
     Modify(ModifyPlan),
     /// BEGIN BATCH ... APPLY BATCH, with the batch's own `USING TIMESTAMP`.
     Batch(Vec<ModifyPlan>, Option<Term>),
+    /// UPDATE of a member's state in `system_views.cluster_nodes` (decommission,
+    /// removenode).
+    NodeState(node_state::NodeStatePlan),
 }
 
 impl Plan {
@@ -52,6 +56,7 @@ impl Plan {
     pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
         let (read, written): (Option<&Arc<Table>>, &[ModifyPlan]) = match self {
             Plan::Virtual(v) => (Some(v.table()), &[]),
+            Plan::NodeState(_) => (None, &[]),
             Plan::Select(s) => (Some(&s.table), &[]),
             Plan::Modify(m) => (None, std::slice::from_ref(m)),
             Plan::Batch(plans, _) => (None, plans),
@@ -100,7 +105,7 @@ impl CachedPlan {
         let plans: &[ModifyPlan] = match &self.plan {
             Plan::Modify(m) => std::slice::from_ref(m),
             Plan::Batch(plans, _) => plans,
-            Plan::Select(_) | Plan::Virtual(_) => &[],
+            Plan::Select(_) | Plan::Virtual(_) | Plan::NodeState(_) => &[],
         };
         plans.iter().map(ModifyPlan::table)
     }
@@ -117,7 +122,7 @@ impl CachedPlan {
                     && plans.len() <= 16
                     && plans.iter().all(|p| p.conditions().is_none())
             }
-            Plan::Virtual(_) => false,
+            Plan::Virtual(_) | Plan::NodeState(_) => false,
         };
         inline.then_some(Inline::Write)
     }
@@ -147,6 +152,9 @@ pub(crate) fn plan(
             writable_table(catalog, ctx, &s.table)?,
             markers,
         )?),
+        Statement::Update(s) if is_cluster_nodes(catalog, ctx, &s.table) => {
+            Plan::NodeState(node_state::NodeStatePlan::plan(s)?)
+        }
         Statement::Update(s) => Plan::Modify(ModifyPlan::update(
             s,
             writable_table(catalog, ctx, &s.table)?,
@@ -235,6 +243,12 @@ pub(crate) fn resolve_table(
         .table(ks, &name.name)
         .cloned()
         .ok_or_else(|| QueryError::invalid(format!("unconfigured table {}", name.name)))
+}
+
+/// True when `name` is `system_views.cluster_nodes`, whose members' state an UPDATE sets.
+fn is_cluster_nodes(catalog: &Catalog, ctx: &SessionContext, name: &QualifiedName) -> bool {
+    resolve_table(catalog, ctx, name)
+        .is_ok_and(|t| t.keyspace == "system_views" && t.name == "cluster_nodes")
 }
 
 /// A table that statements may write: not one of the system keyspaces'.

@@ -119,6 +119,10 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
             partitions_estimate bigint, state text, replicas list<inet>, leader inet,
             PRIMARY KEY ((keyspace_name), table_name, id));
          CREATE TABLE system_views.cluster_nodes (host_id uuid PRIMARY KEY, native_address text,
-            internode_address text, status text, groups_led int, groups_held int, bytes bigint);",
+            internode_address text, status text, state text, groups_led int, groups_held int,
+            bytes bigint);
+         CREATE TABLE system_views.moves (group_id bigint PRIMARY KEY, keyspace_name text,
+            table_name text, from_node uuid, to_node uuid, bytes_received bigint,
+            bytes_total bigint, elapsed_ms bigint);",
     ),
 ];

@@ -25,12 +25,15 @@ pub const RELEASE_VERSION: &str = "4.1.5";
 pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
 
 /// True for the tables that show the cluster (`system.local`, `system.peers*`,
-/// `system_views.cluster_nodes`): only they need its view.
+/// `system_views.cluster_nodes`, `physical_partitions`, `moves`): only they need its view.
 pub fn describes_cluster(table: &crate::schema::Table) -> bool {
     matches!(
         (table.keyspace.as_str(), table.name.as_str()),
         ("system", "local" | "peers" | "peers_v2")
-            | ("system_views", "cluster_nodes" | "physical_partitions")
+            | (
+                "system_views",
+                "cluster_nodes" | "physical_partitions" | "moves"
+            )
     )
 }
 

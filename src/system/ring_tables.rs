@@ -22,6 +22,37 @@ fn user_tables(catalog: &Catalog) -> impl Iterator<Item = &crate::schema::Table>
         .flat_map(|k| k.tables.values().map(|t| t.as_ref()))
 }
 
+/// `system_views.moves`: one row per replica move in flight.
+pub(super) fn moves(
+    catalog: &Catalog,
+    moves: &[crate::cluster_hooks::MoveStatus],
+) -> Vec<NamedRow> {
+    moves
+        .iter()
+        .map(|m| {
+            let table = user_tables(catalog).find(|t| table_id(t) == m.table);
+            let big = |v: u64| Value::Bigint(i64::try_from(v).unwrap_or(i64::MAX));
+            let mut row = vec![
+                ("group_id", big(m.group)),
+                ("bytes_received", big(m.bytes_received)),
+                ("bytes_total", big(m.bytes_total)),
+                ("elapsed_ms", big(m.elapsed_ms)),
+            ];
+            if let Some(t) = table {
+                row.push(("keyspace_name", text(t.keyspace.clone())));
+                row.push(("table_name", text(t.name.clone())));
+            }
+            if let Some(from) = m.from {
+                row.push(("from_node", Value::Uuid(from)));
+            }
+            if let Some(to) = m.to {
+                row.push(("to_node", Value::Uuid(to)));
+            }
+            row
+        })
+        .collect()
+}
+
 /// `system_views.physical_partitions`: one row per physical partition of every user table,
 /// with the replicas and leader of its group in a cluster (this node's store is cut where
 /// the groups end, so each partition lies in one group; null on a single node).

@@ -41,6 +41,8 @@ pub struct ClusterView {
     pub nodes: Vec<NodeStatus>,
     /// Every table's groups (empty on a single node).
     pub placements: Vec<crate::cluster_hooks::Placement>,
+    /// The replica moves in flight.
+    pub moves: Vec<crate::cluster_hooks::MoveStatus>,
 }
 
 fn node_row(n: &NodeStatus) -> NamedRow {
@@ -49,6 +51,7 @@ fn node_row(n: &NodeStatus) -> NamedRow {
         ("native_address", text(n.native.to_string())),
         ("internode_address", text(n.internode.to_string())),
         ("status", text(if n.up { "UP" } else { "DOWN" })),
+        ("state", text(n.state)),
         (
             "groups_led",
             Value::Int(i32::try_from(n.groups_led).unwrap_or(i32::MAX)),
@@ -105,6 +108,7 @@ pub fn rows_for(
         ("system", "peers") => cluster.peers.iter().map(peer_row).collect(),
         ("system", "peers_v2") => cluster.peers.iter().map(peer_v2_row).collect(),
         ("system_views", "cluster_nodes") => cluster.nodes.iter().map(node_row).collect(),
+        ("system_views", "moves") => super::ring_tables::moves(catalog, &cluster.moves),
         ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
         ("system_schema", "tables") => schema_tables(catalog),
         ("system_schema", "columns") => schema_columns(catalog, false),
