@@ -149,6 +149,35 @@ fn replication_factors(cluster: &Cluster) -> HashMap<TableId, usize> {
         .collect()
 }
 
+/// The groups that lost their majority to removed (dead) nodes, with the replicas they keep:
+/// their live replicas, or the first live node when none is (its range is lost, as a
+/// Cassandra range whose every replica is removed).
+fn lost_majorities(state: &MetaState, up: &dyn Fn(&NodeId) -> bool) -> Vec<(GroupId, Vec<NodeId>)> {
+    let removed = |n: &NodeId| state.leaving.get(n) == Some(&true);
+    let fallback = state
+        .members
+        .keys()
+        .copied()
+        .find(|n| up(n) && !state.leaving.contains_key(n));
+    state
+        .groups
+        .values()
+        .filter(|g| g.replicas.iter().any(removed))
+        .filter_map(|g| {
+            let live: Vec<NodeId> = g.replicas.iter().copied().filter(|n| up(n)).collect();
+            if live.len() * 2 > g.replicas.len() {
+                return None;
+            }
+            let survivors = if live.is_empty() {
+                vec![fallback?]
+            } else {
+                live
+            };
+            Some((g.id, survivors))
+        })
+        .collect()
+}
+
 /// Removes a node that left and holds nothing: from the members, then from the metadata
 /// group's voters (in that order, so the node itself learns it was removed).
 async fn forget(cluster: &Arc<Cluster>, node: NodeId) {
@@ -198,8 +227,9 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
         let max = cluster.node().config().max_concurrent_moves;
         let me = cluster.me().id;
         let rf = replication_factors(&cluster);
-        let (moves, emptied) = cluster.meta_state().with(|s| {
+        let (moves, emptied, reseeds) = cluster.meta_state().with(|s| {
             let up = |n: &NodeId| *n == me || cluster.liveness().is_up(*n);
+            let reseeds = lost_majorities(s, &up);
             let live: Vec<NodeId> = s
                 .members
                 .keys()
@@ -218,14 +248,27 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 .members
                 .keys()
                 .any(|n| !up(n) && s.leaving.get(n) != Some(&true));
-            if waiting {
-                return (Vec::new(), emptied);
+            if waiting || !reseeds.is_empty() {
+                return (Vec::new(), emptied, reseeds);
             }
-            (
-                plan(s, &rf, &live, max.saturating_sub(s.moves.len())),
-                emptied,
-            )
+            let moves = plan(s, &rf, &live, max.saturating_sub(s.moves.len()));
+            (moves, emptied, reseeds)
         });
+        for (group, survivors) in reseeds {
+            tracing::warn!(
+                group,
+                ?survivors,
+                "a group lost its majority to removed nodes: starting it again on its survivors"
+            );
+            let command = Command::Reseed { group, survivors };
+            let voters = cluster.meta_voters();
+            if let Err(e) = cluster
+                .propose(META_GROUP, &voters, command, Duration::from_secs(10))
+                .await
+            {
+                tracing::warn!(error = %e, "balancer: a reseed was not recorded");
+            }
+        }
         for node in emptied {
             forget(&cluster, node).await;
         }

@@ -131,6 +131,25 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
     };
     for (id, raft) in gone {
         let _ = raft.shutdown().await;
+        let reseeded = cluster.meta_state().with(|s| {
+            let new = s.replaced.get(&id)?;
+            let g = s.groups.get(new)?;
+            g.replicas.contains(&me).then_some(g.table)
+        });
+        if let Some(table) = reseeded {
+            // The group could commit nothing more: what its log holds beyond the applied
+            // position may have been acknowledged, so it is applied before the log goes.
+            match apply_rest_of_log(cluster, id, table).await {
+                Ok(n) => info!(
+                    group = id,
+                    entries = n,
+                    "applied the rest of a replaced group's log"
+                ),
+                Err(e) => {
+                    warn!(group = id, error = %e, "applying the rest of a replaced group's log")
+                }
+            }
+        }
         if let Err(e) = cluster.raft_db().remove_group(id) {
             warn!(group = id, error = %e, "removing a stopped group's log");
         }
@@ -161,6 +180,40 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
             None => info!(group = id, "stopped a group"),
         }
     }
+}
+
+/// Applies to the store every entry of `group`'s log after its applied position; returns
+/// how many.
+async fn apply_rest_of_log(
+    cluster: &Arc<Cluster>,
+    group: GroupId,
+    table: storage::TableId,
+) -> Result<usize, String> {
+    use openraft::storage::RaftStateMachine;
+    use openraft::RaftLogReader;
+    let mut machine = DataMachine::open(
+        group,
+        table,
+        cluster.node().storage().clone(),
+        cluster.fences().clone(),
+        None,
+        Arc::new(|| None),
+        cluster.transfers().clone(),
+    )
+    .map_err(|e| e.to_string())?;
+    let applied = machine.applied_state().await.map_err(|e| e.to_string())?.0;
+    let from = applied.map_or(0, |l| l.index + 1);
+    let entries = cluster
+        .raft_db()
+        .group(group)
+        .try_get_log_entries(from..)
+        .await
+        .map_err(|e| e.to_string())?;
+    let n = entries.len();
+    if n > 0 {
+        machine.apply(entries).await.map_err(|e| e.to_string())?;
+    }
+    Ok(n)
 }
 
 /// The range `(start, end]` of `group` in the metadata group's map, looked up when asked.

@@ -220,6 +220,17 @@ impl MetaMachine {
                 state.members.remove(&node);
                 Ok(Reply::Done)
             }
+            Command::Reseed { group, survivors } => match state.reseed(group, survivors) {
+                Some(new) => {
+                    tracing::warn!(
+                        group,
+                        new_group = new,
+                        "a group that lost its majority starts again on its survivors"
+                    );
+                    Ok(Reply::Done)
+                }
+                None => Ok(Reply::Refused("no such group".into())),
+            },
             Command::Write { .. }
             | Command::Cas { .. }
             | Command::Fence { .. }

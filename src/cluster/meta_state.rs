@@ -34,6 +34,9 @@ pub struct MetaState {
     /// decommissioned.
     #[serde(default)]
     pub leaving: BTreeMap<NodeId, bool>,
+    /// Groups replaced by a new one after losing their majority (old id → new id).
+    #[serde(default)]
+    pub replaced: BTreeMap<GroupId, GroupId>,
 }
 
 /// The state as ringdb saved it before moves existed (postcard keeps no field names, so a
@@ -49,41 +52,15 @@ struct MetaStateBeforeMoves {
     unused_group: GroupId,
 }
 
-/// The state with moves but before nodes could leave.
-#[derive(Deserialize)]
-struct MetaStateBeforeLeaving {
-    last_applied: Option<LogId<NodeId>>,
-    membership: StoredMembership<NodeId, openraft::BasicNode>,
-    members: BTreeMap<NodeId, Member>,
-    catalog_version: Option<uuid::Uuid>,
-    groups: BTreeMap<GroupId, GroupInfo>,
-    auth_version: u64,
-    unused_group: GroupId,
-    moves: BTreeMap<GroupId, Move>,
-}
-
 impl MetaState {
     /// Reads a saved state, in the newest layout or an older one.
     ///
     /// # Errors
     /// When the bytes are no saved state.
     pub fn decode_saved(bytes: &[u8]) -> Result<MetaState, super::codec::CodecError> {
-        use super::codec::decode;
+        use super::codec::decode_whole as decode;
         if let Ok(s) = decode::<MetaState>(bytes) {
             return Ok(s);
-        }
-        if let Ok(s) = decode::<MetaStateBeforeLeaving>(bytes) {
-            return Ok(MetaState {
-                last_applied: s.last_applied,
-                membership: s.membership,
-                members: s.members,
-                catalog_version: s.catalog_version,
-                groups: s.groups,
-                auth_version: s.auth_version,
-                unused_group: s.unused_group,
-                moves: s.moves,
-                leaving: BTreeMap::new(),
-            });
         }
         let s = decode::<MetaStateBeforeMoves>(bytes)?;
         Ok(MetaState {
@@ -96,7 +73,28 @@ impl MetaState {
             unused_group: s.unused_group,
             moves: BTreeMap::new(),
             leaving: BTreeMap::new(),
+            replaced: BTreeMap::new(),
         })
+    }
+
+    /// Replaces `group` by a new group with the same range on `survivors`; returns the new
+    /// id, or `None` when the group is gone or no survivor is given.
+    pub fn reseed(&mut self, group: GroupId, survivors: Vec<NodeId>) -> Option<GroupId> {
+        if survivors.is_empty() {
+            return None;
+        }
+        let old = self.groups.get(&group)?.clone();
+        let id = self.next_group_id();
+        self.groups.remove(&group);
+        self.moves.remove(&group);
+        self.add_groups([GroupInfo {
+            id,
+            replicas: survivors,
+            parent: None,
+            ..old
+        }]);
+        self.replaced.insert(group, id);
+        Some(id)
     }
 
     /// The groups of `table`, in token order.

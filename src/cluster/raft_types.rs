@@ -165,6 +165,15 @@ pub enum Command {
         /// The node.
         node: NodeId,
     },
+    /// Metadata group: `group` lost a majority of its replicas to removed (dead) nodes, so
+    /// its Raft can commit nothing more: a new group takes its range on the `survivors`,
+    /// which keep their copies (each first applies what its log still holds).
+    Reseed {
+        /// The group.
+        group: GroupId,
+        /// Its replicas still alive (one live node when none is: the range starts empty).
+        survivors: Vec<NodeId>,
+    },
 }
 
 /// A replica of a physical partition moving between nodes (see `super::moves`).

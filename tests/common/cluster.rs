@@ -257,3 +257,274 @@ impl Drop for ClusterNode {
         self.kill();
     }
 }
+
+/// A scylla session that sends requests to the nodes at `natives` only: the driver learns the
+/// other members from `system.peers` but never connects to them.
+pub async fn session_on(natives: &[SocketAddr]) -> scylla::client::session::Session {
+    let mut builder = scylla::client::session_builder::SessionBuilder::new()
+        .host_filter(std::sync::Arc::new(OnlyNodes(natives.to_vec())));
+    for native in natives {
+        builder = builder.known_node(native.to_string());
+    }
+    builder.build().await.expect("scylla driver connects")
+}
+
+/// Lets a session use some nodes only.
+struct OnlyNodes(Vec<SocketAddr>);
+
+impl scylla::policies::host_filter::HostFilter for OnlyNodes {
+    fn accept(&self, peer: &scylla::cluster::metadata::Peer) -> bool {
+        self.0
+            .iter()
+            .any(|a| peer.address.ip() == a.ip() && peer.address.port() == a.port())
+    }
+}
+
+/// What an admin command (`ringdb <args>`, such as `decommission`) did.
+#[derive(Debug)]
+pub struct AdminRun {
+    /// Its exit status, or `None` when it ran past its time and was killed.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its standard output and standard error, interleaved as written.
+    pub output: String,
+    /// How long it ran.
+    pub took: Duration,
+}
+
+impl AdminRun {
+    /// Whether it exited with status 0 in time.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// The last `lines` lines of its output.
+    pub fn tail(&self, lines: usize) -> String {
+        let all: Vec<&str> = self.output.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// Runs `ringdb <args>` and waits for it at most `within`, killing it then. Blocking: from
+/// async code call [`admin`].
+pub fn run_admin(args: &[String], within: Duration) -> AdminRun {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut output = tempfile::tempfile().expect("output file");
+    let stdout = output.try_clone().expect("output file");
+    let stderr = output.try_clone().expect("output file");
+    let started = Instant::now();
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr))
+        .spawn()
+        .expect("spawn ringdb admin command");
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() < within => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let took = started.elapsed();
+    let mut bytes = Vec::new();
+    let _ = output.seek(SeekFrom::Start(0));
+    let _ = output.read_to_end(&mut bytes);
+    AdminRun {
+        status,
+        output: String::from_utf8_lossy(&bytes).into_owned(),
+        took,
+    }
+}
+
+/// [`run_admin`] on the blocking pool.
+pub async fn admin(args: &[&str], within: Duration) -> AdminRun {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+    tokio::task::spawn_blocking(move || run_admin(&args, within))
+        .await
+        .expect("admin command thread")
+}
+
+/// The rows of `cql` (a small system table or view) at `session`, or the error.
+pub async fn view_rows<R>(
+    session: &scylla::client::session::Session,
+    cql: &str,
+) -> Result<Vec<R>, String>
+where
+    R: for<'f, 'm> scylla::deserialize::row::DeserializeRow<'f, 'm>,
+{
+    let result = session
+        .query_unpaged(cql, ())
+        .await
+        .map_err(|e| format!("{cql}: {e}"))?
+        .into_rows_result()
+        .map_err(|e| format!("{cql}: {e}"))?;
+    result
+        .rows::<R>()
+        .map_err(|e| format!("{cql}: {e}"))?
+        .collect::<Result<Vec<R>, _>>()
+        .map_err(|e| format!("{cql}: {e}"))
+}
+
+/// The IP of a `native_address` ("127.0.0.2:9042").
+pub fn ip_of(native_address: &str) -> Option<std::net::IpAddr> {
+    native_address
+        .rsplit_once(':')
+        .and_then(|(ip, _)| ip.parse().ok())
+}
+
+/// One row of `system_views.cluster_nodes`.
+#[derive(Debug, Clone)]
+pub struct NodeRow {
+    /// The member's host id.
+    pub host_id: uuid::Uuid,
+    /// The IP of its native address.
+    pub ip: Option<std::net::IpAddr>,
+    /// 'UP' or 'DOWN'.
+    pub status: String,
+    /// 'NORMAL', 'LEAVING' or 'REMOVING' (null from a build without the column's values).
+    pub state: Option<String>,
+    /// Physical partitions it leads.
+    pub groups_led: i32,
+    /// Physical partitions it holds a replica of.
+    pub groups_held: i32,
+}
+
+/// `system_views.cluster_nodes` at `session`.
+pub async fn cluster_nodes(
+    session: &scylla::client::session::Session,
+) -> Result<Vec<NodeRow>, String> {
+    type Row = (
+        uuid::Uuid,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<i32>,
+        Option<i32>,
+    );
+    let rows: Vec<Row> = view_rows(
+        session,
+        "SELECT host_id, native_address, status, state, groups_led, groups_held \
+         FROM system_views.cluster_nodes",
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(host_id, native, status, state, led, held)| NodeRow {
+            host_id,
+            ip: native.as_deref().and_then(ip_of),
+            status: status.unwrap_or_default(),
+            state,
+            groups_led: led.unwrap_or(0),
+            groups_held: held.unwrap_or(0),
+        })
+        .collect())
+}
+
+/// One row of `system_views.moves`: a replica move in flight.
+#[derive(Debug, Clone)]
+pub struct MoveRow {
+    /// The group (physical partition) whose replica moves.
+    pub group_id: i64,
+    /// Its table's keyspace.
+    pub keyspace_name: Option<String>,
+    /// Its table.
+    pub table_name: Option<String>,
+    /// The node giving up its replica (`None` when a replica is added).
+    pub from_node: Option<uuid::Uuid>,
+    /// The node receiving the replica.
+    pub to_node: Option<uuid::Uuid>,
+    /// Bytes of the snapshot received so far.
+    pub bytes_received: Option<i64>,
+    /// Bytes of the whole snapshot.
+    pub bytes_total: Option<i64>,
+    /// How long the move has run.
+    pub elapsed_ms: Option<i64>,
+}
+
+/// `system_views.moves` at `session`.
+pub async fn moves(session: &scylla::client::session::Session) -> Result<Vec<MoveRow>, String> {
+    type Row = (
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<uuid::Uuid>,
+        Option<uuid::Uuid>,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+    );
+    let rows: Vec<Row> = view_rows(
+        session,
+        "SELECT group_id, keyspace_name, table_name, from_node, to_node, bytes_received, \
+         bytes_total, elapsed_ms FROM system_views.moves",
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(group_id, keyspace_name, table_name, from_node, to_node, received, total, ms)| {
+                MoveRow {
+                    group_id,
+                    keyspace_name,
+                    table_name,
+                    from_node,
+                    to_node,
+                    bytes_received: received,
+                    bytes_total: total,
+                    elapsed_ms: ms,
+                }
+            },
+        )
+        .collect())
+}
+
+/// One row of `system_views.physical_partitions`: a piece of a table's ring and its group's
+/// replicas (as the node asked sees them).
+#[derive(Debug, Clone)]
+pub struct PartitionRow {
+    /// The table.
+    pub table_name: String,
+    /// The last token of the piece.
+    pub end_token: i64,
+    /// The group's replicas, by native IP, in the order listed (empty when null).
+    pub replicas: Vec<std::net::IpAddr>,
+    /// The group's leader, once known.
+    pub leader: Option<std::net::IpAddr>,
+}
+
+/// The physical partitions of `keyspace`'s tables at `session`.
+pub async fn physical_partitions(
+    session: &scylla::client::session::Session,
+    keyspace: &str,
+) -> Result<Vec<PartitionRow>, String> {
+    type Row = (
+        String,
+        i64,
+        Option<Vec<std::net::IpAddr>>,
+        Option<std::net::IpAddr>,
+    );
+    let rows: Vec<Row> = view_rows(
+        session,
+        &format!(
+            "SELECT table_name, end_token, replicas, leader FROM system_views.physical_partitions \
+             WHERE keyspace_name = '{keyspace}'"
+        ),
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(table_name, end_token, replicas, leader)| PartitionRow {
+            table_name,
+            end_token,
+            replicas: replicas.unwrap_or_default(),
+            leader,
+        })
+        .collect())
+}
