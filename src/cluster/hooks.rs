@@ -270,15 +270,23 @@ impl ClusterHooks for NodeHooks {
             groups.sort_by_key(|g| (g.table, g.end));
             (groups, natives)
         });
+        // Groups held elsewhere: the leaders the peers say they are.
+        let mut claims: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for (node, led) in cluster.liveness().led_by_peers() {
+            for g in led {
+                claims.insert(g, node);
+            }
+        }
         groups
             .into_iter()
             .map(|g| {
                 let leader = if g.replicas == [me] {
                     Some(me)
                 } else {
-                    cluster
-                        .group(g.id)
-                        .and_then(|raft| raft.metrics().borrow().current_leader)
+                    match cluster.group(g.id) {
+                        Some(raft) => raft.metrics().borrow().current_leader,
+                        None => claims.get(&g.id).copied(),
+                    }
                 };
                 crate::cluster_hooks::Placement {
                     table: g.table,

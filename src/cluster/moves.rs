@@ -29,6 +29,8 @@ use tracing::{info, warn};
 const CATCH_UP: Duration = Duration::from_secs(60);
 /// How long a move may take in all before it is rolled back.
 const MOVE_DEADLINE: Duration = Duration::from_secs(300);
+/// Entries a learner may still lack when it is made a voter.
+const LEARNER_LAG: u64 = 64;
 /// How long a move's receiver may be down before the move rolls back.
 const RECEIVER_DOWN: Duration = Duration::from_secs(5);
 /// How long a step waits for a snapshot or a purge to be recorded.
@@ -77,6 +79,34 @@ async fn wait_metrics(
     }
 }
 
+/// Waits until the learner `to` has the group's data and its log up to the leader's last
+/// entry but a few (openraft's own wait counts a learner that has received nothing as
+/// caught up while the log is short). Fails at once when `to` is seen down.
+async fn wait_caught_up(cluster: &Cluster, raft: &Raft, to: NodeId) -> Result<(), ProposeFailure> {
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let caught_up = {
+            let m = raft.metrics().borrow().clone();
+            let matched = m
+                .replication
+                .as_ref()
+                .and_then(|r| r.get(&to).cloned())
+                .flatten();
+            matched.is_some_and(|l| l.index + LEARNER_LAG >= m.last_log_index.unwrap_or(0))
+        };
+        if caught_up {
+            return Ok(());
+        }
+        if !cluster.liveness().is_up(to) {
+            return Err(failed("the receiving node is down"));
+        }
+        if Instant::now() >= deadline {
+            return Err(failed("the new replica did not catch up in time"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs `mv` of `group` at this node, its leader (see the module docs). Ok once the receiver
 /// is a voter and the leaving replica is not.
 ///
@@ -118,13 +148,10 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
         }
         // 2. The receiver as a learner, caught up.
         info!(group, to, "adding a replica as a learner");
-        let added = tokio::time::timeout(
-            CATCH_UP,
-            raft.add_learner(to, BasicNode::new(addr.to_string()), true),
-        )
-        .await
-        .map_err(|_| failed("the new replica did not catch up in time"))?;
-        added.map_err(failed)?;
+        raft.add_learner(to, BasicNode::new(addr.to_string()), false)
+            .await
+            .map_err(failed)?;
+        wait_caught_up(cluster, &raft, to).await?;
     }
     // 3. The receiver votes; the leaving replica is removed.
     info!(group, from = ?mv.from, to = ?mv.to, "changing the group's voters");
@@ -301,7 +328,15 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
             group,
             mv: mv.clone(),
         };
-        match at_leader(cluster, group, &candidates, request).await {
+        let attempt = at_leader(cluster, group, &candidates, request);
+        let answer = tokio::select! {
+            answer = attempt => answer,
+            () = wait_receiver_down(cluster, &mv) => {
+                warn!(group, to = ?mv.to, "the receiving node is down: rolling the move back");
+                break;
+            }
+        };
+        match answer {
             Ok(_) => {
                 outcome = Some(true);
                 break;
@@ -359,6 +394,13 @@ fn receiver_down(cluster: &Cluster, mv: &Move) -> bool {
             .seen(to)
             .is_some_and(|s| !s.up && s.at.elapsed() >= RECEIVER_DOWN)
     })
+}
+
+/// Returns once the move's receiver has been down for [`RECEIVER_DOWN`].
+async fn wait_receiver_down(cluster: &Cluster, mv: &Move) {
+    while !receiver_down(cluster, mv) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// On the metadata leader, drives every move in flight until `shutdown`.

@@ -91,9 +91,13 @@ async fn look_at(
     now: Instant,
 ) {
     let me = cluster.me().id;
-    let (last_log, leading, lagging, current_leader) = {
+    let (last_log, leading, lagging, current_leader, leader_votes) = {
         let metrics = raft.metrics();
         let m = metrics.borrow();
+        // A leader that left the group (a replica moved off it) leads it no more.
+        let leader_votes = m
+            .current_leader
+            .is_some_and(|l| m.membership_config.membership().voter_ids().any(|v| v == l));
         let lagging = m.replication.as_ref().is_some_and(|r| {
             r.values()
                 .any(|matched| matched.map(|l| l.index) < m.last_log_index)
@@ -103,6 +107,7 @@ async fn look_at(
             m.state == ServerState::Leader,
             lagging,
             m.current_leader,
+            leader_votes,
         )
     };
     if last_log != seen.last_log {
@@ -129,7 +134,8 @@ async fn look_at(
         raft.runtime_config().heartbeat(true);
         seen.heartbeat = true;
     }
-    let leader_up = current_leader.is_some_and(|l| l == me || cluster.liveness().is_up(l));
+    let leader_up =
+        leader_votes && current_leader.is_some_and(|l| l == me || cluster.liveness().is_up(l));
     if leader_up {
         seen.leaderless = None;
         return;
