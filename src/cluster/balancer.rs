@@ -130,7 +130,108 @@ pub fn plan(
         *held.entry(max_node).or_default() -= 1;
         *held.entry(min_node).or_default() += 1;
     }
+    // Then each table on its own: a table crowded on one node swaps a group with another
+    // table's, so the totals stay even and every table's data spreads.
+    if planned.is_empty() && room >= 2 {
+        if let Some(swap) = plan_swap(state, &replicas, &held) {
+            planned.extend(swap);
+        }
+    }
     planned
+}
+
+/// Two moves that even out one table's replicas per node without changing the totals: a
+/// group of the crowded table from its most loaded node `a` to its least loaded `b`, and a
+/// group of another table from `b` to `a`.
+fn plan_swap(
+    state: &MetaState,
+    replicas: &BTreeMap<GroupId, Vec<NodeId>>,
+    held: &BTreeMap<NodeId, i64>,
+) -> Option<[(GroupId, Move); 2]> {
+    let mut per_table: BTreeMap<TableId, BTreeMap<NodeId, i64>> = BTreeMap::new();
+    for g in state.groups.values() {
+        let counts = per_table
+            .entry(g.table)
+            .or_insert_with(|| held.keys().map(|n| (*n, 0)).collect());
+        for n in &replicas[&g.id] {
+            if let Some(c) = counts.get_mut(n) {
+                *c += 1;
+            }
+        }
+    }
+    let free = |g: GroupId| !state.moves.contains_key(&g);
+    for (table, counts) in &per_table {
+        let (&a, &most) = counts
+            .iter()
+            .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))?;
+        let (&b, &least) = counts.iter().min_by_key(|(n, c)| (**c, **n))?;
+        if most - least <= 1 {
+            continue;
+        }
+        let out = state.groups.values().find(|g| {
+            g.table == *table
+                && free(g.id)
+                && replicas[&g.id].contains(&a)
+                && !replicas[&g.id].contains(&b)
+        })?;
+        // The other table's group must not crowd `a` for its own table.
+        let back = state.groups.values().find(|g| {
+            g.table != *table
+                && free(g.id)
+                && replicas[&g.id].contains(&b)
+                && !replicas[&g.id].contains(&a)
+                && per_table.get(&g.table).is_some_and(|c| {
+                    c.get(&a).copied().unwrap_or(0) < c.get(&b).copied().unwrap_or(0)
+                })
+        });
+        if let Some(back) = back {
+            return Some([
+                (
+                    out.id,
+                    Move {
+                        from: Some(a),
+                        to: Some(b),
+                    },
+                ),
+                (
+                    back.id,
+                    Move {
+                        from: Some(b),
+                        to: Some(a),
+                    },
+                ),
+            ]);
+        }
+    }
+    None
+}
+
+/// One leadership to hand over so the live nodes lead about as many groups each (within one):
+/// `(group, its leader, the replica to lead it)`. `led` maps each group with more than one
+/// replica to its leader.
+pub fn plan_leader(
+    state: &MetaState,
+    led: &HashMap<GroupId, NodeId>,
+    live: &[NodeId],
+) -> Option<(GroupId, NodeId, NodeId)> {
+    let mut count: BTreeMap<NodeId, i64> = live.iter().map(|n| (*n, 0)).collect();
+    for leader in led.values() {
+        if let Some(c) = count.get_mut(leader) {
+            *c += 1;
+        }
+    }
+    let (&most, &max) = count
+        .iter()
+        .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))?;
+    state
+        .groups
+        .values()
+        .filter(|g| led.get(&g.id) == Some(&most) && !state.moves.contains_key(&g.id))
+        .flat_map(|g| g.replicas.iter().map(move |r| (g.id, *r)))
+        .filter_map(|(g, r)| count.get(&r).map(|c| (g, r, *c)))
+        .filter(|(_, _, c)| max - c > 1)
+        .min_by_key(|(g, r, c)| (*c, *r, *g))
+        .map(|(g, r, _)| (g, most, r))
 }
 
 /// The replication factor of every table of the node's schema.
@@ -147,6 +248,49 @@ fn replication_factors(cluster: &Cluster) -> HashMap<TableId, usize> {
                 .map(move |t| (crate::schema::table_id(t), rf))
         })
         .collect()
+}
+
+/// Hands one leadership over when the nodes lead unevenly and no move is in flight.
+async fn balance_leaders(cluster: &Arc<Cluster>) {
+    let me = cluster.me().id;
+    let mut led: HashMap<GroupId, NodeId> = HashMap::new();
+    for (node, groups) in cluster.liveness().led_by_peers() {
+        for g in groups {
+            led.insert(g, node);
+        }
+    }
+    for g in super::leaders::led_here(cluster) {
+        led.insert(g, me);
+    }
+    let planned = cluster.meta_state().with(|s| {
+        if !s.moves.is_empty() || !s.leaving.is_empty() {
+            return None;
+        }
+        led.retain(|g, _| s.groups.get(g).is_some_and(|g| g.replicas.len() > 1));
+        let live: Vec<NodeId> = s
+            .members
+            .keys()
+            .copied()
+            .filter(|n| *n == me || cluster.liveness().is_up(*n))
+            .collect();
+        (live.len() == s.members.len())
+            .then(|| plan_leader(s, &led, &live))
+            .flatten()
+    });
+    let Some((group, from, to)) = planned else {
+        return;
+    };
+    info!(group, from, to, "balancer: handing a leadership over");
+    let request = super::rpc::Request::TransferLeader { group, to };
+    let Some(addr) = cluster.address_of(from) else {
+        return;
+    };
+    if let Ok(payload) = super::codec::encode(&request) {
+        let _ = cluster
+            .transport()
+            .call(addr, payload, Duration::from_secs(10))
+            .await;
+    }
 }
 
 /// The groups that lost their majority to removed (dead) nodes, with the replicas they keep:
@@ -272,6 +416,9 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
         for node in emptied {
             forget(&cluster, node).await;
         }
+        if moves.is_empty() {
+            balance_leaders(&cluster).await;
+        }
         for (group, mv) in moves {
             info!(group, from = ?mv.from, to = ?mv.to, "balancer: moving a replica");
             let command = Command::MoveStart {
@@ -391,6 +538,78 @@ mod tests {
             apply(&mut s, &moves);
         }
         assert!(s.groups.values().all(|g| g.replicas.len() == 1));
+    }
+
+    #[test]
+    fn each_table_spreads_over_the_nodes_not_only_the_totals() {
+        let mut s = state(&[1, 2, 3], &[]);
+        // Table 1 (RF 2) on nodes 2 and 3 only; table 2 (RF 1) on node 1 only.
+        for id in 1..=6u64 {
+            s.add_groups([GroupInfo {
+                id,
+                table: TableId(1),
+                end: id as i64,
+                replicas: vec![2, 3],
+                parent: None,
+            }]);
+            s.add_groups([GroupInfo {
+                id: id + 10,
+                table: TableId(2),
+                end: id as i64,
+                replicas: vec![1],
+                parent: None,
+            }]);
+        }
+        let rf: HashMap<TableId, usize> = [(TableId(1), 2), (TableId(2), 1)].into();
+        for _ in 0..30 {
+            let moves = plan(&s, &rf, &[1, 2, 3], 2);
+            if moves.is_empty() {
+                break;
+            }
+            apply(&mut s, &moves);
+        }
+        for table in [TableId(1), TableId(2)] {
+            let mut per: BTreeMap<NodeId, usize> = [(1, 0), (2, 0), (3, 0)].into();
+            for g in s.groups.values().filter(|g| g.table == table) {
+                for r in &g.replicas {
+                    *per.entry(*r).or_default() += 1;
+                }
+            }
+            let (min, max) = (per.values().min().unwrap(), per.values().max().unwrap());
+            assert!(max - min <= 1, "{table:?}: {per:?}");
+        }
+    }
+
+    #[test]
+    fn leaderships_are_handed_to_the_replicas_that_lead_least() {
+        let s = state(
+            &[1, 2, 3],
+            &[
+                (1, &[1, 2, 3]),
+                (2, &[1, 2, 3]),
+                (3, &[1, 2, 3]),
+                (4, &[1, 2, 3]),
+            ],
+        );
+        let mut led: HashMap<GroupId, NodeId> = (1..=4).map(|g| (g, 1)).collect();
+        for _ in 0..10 {
+            match plan_leader(&s, &led, &[1, 2, 3]) {
+                Some((g, from, to)) => {
+                    assert_eq!(led[&g], from);
+                    led.insert(g, to);
+                }
+                None => break,
+            }
+        }
+        let mut count: BTreeMap<NodeId, usize> = BTreeMap::new();
+        for n in led.values() {
+            *count.entry(*n).or_default() += 1;
+        }
+        assert!(
+            count.values().max().unwrap() - count.values().min().unwrap() <= 1,
+            "{count:?}"
+        );
+        assert_eq!(count.len(), 3);
     }
 
     #[test]

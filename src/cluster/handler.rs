@@ -114,7 +114,10 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             })
             .await,
         ),
-        Request::Move { group, .. } | Request::AbortMove { group, .. } | Request::Elect(group) => {
+        Request::Move { group, .. }
+        | Request::AbortMove { group, .. }
+        | Request::Elect { group, .. }
+        | Request::TransferLeader { group, .. } => {
             Response::Moved(super::moves::serve_here(cluster, group, request).await)
         }
         Request::Join(member) => Response::Joined(admit(cluster, member).await),

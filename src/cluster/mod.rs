@@ -165,6 +165,10 @@ impl Cluster {
             max_in_snapshot_log_to_keep: 5_000,
             // A chunk of a range's data may take longer than a heartbeat to write.
             install_snapshot_timeout: 10_000,
+            // Data groups never elect on a timer (`quiet`): the timeout only sets the lease
+            // followers grant their leader, which a leadership hand-over waits out.
+            election_timeout_min: 300,
+            election_timeout_max: 400,
             ..(*raft_config).clone()
         });
         let (machine, meta_shared) = MetaMachine::open(node.clone(), db.clone())

@@ -165,7 +165,13 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
             .copied()
             .find(|n| Some(*n) == mv.to || cluster.liveness().is_up(*n));
         let addr = next.and_then(|n| cluster.address_of(n));
-        if let (Some(addr), Ok(payload)) = (addr, encode(&Request::Elect(group))) {
+        if let (Some(addr), Ok(payload)) = (
+            addr,
+            encode(&Request::Elect {
+                group,
+                take_over: false,
+            }),
+        ) {
             let transport = cluster.transport().clone();
             tokio::spawn(async move {
                 let _ = transport.call(addr, payload, Duration::from_secs(6)).await;
@@ -214,8 +220,24 @@ pub async fn roll_back(
 /// Starts elections at this node's replica of `group` (its leader left the group) until the
 /// group has a leader among its voters: the other replicas refuse to vote while the old
 /// leader's lease lasts.
-pub async fn elect(cluster: &Cluster, group: GroupId) -> Result<bool, ProposeFailure> {
+pub async fn elect(
+    cluster: &Cluster,
+    group: GroupId,
+    take_over: bool,
+) -> Result<bool, ProposeFailure> {
     let raft = cluster.group(group).ok_or(ProposeFailure::NoGroup)?;
+    if take_over {
+        raft.trigger().elect().await.map_err(failed)?;
+        let me = cluster.me().id;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if raft.metrics().borrow().current_leader == Some(me) {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        return Ok(false);
+    }
     for _ in 0..6 {
         let led = {
             let m = raft.metrics().borrow().clone();
@@ -229,6 +251,40 @@ pub async fn elect(cluster: &Cluster, group: GroupId) -> Result<bool, ProposeFai
         tokio::time::sleep(Duration::from_millis(700)).await;
     }
     Ok(false)
+}
+
+/// Hands `group`'s leadership from this node, its leader, to its replica `to`, if the group is
+/// idle: the leader stops its heartbeats, waits out the followers' lease on its leadership
+/// (they refuse to vote while it lasts), then asks `to` to elect. `Ok(false)` when the group
+/// was busy (its log grew meanwhile) or `to` did not win; the balancer tries again later.
+pub async fn transfer_leader(
+    cluster: &Cluster,
+    group: GroupId,
+    to: NodeId,
+) -> Result<bool, ProposeFailure> {
+    let raft = led(cluster, group)?;
+    if !voters(&raft).contains(&to) || !cluster.liveness().is_up(to) {
+        return Ok(false);
+    }
+    let last = raft.metrics().borrow().last_log_index;
+    raft.runtime_config().heartbeat(false);
+    let lease = Duration::from_millis(cluster.data_raft_config().election_timeout_max);
+    tokio::time::sleep(lease + Duration::from_millis(200)).await;
+    if raft.metrics().borrow().last_log_index != last {
+        raft.runtime_config().heartbeat(true);
+        return Ok(false);
+    }
+    let request = Request::Elect {
+        group,
+        take_over: true,
+    };
+    let elected = call(cluster, to, request, Duration::from_secs(6)).await;
+    let moved = matches!(elected, Ok(true));
+    if !moved {
+        raft.runtime_config().heartbeat(true);
+    }
+    info!(group, to, moved, ?elected, "leadership handed over");
+    Ok(moved)
 }
 
 async fn call(
@@ -301,7 +357,8 @@ pub async fn serve_here(
     match request {
         Request::Move { mv, .. } => execute(cluster, group, mv).await.map(|()| true),
         Request::AbortMove { mv, .. } => roll_back(cluster, group, mv).await,
-        Request::Elect(_) => elect(cluster, group).await,
+        Request::Elect { take_over, .. } => elect(cluster, group, take_over).await,
+        Request::TransferLeader { to, .. } => transfer_leader(cluster, group, to).await,
         _ => Err(failed("not a move request")),
     }
 }

@@ -66,8 +66,22 @@ pub enum Request {
         /// The move.
         mv: Move,
     },
-    /// To a replica of a group whose leader left it: start an election.
-    Elect(GroupId),
+    /// To a replica of a group: start an election, until the group has a leader among its
+    /// voters (its leader left it), or once (`take_over`: its leader hands over).
+    Elect {
+        /// The group.
+        group: GroupId,
+        /// Elect once even though the group has a leader.
+        take_over: bool,
+    },
+    /// To a group's leader: hand the leadership to replica `to` (the balancer evens the
+    /// groups each node leads).
+    TransferLeader {
+        /// The group.
+        group: GroupId,
+        /// The replica to lead it.
+        to: NodeId,
+    },
 }
 
 /// What a node holds: `ringdb status` and `system_views.cluster_nodes` show it.
@@ -126,8 +140,8 @@ pub enum Response {
     Read(Result<storage::PartitionSlice, ProposeFailure>),
     /// To [`Request::Scan`].
     Scan(Result<storage::ScanPage, ProposeFailure>),
-    /// To [`Request::Move`] (true), [`Request::AbortMove`] (whether the move had finished)
-    /// and [`Request::Elect`].
+    /// To [`Request::Move`] (true), [`Request::AbortMove`] (whether the move had finished),
+    /// [`Request::Elect`] and [`Request::TransferLeader`] (whether the leadership moved).
     Moved(Result<bool, ProposeFailure>),
     /// The receiver holds no replica of the group addressed.
     NoGroup,
