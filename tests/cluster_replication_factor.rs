@@ -52,8 +52,12 @@ async fn read_all(session: &Session, level: Consistency) {
         let mut attempt = 0;
         loop {
             let result = session.execute_unpaged(&select, (pk,)).await;
-            match result.map(|r| r.into_rows_result()) {
-                Ok(Ok(rows)) => {
+            let rows = match result {
+                Ok(r) => r.into_rows_result().map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match rows {
+                Ok(rows) => {
                     let got: Vec<(Vec<u8>,)> = rows
                         .rows::<(Vec<u8>,)>()
                         .expect("typed rows")
