@@ -8,7 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::codec::{decode, encode};
-use super::data_snapshot::{self, Applied, DataSnapshotBuilder};
+use super::data_snapshot::{self, Applied, DataSnapshotBuilder, SnapshotFiles};
 use super::fences::Fences;
 use super::raft_types::{Command, GroupId, NodeId, Reply, TypeConfig};
 use crate::shard::Rejected;
@@ -16,7 +16,6 @@ use openraft::storage::RaftStateMachine;
 use openraft::{
     BasicNode, EntryPayload, Snapshot, SnapshotMeta, StorageError, StorageIOError, StoredMembership,
 };
-use std::io::Cursor;
 use std::sync::Arc;
 use std::time::Duration;
 use storage::token::partition_token;
@@ -26,6 +25,16 @@ type Result<T> = std::result::Result<T, StorageError<NodeId>>;
 
 /// Where a group's token range is now, `(start, end]`, from the metadata group.
 pub type RangeOf = Arc<dyn Fn() -> Option<(i64, i64)> + Send + Sync>;
+
+/// What a data group's snapshots need beside the store.
+pub struct SnapshotSupport {
+    /// The group's range, for the snapshots a new replica receives.
+    pub range: RangeOf,
+    /// Where the size of a snapshot being sent is recorded.
+    pub transfers: Arc<super::transfers::Transfers>,
+    /// Where snapshot files are made.
+    pub files: SnapshotFiles,
+}
 
 fn io(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
@@ -48,10 +57,8 @@ pub struct DataMachine {
     /// For the right half of a split: the group it came from and the fence this replica's
     /// copy of that group must have applied before this group applies anything.
     parent: Option<(GroupId, i64)>,
-    /// The group's range, for the snapshots a new replica receives.
-    range: RangeOf,
-    /// Where the size of a snapshot being sent is recorded.
-    transfers: Arc<super::transfers::Transfers>,
+    /// The group's range, the transfers' record and the snapshot files.
+    snapshots: SnapshotSupport,
     /// Raft asked for the current snapshot once (at start, for its position only).
     started: bool,
 }
@@ -67,8 +74,7 @@ impl DataMachine {
         storage: Storage,
         fences: Arc<Fences>,
         parent: Option<(GroupId, i64)>,
-        range: RangeOf,
-        transfers: Arc<super::transfers::Transfers>,
+        snapshots: SnapshotSupport,
     ) -> std::io::Result<DataMachine> {
         let applied = match storage.get_meta(&marker_key(group)).map_err(io)? {
             Some(bytes) => decode(&bytes).map_err(io)?,
@@ -82,8 +88,7 @@ impl DataMachine {
             applied,
             fences,
             parent,
-            range,
-            transfers,
+            snapshots,
             started: false,
         })
     }
@@ -275,22 +280,28 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
             group: self.group,
             applied: self.applied.clone(),
             storage: self.storage.clone(),
+            files: self.snapshots.files.clone(),
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>> {
+        let file = self
+            .snapshots
+            .files
+            .create()
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        Ok(Box::new(tokio::fs::File::from_std(file)))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<tokio::fs::File>,
     ) -> Result<()> {
         let failed = |e: std::io::Error| StorageIOError::read_snapshot(Some(meta.signature()), &e);
         let storage = self.storage.clone();
-        let bytes = snapshot.into_inner();
-        let fence = tokio::task::block_in_place(|| data_snapshot::import(&storage, &bytes))
+        let file = snapshot.into_std().await;
+        let fence = tokio::task::block_in_place(|| data_snapshot::import(&storage, file))
             .map_err(failed)?;
         if let Some(at) = fence {
             self.fences
@@ -310,31 +321,36 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
         if !self.started {
             // At start Raft only needs the last snapshot's position.
             self.started = true;
-            let last = data_snapshot::last(self.group, &self.storage).map_err(failed)?;
-            return Ok(last.map(|applied| Snapshot {
+            let Some(applied) = data_snapshot::last(self.group, &self.storage).map_err(failed)?
+            else {
+                return Ok(None);
+            };
+            let empty = self.snapshots.files.holding(&[]).map_err(failed)?;
+            return Ok(Some(Snapshot {
                 meta: data_snapshot::meta_of(self.group, &applied),
-                snapshot: Box::new(Cursor::new(Vec::new())),
+                snapshot: Box::new(empty),
             }));
         }
         // A replica needs the data: the range as applied now (nothing applies meanwhile).
-        let Some(range) = (self.range)() else {
+        let Some(range) = (self.snapshots.range)() else {
             return Ok(None);
         };
         let fence = self.fences.get(self.group);
         let storage = self.storage.clone();
-        let table = self.table;
-        let bytes =
-            tokio::task::block_in_place(|| data_snapshot::export(&storage, table, range, fence))
-                .map_err(failed)?;
+        let (table, files) = (self.table, self.snapshots.files.clone());
+        let (file, bytes) = tokio::task::block_in_place(|| {
+            data_snapshot::export(&storage, &files, table, range, fence)
+        })
+        .map_err(failed)?;
         tracing::info!(
             group = self.group,
-            bytes = bytes.len(),
+            bytes,
             "sending a physical partition's snapshot"
         );
-        self.transfers.sending(self.group, bytes.len() as u64);
+        self.snapshots.transfers.sending(self.group, bytes);
         Ok(Some(Snapshot {
             meta: data_snapshot::meta_of(self.group, &self.applied),
-            snapshot: Box::new(Cursor::new(bytes)),
+            snapshot: Box::new(tokio::fs::File::from_std(file)),
         }))
     }
 }

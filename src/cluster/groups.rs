@@ -4,7 +4,7 @@
 //! a group whose replica moved away has its range cleared here. A group with one replica and
 //! no move has no Raft: its only copy is written in place (under [`Groups::in_place`]).
 
-use super::data_machine::DataMachine;
+use super::data_machine::{DataMachine, SnapshotSupport};
 use super::network::GroupNetwork;
 use super::raft_types::{GroupId, GroupInfo, Raft};
 use super::Cluster;
@@ -197,8 +197,11 @@ async fn apply_rest_of_log(
         cluster.node().storage().clone(),
         cluster.fences().clone(),
         None,
-        Arc::new(|| None),
-        cluster.transfers().clone(),
+        SnapshotSupport {
+            range: Arc::new(|| None),
+            transfers: cluster.transfers().clone(),
+            files: cluster.snapshot_files().clone(),
+        },
     )
     .map_err(|e| e.to_string())?;
     let applied = machine.applied_state().await.map_err(|e| e.to_string())?.0;
@@ -250,8 +253,11 @@ async fn start_group(
         cluster.node().storage().clone(),
         cluster.fences().clone(),
         parent,
-        range_of(cluster, group.id),
-        cluster.transfers().clone(),
+        SnapshotSupport {
+            range: range_of(cluster, group.id),
+            transfers: cluster.transfers().clone(),
+            files: cluster.snapshot_files().clone(),
+        },
     )
     .map_err(|e| e.to_string())?;
     let raft = Raft::new(

@@ -16,7 +16,6 @@ use openraft::{
     EntryPayload, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
     StoredMembership,
 };
-use std::io::Cursor;
 use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
@@ -52,6 +51,7 @@ pub struct MetaMachine {
     shared: Arc<MetaShared>,
     node: Arc<Node>,
     db: RaftDb,
+    files: super::data_snapshot::SnapshotFiles,
 }
 
 type Result<T> = std::result::Result<T, StorageError<NodeId>>;
@@ -65,7 +65,11 @@ impl MetaMachine {
     ///
     /// # Errors
     /// When the saved state cannot be read.
-    pub fn open(node: Arc<Node>, db: RaftDb) -> std::io::Result<(MetaMachine, Arc<MetaShared>)> {
+    pub fn open(
+        node: Arc<Node>,
+        db: RaftDb,
+        files: super::data_snapshot::SnapshotFiles,
+    ) -> std::io::Result<(MetaMachine, Arc<MetaShared>)> {
         let state = match db.load_machine(META_GROUP).map_err(io)? {
             Some(bytes) => MetaState::decode_saved(&bytes).map_err(io)?,
             None => MetaState::default(),
@@ -80,6 +84,7 @@ impl MetaMachine {
                 shared: shared.clone(),
                 node,
                 db,
+                files,
             },
             shared,
         ))
@@ -286,17 +291,29 @@ impl RaftStateMachine<TypeConfig> for MetaMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>> {
+        let file = self
+            .files
+            .holding(&[])
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        Ok(Box::new(file))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<tokio::fs::File>,
     ) -> Result<()> {
-        let (mut state, catalog): (MetaState, String) = decode(snapshot.get_ref())
-            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &io(e)))?;
+        let failed = |e: std::io::Error| StorageIOError::read_snapshot(Some(meta.signature()), &e);
+        let mut file = snapshot.into_std().await;
+        let mut bytes = Vec::new();
+        {
+            use std::io::{Read, Seek};
+            file.rewind().map_err(failed)?;
+            file.read_to_end(&mut bytes).map_err(failed)?;
+        }
+        let (mut state, catalog): (MetaState, String) =
+            decode(&bytes).map_err(|e| failed(io(e)))?;
         state.last_applied = meta.last_log_id;
         state.membership = meta.last_membership.clone();
         let catalog: Catalog = crate::schema::catalog_from_json(catalog.as_bytes())
@@ -314,7 +331,7 @@ impl RaftStateMachine<TypeConfig> for MetaMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>> {
         let mut builder = self.get_snapshot_builder().await;
-        builder.snapshot(&self.node).map(Some)
+        builder.snapshot(&self.node, &self.files).map(Some)
     }
 }
 
@@ -324,7 +341,11 @@ pub struct MetaSnapshotBuilder {
 }
 
 impl MetaSnapshotBuilder {
-    fn snapshot(&mut self, node: &Node) -> Result<Snapshot<TypeConfig>> {
+    fn snapshot(
+        &mut self,
+        node: &Node,
+        files: &super::data_snapshot::SnapshotFiles,
+    ) -> Result<Snapshot<TypeConfig>> {
         let catalog = serde_json::to_string(&*node.catalog())
             .map_err(|e| StorageIOError::read_state_machine(&io(e)))?;
         let bytes = encode(&(&self.state, catalog))
@@ -336,7 +357,11 @@ impl MetaSnapshotBuilder {
                 last_membership: self.state.membership.clone(),
                 snapshot_id: format!("meta-{}", last.map_or(0, |l| l.index)),
             },
-            snapshot: Box::new(Cursor::new(bytes)),
+            snapshot: Box::new(
+                files
+                    .holding(&bytes)
+                    .map_err(|e| StorageIOError::read_state_machine(&e))?,
+            ),
         })
     }
 }

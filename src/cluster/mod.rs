@@ -80,6 +80,8 @@ pub struct Cluster {
     fences: Arc<fences::Fences>,
     /// The snapshot transfers of replica moves.
     transfers: Arc<transfers::Transfers>,
+    /// Where Raft snapshots are written (`DATA_DIR/raft/snapshots`).
+    snapshot_files: data_snapshot::SnapshotFiles,
     /// More than one member (kept by [`groups::reconcile`]): table data goes through the
     /// groups, else straight to the local store.
     has_peers: std::sync::atomic::AtomicBool,
@@ -171,8 +173,12 @@ impl Cluster {
             election_timeout_max: 400,
             ..(*raft_config).clone()
         });
-        let (machine, meta_shared) = MetaMachine::open(node.clone(), db.clone())
-            .map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let snapshot_files =
+            data_snapshot::SnapshotFiles::new(config.data_dir.join("raft").join("snapshots"))
+                .map_err(|e| ClusterError::Storage(e.to_string()))?;
+        let (machine, meta_shared) =
+            MetaMachine::open(node.clone(), db.clone(), snapshot_files.clone())
+                .map_err(|e| ClusterError::Storage(e.to_string()))?;
         let meta = Raft::new(
             me.id,
             raft_config.clone(),
@@ -196,6 +202,7 @@ impl Cluster {
             groups: groups::Groups::default(),
             fences: Arc::default(),
             transfers: Arc::default(),
+            snapshot_files,
             has_peers: std::sync::atomic::AtomicBool::new(false),
         });
         let handler = Arc::new(handler::ClusterHandler::new(&cluster));
@@ -283,6 +290,11 @@ impl Cluster {
     /// Where this node's groups were cut by splits.
     pub fn fences(&self) -> &Arc<fences::Fences> {
         &self.fences
+    }
+
+    /// Where Raft snapshots are written.
+    pub fn snapshot_files(&self) -> &data_snapshot::SnapshotFiles {
+        &self.snapshot_files
     }
 
     /// The snapshot transfers of replica moves.

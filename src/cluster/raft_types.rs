@@ -2,7 +2,6 @@
 //! physical partition), and the entries they replicate.
 
 use serde::{Deserialize, Serialize};
-use std::io::Cursor;
 use storage::{Mutation, TableId};
 
 /// A node's id in the cluster (from its host id).
@@ -20,7 +19,7 @@ openraft::declare_raft_types!(
         NodeId = NodeId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = tokio::fs::File,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -160,7 +160,7 @@ pub use options::{
     StorageOptions, DEFAULT_ITEM_CACHE_BYTES, DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
     DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
 };
-pub use range_transfer::ItemSink;
+pub use range_transfer::RangeSink;
 pub use row::{ColumnValue, Row};
 pub use scan_page::{ScanPage, ScannedPartition, TokenRange};
 pub use slice::{PartitionSlice, Slice};

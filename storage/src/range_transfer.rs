@@ -15,8 +15,21 @@ use crate::item_cache;
 use crate::routing_map::token_key_bounds;
 use crate::{StorageError, TableId};
 
-/// Receives an exported item (key, value).
-pub type ItemSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StorageError> + 'a;
+/// Receives an exported range: first the table's content flags, then its items in order.
+pub trait RangeSink {
+    /// The table's content flags, which the importing store must carry too (they tell its
+    /// reads which items to expect). Called once, before any item.
+    ///
+    /// # Errors
+    /// What the sink fails with ends the export.
+    fn flags(&mut self, flags: u8) -> Result<(), StorageError>;
+
+    /// One stored item.
+    ///
+    /// # Errors
+    /// What the sink fails with ends the export.
+    fn item(&mut self, key: &[u8], value: &[u8]) -> Result<(), StorageError>;
+}
 
 /// Items committed per fjall batch by an import.
 const BATCH_ITEMS: usize = 4096;
@@ -31,20 +44,19 @@ struct Added {
 }
 
 impl Storage {
-    /// Calls `emit` with every stored item (key, value) of table `id` whose token is in
-    /// `(start, end]`, in token order, from one snapshot. Returns the table's content flags,
-    /// which the importing store must carry too (they tell its reads which items to expect).
-    /// A split of the table waits until the export ends.
+    /// Gives `sink` the content flags of table `id`, then every stored item (key, value)
+    /// whose token is in `(start, end]`, in token order, from one snapshot. A split of the
+    /// table waits until the export ends.
     ///
     /// # Errors
-    /// [`StorageError::UnknownTable`], a fjall error, or what `emit` returns.
+    /// [`StorageError::UnknownTable`], a fjall error, or what `sink` returns.
     pub fn export_range(
         &self,
         id: TableId,
         start: i64,
         end: i64,
-        emit: &mut ItemSink<'_>,
-    ) -> Result<u8, StorageError> {
+        sink: &mut dyn RangeSink,
+    ) -> Result<(), StorageError> {
         let table = self.table(id)?;
         let _split = table
             .ring
@@ -52,7 +64,8 @@ impl Storage {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let snapshot = self.inner.db.snapshot();
-        let flags = table.ring.content.bits();
+        // After the snapshot: every item it holds had its flag set before it committed.
+        sink.flags(table.ring.content.bits())?;
         let view = table.ring.current();
         for (i, p) in view.parts.iter().enumerate() {
             let (p_start, p_end) = (view.map.start(i), view.map.ranges[i].end);
@@ -66,10 +79,10 @@ impl Storage {
             };
             for guard in items {
                 let (k, v) = guard.into_inner()?;
-                emit(&k, &v)?;
+                sink.item(&k, &v)?;
             }
         }
-        Ok(flags)
+        Ok(())
     }
 
     /// Replaces the rows of table `id` whose token is in `(start, end]` with `items`, as
@@ -185,6 +198,7 @@ impl Storage {
 
 #[cfg(test)]
 mod tests {
+    use super::RangeSink;
     use crate::{
         Liveness, Mutation, RowWrite, Slice, Storage, StorageOptions, TableId, TableLayout,
     };
@@ -217,6 +231,25 @@ mod tests {
         .expect("write");
     }
 
+    /// Collects an export.
+    #[derive(Default)]
+    struct Collected {
+        flags: u8,
+        items: Vec<(Vec<u8>, Vec<u8>)>,
+    }
+
+    impl RangeSink for Collected {
+        fn flags(&mut self, flags: u8) -> Result<(), StorageError> {
+            self.flags = flags;
+            Ok(())
+        }
+
+        fn item(&mut self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+            self.items.push((key.to_vec(), value.to_vec()));
+            Ok(())
+        }
+    }
+
     fn rows(db: &Storage, table: TableId, pk: i32) -> usize {
         db.read_partition(table, &[pk.to_be_bytes().to_vec()], &Slice::default())
             .expect("read")
@@ -243,16 +276,11 @@ mod tests {
         for pk in 1000..1100 {
             write(&b, t, pk, 9);
         }
-        let mut items = Vec::new();
-        let flags = a
-            .export_range(t, start, end, &mut |k, v| {
-                items.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            })
-            .unwrap();
-        assert!(!items.is_empty());
+        let mut out = Collected::default();
+        a.export_range(t, start, end, &mut out).unwrap();
+        assert!(!out.items.is_empty());
         let n = b
-            .import_range(t, start, end, flags, &mut items.into_iter().map(Ok))
+            .import_range(t, start, end, out.flags, &mut out.items.into_iter().map(Ok))
             .unwrap();
         assert!(n > 0);
         for pk in 0..200 {
@@ -279,15 +307,11 @@ mod tests {
         let t = TableId(3);
         db.create_table(t, layout()).unwrap();
         write(&db, t, 1, 1);
-        let mut items = Vec::new();
-        db.export_range(t, i64::MIN, i64::MAX, &mut |k, v| {
-            items.push((k.to_vec(), v.to_vec()));
-            Ok(())
-        })
-        .unwrap();
+        let mut out = Collected::default();
+        db.export_range(t, i64::MIN, i64::MAX, &mut out).unwrap();
         let token = crate::token::partition_token(&[1i32.to_be_bytes().to_vec()]);
         let err = db
-            .import_range(t, token, i64::MAX, 0, &mut items.into_iter().map(Ok))
+            .import_range(t, token, i64::MAX, 0, &mut out.items.into_iter().map(Ok))
             .unwrap_err();
         assert!(matches!(err, StorageError::Corrupt(_)), "{err:?}");
     }
