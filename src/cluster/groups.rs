@@ -89,6 +89,10 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
                     .collect(),
             )
         });
+    let in_flight: Vec<GroupId> = cluster
+        .meta_state()
+        .with(|s| s.moves.keys().copied().collect());
+    cluster.transfers().retain(&in_flight);
     cluster
         .has_peers
         .store(members.len() > 1, std::sync::atomic::Ordering::Relaxed);

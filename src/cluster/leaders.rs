@@ -29,6 +29,9 @@ pub fn led_here(cluster: &Cluster) -> Vec<GroupId> {
                 .map(|g| g.id),
         );
     });
+    // A single-replica group running Raft for a move is listed once.
+    led.sort_unstable();
+    led.dedup();
     led
 }
 

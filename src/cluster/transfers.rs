@@ -49,6 +49,19 @@ impl Transfers {
         t.received = bytes;
     }
 
+    /// Forgets this node's transfers of groups no longer moving (after every metadata change:
+    /// a group that moves again starts from nothing).
+    pub fn retain(&self, in_flight: &[GroupId]) {
+        self.local
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|g, _| in_flight.contains(g));
+        self.started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|g, _| in_flight.contains(g));
+    }
+
     /// This node's transfers (for its pings' answers).
     pub fn local(&self) -> Vec<Transfer> {
         let local = self.local.lock().unwrap_or_else(|p| p.into_inner());
