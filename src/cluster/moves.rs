@@ -280,9 +280,8 @@ pub async fn transfer_leader(
     };
     let elected = call(cluster, to, request, Duration::from_secs(6)).await;
     let moved = matches!(elected, Ok(true));
-    if !moved {
-        raft.runtime_config().heartbeat(true);
-    }
+    // Back to the default either way: `quiet` turns them off again when the group is idle.
+    raft.runtime_config().heartbeat(true);
     info!(group, to, moved, ?elected, "leadership handed over");
     Ok(moved)
 }

@@ -123,17 +123,18 @@ async fn look_at(
         });
         let busy = lagging || returned || now.duration_since(seen.changed) < BUSY_FOR;
         if busy != seen.heartbeat {
-            raft.runtime_config().heartbeat(busy);
-            seen.heartbeat = busy;
             debug!(group = id, busy, "group heartbeats");
         }
+        // Set on every look (an atomic store), not only on a change: a leadership hand-over
+        // turns them off for a moment, and a leader that stayed silent would leave its
+        // followers without the commit index of its last entries.
+        raft.runtime_config().heartbeat(busy);
+        seen.heartbeat = busy;
         return;
     }
-    if !seen.heartbeat {
-        // Not the leader (any more): back to the default, should it lead again.
-        raft.runtime_config().heartbeat(true);
-        seen.heartbeat = true;
-    }
+    // Not the leader (any more): back to the default, should it lead again.
+    raft.runtime_config().heartbeat(true);
+    seen.heartbeat = true;
     let leader_up =
         leader_votes && current_leader.is_some_and(|l| l == me || cluster.liveness().is_up(l));
     if leader_up {
