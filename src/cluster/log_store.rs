@@ -304,6 +304,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> Result<()> {
+        // What is purged was in a snapshot, so committed: the saved commit position must not
+        // stay behind it (openraft refuses to start with a purge past the commit, as after a
+        // snapshot installed on a new replica that is killed before it saves a commit).
+        let committed = self.read_committed().await?;
+        if committed < Some(log_id) {
+            self.save_committed(Some(log_id)).await?;
+        }
         self.put_state(PURGED, &log_id)?;
         let inner = &self.db.inner;
         let mut batch = inner.db.batch();

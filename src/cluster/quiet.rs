@@ -3,8 +3,9 @@
 //! replica just came back. Data groups never start elections on their own timers (a quiet
 //! group would elect all the time); instead the nodes' liveness pings, one per peer for every
 //! group, stand in for their heartbeats: when a group's leader is seen down, the first live
-//! replica in the group's order starts an election. A group with no known leader (just
-//! created, or the whole cluster restarted) is elected the same way.
+//! replica in the group's order starts an election, and the next ones take their turn, 2 s
+//! apart, while none wins. A group with no known leader (just created, or the whole cluster
+//! restarted) is elected the same way.
 
 use super::raft_types::{GroupId, NodeId, Raft};
 use super::Cluster;
@@ -147,10 +148,20 @@ async fn look_at(
     if current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
         return;
     }
-    let first_live = order
+    // The live replicas take turns: the first in the group's order elects at once, the next
+    // one only after the first has had LEADERLESS_FOR to win, and so on (a replica that just
+    // arrived by a move may lack the last entries and lose every election it starts).
+    let live: Vec<NodeId> = order
         .iter()
-        .find(|r| Some(**r) != current_leader && (**r == me || cluster.liveness().is_up(**r)));
-    if first_live != Some(&me)
+        .copied()
+        .filter(|r| Some(*r) != current_leader && (*r == me || cluster.liveness().is_up(*r)))
+        .collect();
+    let Some(rank) = live.iter().position(|r| *r == me) else {
+        return;
+    };
+    let waited = now.duration_since(since);
+    let turn = LEADERLESS_FOR * u32::try_from(rank).unwrap_or(u32::MAX);
+    if waited < turn
         || seen
             .elected
             .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
