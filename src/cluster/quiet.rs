@@ -160,7 +160,13 @@ async fn look_at(
         return;
     };
     let waited = now.duration_since(since);
-    let turn = LEADERLESS_FOR * u32::try_from(rank).unwrap_or(u32::MAX);
+    // A group with no known leader gives its first replica LEADERLESS_FOR before anyone.
+    let first = if current_leader.is_none() {
+        LEADERLESS_FOR
+    } else {
+        Duration::ZERO
+    };
+    let turn = first + LEADERLESS_FOR * u32::try_from(rank).unwrap_or(u32::MAX);
     if waited < turn
         || seen
             .elected
