@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::cluster::{ClusterNode, TestCluster};
+use common::cluster::{ip_of, view_rows, ClusterNode, TestCluster};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use scylla::client::session::Session;
 use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
@@ -222,31 +222,6 @@ async fn background_load(
     }
     out.longest_gap = out.longest_gap.max(last_ack.elapsed());
     out
-}
-
-/// The rows of `cql` (a small system view) at `session`, or the error.
-async fn view_rows<R>(session: &Session, cql: &str) -> Result<Vec<R>, String>
-where
-    R: for<'f, 'm> scylla::deserialize::row::DeserializeRow<'f, 'm>,
-{
-    let result = session
-        .query_unpaged(cql, ())
-        .await
-        .map_err(|e| format!("{cql}: {e}"))?
-        .into_rows_result()
-        .map_err(|e| format!("{cql}: {e}"))?;
-    result
-        .rows::<R>()
-        .map_err(|e| format!("{cql}: {e}"))?
-        .collect::<Result<Vec<R>, _>>()
-        .map_err(|e| format!("{cql}: {e}"))
-}
-
-/// The IP of a `native_address` ("127.0.0.2:9042").
-fn ip_of(native_address: &str) -> Option<IpAddr> {
-    native_address
-        .rsplit_once(':')
-        .and_then(|(ip, _)| ip.parse().ok())
 }
 
 /// Why the cluster is not yet balanced (`Err`), or a summary of its layout (`Ok`): every
