@@ -155,8 +155,9 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
     }
     // 3. The receiver votes; the leaving replica is removed.
     info!(group, from = ?mv.from, to = ?mv.to, "changing the group's voters");
-    raft.change_membership(target.clone(), false)
+    tokio::time::timeout(STEP, raft.change_membership(target.clone(), false))
         .await
+        .map_err(|_| failed("the membership change did not commit in time"))?
         .map_err(failed)?;
     if mv.from == Some(me) {
         // This leader left the group and steps down: a new voter elects at once.
@@ -331,7 +332,11 @@ async fn at_leader(
         }
         let timeout = CATCH_UP + STEP * 3;
         let answer = if to == cluster.me().id {
-            serve_here(cluster, group, request()).await
+            // Bounded like a call to another node: a membership change that never commits
+            // (the leader left the group part-way) must not hold the driver past its deadline.
+            tokio::time::timeout(timeout, serve_here(cluster, group, request()))
+                .await
+                .unwrap_or_else(|_| Err(failed("no answer within the timeout")))
         } else {
             call(cluster, to, request(), timeout).await
         };
