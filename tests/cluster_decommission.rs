@@ -6,11 +6,11 @@
 
 mod common;
 
+use common::acked_rows::{
+    assert_load_went_on, background_load, bulk_load, prepare_insert, read_back, Key, Load, TABLES,
+};
 use common::cluster::{self, TestCluster};
-use futures::stream::{self, StreamExt, TryStreamExt};
 use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
-use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -19,8 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
-/// The two tables: `ks` has replication factor 2, `ks1` replication factor 1.
-const TABLES: [&str; 2] = ["ks.t", "ks1.t"];
 /// Each table's keyspace and replication factor.
 const KEYSPACES: [(&str, usize); 2] = [("ks", 2), ("ks1", 1)];
 /// The level each table is written at: QUORUM (both replicas of RF 2), ONE (RF 1).
@@ -29,19 +27,12 @@ const WRITE_LEVELS: [Consistency; 2] = [Consistency::Quorum, Consistency::One];
 const BULK_PARTITIONS: [i32; 2] = [400, 100];
 /// Partitions of `ks` loaded before a node dies (for `removenode`): 5 MiB.
 const REMOVENODE_PARTITIONS: i32 = 250;
-/// Rows per loaded partition, and the bytes of each row's blob.
-const BULK_ROWS: i32 = 5;
-const BULK_BYTES: usize = 4096;
-/// Rows the background load writes: into the loaded partitions (clustering keys from
-/// `LOAD_C_BASE`) and into new partitions (from `LOAD_PK_BASE`), `LOAD_BYTES` each.
-const LOAD_C_BASE: i32 = 1000;
-const LOAD_PK_BASE: i32 = 1_000_000;
-const LOAD_BYTES: usize = 256;
-/// The background load writes 4 rows every `LOAD_EVERY`, at most `LOAD_MAX` in all.
-const LOAD_EVERY: Duration = Duration::from_millis(50);
-const LOAD_MAX: u64 = 24_000;
-/// Requests in flight while loading and reading back.
-const IN_FLIGHT: usize = 64;
+/// The background load: 4 inserts every 50 ms, 24,000 at most.
+const LOAD: Load = Load {
+    every: Duration::from_millis(50),
+    max: 24_000,
+    bulk_partitions: BULK_PARTITIONS,
+};
 /// Groups per table (the harness's `initial_physical_partitions`).
 const GROUPS_PER_TABLE: usize = 6;
 /// How long `ringdb decommission` and `ringdb removenode` may run.
@@ -53,82 +44,6 @@ const SETTLE_WITHIN: Duration = Duration::from_secs(60);
 
 /// Each test starts a cluster of three: one at a time, or two on two cores starve each other.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// A row's key in table `TABLES[.0]`: (table, pk, c).
-type Key = (usize, i32, i32);
-
-/// The blob stored at `(pk, c)` of table `table`: its key, then bytes that do not compress.
-fn value(table: usize, pk: i32, c: i32) -> Vec<u8> {
-    let len = if pk >= LOAD_PK_BASE || c >= LOAD_C_BASE {
-        LOAD_BYTES
-    } else {
-        BULK_BYTES
-    };
-    let tag = u8::try_from(table).expect("table index");
-    let mut out = Vec::with_capacity(len + 8);
-    out.push(tag);
-    out.extend_from_slice(&pk.to_be_bytes());
-    out.extend_from_slice(&c.to_be_bytes());
-    let mut x = 0x9E37_79B9_7F4A_7C15u64
-        ^ (u64::from(tag) << 56)
-        ^ (u64::from(pk.unsigned_abs()) << 24)
-        ^ u64::from(c.unsigned_abs());
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-/// The key of the background load's `i`th insert into `table`: even ones add rows to the
-/// loaded partitions (which move), odd ones make new partitions.
-fn load_key(table: usize, i: i32) -> (i32, i32) {
-    if i % 2 == 0 {
-        (i / 2 % BULK_PARTITIONS[table], LOAD_C_BASE + i)
-    } else {
-        (LOAD_PK_BASE + i / 8, i)
-    }
-}
-
-/// A short name for an error: its protocol error, or the driver's variant.
-fn error_kind(e: &ExecutionError) -> String {
-    let debug = match e {
-        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => format!("{db:?}"),
-        ExecutionError::LastAttemptError(attempt) => format!("{attempt:?}"),
-        other => format!("{other:?}"),
-    };
-    debug
-        .split(|ch: char| !ch.is_alphanumeric() && ch != '_')
-        .next()
-        .unwrap_or("?")
-        .to_string()
-}
-
-/// Whether a client may see `e` while replicas move or a node is gone: a timeout, too few
-/// live replicas, a busy node, a connection lost or not yet made. Anything else is a bug.
-fn retryable(e: &ExecutionError) -> bool {
-    match e {
-        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => matches!(
-            db,
-            DbError::Unavailable { .. }
-                | DbError::WriteTimeout { .. }
-                | DbError::ReadTimeout { .. }
-                | DbError::Overloaded
-                | DbError::IsBootstrapping
-        ),
-        ExecutionError::LastAttemptError(
-            RequestAttemptError::BrokenConnectionError(_)
-            | RequestAttemptError::UnableToAllocStreamId,
-        ) => true,
-        ExecutionError::ConnectionPoolError(_)
-        | ExecutionError::RequestTimeout(_)
-        | ExecutionError::EmptyPlan => true,
-        _ => false,
-    }
-}
 
 /// Creates `ks.t` and/or `ks1.t` (`keyspaces`: name and replication factor).
 async fn create_tables(session: &Session, keyspaces: &[(&str, usize)]) {
@@ -164,138 +79,6 @@ async fn host_ids(session: &Session, n: usize) -> BTreeMap<IpAddr, Uuid> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("cluster_nodes does not list {n} nodes after 300 looks");
-}
-
-/// `INSERT INTO table (pk, c, v)` prepared on `session` at `level`.
-async fn prepare_insert(session: &Session, table: &str, level: Consistency) -> PreparedStatement {
-    let mut insert = session
-        .prepare(format!("INSERT INTO {table} (pk, c, v) VALUES (?, ?, ?)"))
-        .await
-        .expect("prepare insert");
-    insert.set_consistency(level);
-    insert.set_request_timeout(Some(Duration::from_secs(10)));
-    insert
-}
-
-/// Loads `partitions` partitions of `BULK_ROWS` rows into `table`; every write must be
-/// acknowledged (each tried at most three times, and again only after an error a client may
-/// see while a fresh table's groups elect their leaders). Returns the keys written.
-async fn bulk_load(
-    session: &Session,
-    insert: &PreparedStatement,
-    table: usize,
-    partitions: i32,
-) -> Vec<Key> {
-    let keys: Vec<Key> = (0..partitions)
-        .flat_map(|pk| (0..BULK_ROWS).map(move |c| (table, pk, c)))
-        .collect();
-    let outcomes: Vec<(u32, Option<String>)> = stream::iter(keys.iter().copied())
-        .map(|(table, pk, c)| async move {
-            let mut retries = 0;
-            loop {
-                match session
-                    .execute_unpaged(insert, (pk, c, value(table, pk, c)))
-                    .await
-                {
-                    Ok(_) => return (retries, None),
-                    Err(e) if retryable(&e) && retries < 2 => {
-                        retries += 1;
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    Err(e) => {
-                        return (retries, Some(format!("{} ({pk}, {c}): {e}", TABLES[table])))
-                    }
-                }
-            }
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .collect()
-        .await;
-    let retried: u32 = outcomes.iter().map(|(r, _)| r).sum();
-    let failures: Vec<&String> = outcomes.iter().filter_map(|(_, f)| f.as_ref()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} loading writes failed with every node up, first: {:?}",
-        failures.len(),
-        failures.first()
-    );
-    if retried > 0 {
-        eprintln!("loading {}: {retried} writes tried again", TABLES[table]);
-    }
-    keys
-}
-
-/// What the background load did.
-#[derive(Default)]
-struct LoadOutcome {
-    /// Inserts the cluster acknowledged.
-    acknowledged: Vec<Key>,
-    /// Inserts that failed: applied or not, either is correct.
-    failed: Vec<Key>,
-    /// Failed inserts by error kind.
-    errors: BTreeMap<String, u64>,
-    /// Errors no client should see while a node leaves (the first 20).
-    unexpected: Vec<String>,
-    /// The longest time without an acknowledged insert.
-    longest_gap: Duration,
-}
-
-/// Inserts new rows into both tables (2 each every `LOAD_EVERY`, each at its table's level)
-/// until `stop` or `LOAD_MAX` attempts, through `session` (the nodes that stay); counts
-/// acknowledged inserts in `acked`.
-async fn background_load(
-    session: Arc<Session>,
-    inserts: [PreparedStatement; 2],
-    stop: Arc<AtomicBool>,
-    acked: Arc<AtomicU64>,
-) -> LoadOutcome {
-    let mut out = LoadOutcome::default();
-    let mut tick = tokio::time::interval(LOAD_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_ack = Instant::now();
-    let mut attempts = 0u64;
-    let mut i = 0i32;
-    while !stop.load(Ordering::Relaxed) && attempts < LOAD_MAX {
-        tick.tick().await;
-        let keys: Vec<Key> = (0..2usize)
-            .flat_map(|table| {
-                (i..i + 2).map(move |n| {
-                    let (pk, c) = load_key(table, n);
-                    (table, pk, c)
-                })
-            })
-            .collect();
-        i += 2;
-        attempts += keys.len() as u64;
-        let session = &session;
-        let inserts = &inserts;
-        let results = futures::future::join_all(keys.iter().map(|&(table, pk, c)| async move {
-            session
-                .execute_unpaged(&inserts[table], (pk, c, value(table, pk, c)))
-                .await
-        }))
-        .await;
-        for (key, result) in keys.into_iter().zip(results) {
-            match result {
-                Ok(_) => {
-                    out.longest_gap = out.longest_gap.max(last_ack.elapsed());
-                    last_ack = Instant::now();
-                    out.acknowledged.push(key);
-                    acked.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    *out.errors.entry(error_kind(&e)).or_default() += 1;
-                    if !retryable(&e) && out.unexpected.len() < 20 {
-                        out.unexpected
-                            .push(format!("{} ({}, {}): {e}", TABLES[key.0], key.1, key.2));
-                    }
-                    out.failed.push(key);
-                }
-            }
-        }
-    }
-    out.longest_gap = out.longest_gap.max(last_ack.elapsed());
-    out
 }
 
 /// Why `session`'s node does not yet see exactly `members` (`Err`): its `system.peers` lists
@@ -427,156 +210,6 @@ async fn wait_until_down(ip: IpAddr, session: &Session, host_id: Uuid) {
     panic!("{ip} does not see {host_id} down within 30 s: {rows:?}");
 }
 
-/// `SELECT v FROM table WHERE pk = ? AND c = ?` at `level`.
-async fn prepare_read(session: &Session, table: &str, level: Consistency) -> PreparedStatement {
-    let mut read = session
-        .prepare(format!("SELECT v FROM {table} WHERE pk = ? AND c = ?"))
-        .await
-        .expect("prepare read");
-    read.set_consistency(level);
-    read.set_request_timeout(Some(Duration::from_secs(10)));
-    read
-}
-
-/// The blob at `(pk, c)`, retrying a failed request three times.
-async fn read_one(
-    session: &Session,
-    read: &PreparedStatement,
-    pk: i32,
-    c: i32,
-) -> Result<Option<Vec<u8>>, String> {
-    let mut last = String::new();
-    for attempt in 1..=4u64 {
-        match session.execute_unpaged(read, (pk, c)).await {
-            Ok(result) => {
-                return result
-                    .into_rows_result()
-                    .map_err(|e| e.to_string())?
-                    .maybe_first_row::<(Vec<u8>,)>()
-                    .map(|row| row.map(|(v,)| v))
-                    .map_err(|e| e.to_string());
-            }
-            Err(e) => last = e.to_string(),
-        }
-        tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
-    }
-    Err(last)
-}
-
-/// The keys of `keys` that `read` does not return with their value, each with what it got.
-async fn wrong_reads(
-    session: &Session,
-    read: &PreparedStatement,
-    keys: &[Key],
-) -> Vec<(Key, String)> {
-    stream::iter(keys.iter().copied())
-        .map(|(table, pk, c)| async move {
-            let wrong = match read_one(session, read, pk, c).await {
-                Ok(Some(v)) if v == value(table, pk, c) => return None,
-                Ok(Some(v)) => format!("another value of {} bytes", v.len()),
-                Ok(None) => "no row".to_string(),
-                Err(e) => format!("error: {e}"),
-            };
-            Some(((table, pk, c), wrong))
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .filter_map(|wrong| async move { wrong })
-        .collect()
-        .await
-}
-
-/// Every (pk, c) of `table`, by a paged scan at QUORUM, retried twice on an error.
-async fn scan_keys(session: &Session, table: &str) -> BTreeSet<(i32, i32)> {
-    let mut scan = session
-        .prepare(format!("SELECT pk, c FROM {table}"))
-        .await
-        .expect("prepare scan");
-    scan.set_consistency(Consistency::Quorum);
-    scan.set_page_size(1000);
-    scan.set_request_timeout(Some(Duration::from_secs(20)));
-    let mut last = String::new();
-    for attempt in 1..=3u64 {
-        let keys = async {
-            session
-                .execute_iter(scan.clone(), ())
-                .await
-                .map_err(|e| e.to_string())?
-                .rows_stream::<(i32, i32)>()
-                .map_err(|e| e.to_string())?
-                .try_collect::<BTreeSet<(i32, i32)>>()
-                .await
-                .map_err(|e| e.to_string())
-        };
-        match keys.await {
-            Ok(keys) => return keys,
-            Err(e) => last = e,
-        }
-        tokio::time::sleep(Duration::from_millis(500 * attempt)).await;
-    }
-    panic!("scan of {table} at QUORUM failed three times: {last}");
-}
-
-/// Every key of `acknowledged` in `TABLES[table]` reads back with its value through `session`
-/// (node `ip`) at ONE (its own replica when it holds one, given 20 s to catch up) and at
-/// QUORUM (the leader's), and a QUORUM scan finds them all and nothing but them and the
-/// `maybe` keys (failed inserts, which may have applied).
-async fn read_back(
-    ip: IpAddr,
-    session: &Session,
-    table: usize,
-    acknowledged: &[Key],
-    maybe: &BTreeSet<Key>,
-) {
-    let name = TABLES[table];
-    let keys: Vec<Key> = acknowledged
-        .iter()
-        .copied()
-        .filter(|k| k.0 == table)
-        .collect();
-    let at_one = prepare_read(session, name, Consistency::One).await;
-    let mut wrong = wrong_reads(session, &at_one, &keys).await;
-    let catch_up = Instant::now() + Duration::from_secs(20);
-    for _ in 0..20 {
-        if wrong.is_empty() || Instant::now() >= catch_up {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let again: Vec<Key> = wrong.iter().map(|(k, _)| *k).collect();
-        wrong = wrong_reads(session, &at_one, &again).await;
-    }
-    assert!(
-        wrong.is_empty(),
-        "{ip} at ONE: {} of {} acknowledged rows of {name} read wrong, first: {:?}",
-        wrong.len(),
-        keys.len(),
-        &wrong[..wrong.len().min(5)]
-    );
-    let at_quorum = prepare_read(session, name, Consistency::Quorum).await;
-    let wrong = wrong_reads(session, &at_quorum, &keys).await;
-    assert!(
-        wrong.is_empty(),
-        "{ip} at QUORUM: {} of {} acknowledged rows of {name} read wrong, first: {:?}",
-        wrong.len(),
-        keys.len(),
-        &wrong[..wrong.len().min(5)]
-    );
-    let scanned = scan_keys(session, name).await;
-    let expected: BTreeSet<(i32, i32)> = keys.iter().map(|&(_, pk, c)| (pk, c)).collect();
-    let missing: Vec<_> = expected.difference(&scanned).take(5).collect();
-    let extra: Vec<_> = scanned
-        .difference(&expected)
-        .filter(|&&(pk, c)| !maybe.contains(&(table, pk, c)))
-        .take(5)
-        .collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "{ip}: a QUORUM scan of {name} finds {} rows for {} acknowledged; missing (first 5) \
-         {missing:?}, never written (first 5) {extra:?}",
-        scanned.len(),
-        expected.len()
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decommissioning_one_of_three_keeps_every_row() {
     let _alone = ONE_CLUSTER_AT_A_TIME.lock().await;
@@ -613,6 +246,7 @@ async fn decommissioning_one_of_three_keeps_every_row() {
     let load = tokio::spawn(background_load(
         load_session.clone(),
         inserts,
+        LOAD,
         stop.clone(),
         acked.clone(),
     ));
@@ -682,20 +316,7 @@ async fn decommissioning_one_of_three_keeps_every_row() {
         outcome.longest_gap
     );
     eprintln!("the decommission took {:?}", run.took);
-    assert!(
-        outcome.unexpected.is_empty(),
-        "writes failed with errors a decommission should not give: {:?}",
-        outcome.unexpected
-    );
-    assert!(
-        acked_during > 0,
-        "no insert was acknowledged during the decommission"
-    );
-    assert!(
-        outcome.longest_gap < Duration::from_secs(30),
-        "writes stalled for {:?}",
-        outcome.longest_gap
-    );
+    assert_load_went_on(&outcome, acked_during, "a node left");
     acknowledged.extend(outcome.acknowledged.iter().copied());
     let maybe: BTreeSet<Key> = outcome.failed.iter().copied().collect();
 
@@ -703,7 +324,7 @@ async fn decommissioning_one_of_three_keeps_every_row() {
     let reading = Instant::now();
     for (ip, session) in &staying {
         for table in 0..TABLES.len() {
-            read_back(*ip, session, table, &acknowledged, &maybe).await;
+            read_back(&ip.to_string(), session, table, &acknowledged, &maybe).await;
         }
     }
     eprintln!(
@@ -777,7 +398,7 @@ async fn removenode_recreates_a_dead_nodes_replicas() {
     // and at QUORUM.
     let reading = Instant::now();
     for (ip, session) in &staying {
-        read_back(*ip, session, 0, &acknowledged, &BTreeSet::new()).await;
+        read_back(&ip.to_string(), session, 0, &acknowledged, &BTreeSet::new()).await;
     }
     eprintln!(
         "removenode took {:?}; read back {} rows on 2 nodes in {:?}; the test took {:?}",

@@ -4,11 +4,11 @@
 
 mod common;
 
+use common::acked_rows::{
+    assert_load_went_on, background_load, bulk_load, prepare_insert, read_back, Key, Load, TABLES,
+};
 use common::cluster::{ip_of, view_rows, ClusterNode, TestCluster};
-use futures::stream::{self, StreamExt, TryStreamExt};
 use scylla::client::session::Session;
-use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
-use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -16,213 +16,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The two tables: `ks` has replication factor 3, `ks1` replication factor 1.
-const TABLES: [&str; 2] = ["ks.t", "ks1.t"];
 /// Partitions each table is loaded with before the cluster grows: 20 MiB and 5 MiB.
 const BULK_PARTITIONS: [i32; 2] = [1000, 250];
-/// Rows per loaded partition, and the bytes of each row's blob.
-const BULK_ROWS: i32 = 5;
-const BULK_BYTES: usize = 4096;
-/// Rows the background load writes: into the loaded partitions (clustering keys from
-/// `LOAD_C_BASE`) and into new partitions (from `LOAD_PK_BASE`), `LOAD_BYTES` each.
-const LOAD_C_BASE: i32 = 1000;
-const LOAD_PK_BASE: i32 = 1_000_000;
-const LOAD_BYTES: usize = 256;
-/// Most inserts the background load attempts (it writes at most 200 a second).
-const LOAD_MAX: u64 = 16_000;
-/// Requests in flight while loading and reading back.
-const IN_FLIGHT: usize = 64;
+/// The background load: 4 inserts every 20 ms (at most 200 a second), 16,000 at most.
+const LOAD: Load = Load {
+    every: Duration::from_millis(20),
+    max: 16_000,
+    bulk_partitions: BULK_PARTITIONS,
+};
 /// Groups per table (the harness's `initial_physical_partitions`).
 const GROUPS_PER_TABLE: i32 = 6;
 /// How long the cluster may take to reach its balanced layout.
 const REBALANCE_WITHIN: Duration = Duration::from_secs(240);
-
-/// A row's key in table `TABLES[.0]`: (table, pk, c).
-type Key = (usize, i32, i32);
-
-/// The blob stored at `(pk, c)` of table `table`: its key, then bytes that do not compress.
-fn value(table: usize, pk: i32, c: i32) -> Vec<u8> {
-    let len = if pk >= LOAD_PK_BASE || c >= LOAD_C_BASE {
-        LOAD_BYTES
-    } else {
-        BULK_BYTES
-    };
-    let tag = u8::try_from(table).expect("table index");
-    let mut out = Vec::with_capacity(len + 8);
-    out.push(tag);
-    out.extend_from_slice(&pk.to_be_bytes());
-    out.extend_from_slice(&c.to_be_bytes());
-    let mut x = 0x9E37_79B9_7F4A_7C15u64
-        ^ (u64::from(tag) << 56)
-        ^ (u64::from(pk.unsigned_abs()) << 24)
-        ^ u64::from(c.unsigned_abs());
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-/// The key of the background load's `i`th insert into `table`: even ones add rows to the
-/// loaded partitions (which the balancer moves), odd ones make new partitions.
-fn load_key(table: usize, i: i32) -> (i32, i32) {
-    if i % 2 == 0 {
-        (i / 2 % BULK_PARTITIONS[table], LOAD_C_BASE + i)
-    } else {
-        (LOAD_PK_BASE + i / 8, i)
-    }
-}
-
-/// A short name for an error: its protocol error, or the driver's variant.
-fn error_kind(e: &ExecutionError) -> String {
-    let debug = match e {
-        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => format!("{db:?}"),
-        ExecutionError::LastAttemptError(attempt) => format!("{attempt:?}"),
-        other => format!("{other:?}"),
-    };
-    debug
-        .split(|ch: char| !ch.is_alphanumeric() && ch != '_')
-        .next()
-        .unwrap_or("?")
-        .to_string()
-}
-
-/// Whether a client may see `e` while nodes join and replicas move: a timeout, too few live
-/// replicas, a busy node, a connection lost or not yet made. Anything else is a bug.
-fn retryable(e: &ExecutionError) -> bool {
-    match e {
-        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => matches!(
-            db,
-            DbError::Unavailable { .. }
-                | DbError::WriteTimeout { .. }
-                | DbError::ReadTimeout { .. }
-                | DbError::Overloaded
-                | DbError::IsBootstrapping
-        ),
-        ExecutionError::LastAttemptError(
-            RequestAttemptError::BrokenConnectionError(_)
-            | RequestAttemptError::UnableToAllocStreamId,
-        ) => true,
-        ExecutionError::ConnectionPoolError(_)
-        | ExecutionError::RequestTimeout(_)
-        | ExecutionError::EmptyPlan => true,
-        _ => false,
-    }
-}
-
-/// `INSERT INTO table (pk, c, v)` prepared on `session` at `level`.
-async fn prepare_insert(session: &Session, table: &str, level: Consistency) -> PreparedStatement {
-    let mut insert = session
-        .prepare(format!("INSERT INTO {table} (pk, c, v) VALUES (?, ?, ?)"))
-        .await
-        .expect("prepare insert");
-    insert.set_consistency(level);
-    insert.set_request_timeout(Some(Duration::from_secs(10)));
-    insert
-}
-
-/// Loads `BULK_PARTITIONS[table]` partitions of `BULK_ROWS` rows; every write must succeed
-/// (one node, nothing moving). Returns the keys written.
-async fn bulk_load(session: &Session, insert: &PreparedStatement, table: usize) -> Vec<Key> {
-    let keys: Vec<Key> = (0..BULK_PARTITIONS[table])
-        .flat_map(|pk| (0..BULK_ROWS).map(move |c| (table, pk, c)))
-        .collect();
-    let failures: Vec<String> = stream::iter(keys.iter().copied())
-        .map(|(table, pk, c)| async move {
-            session
-                .execute_unpaged(insert, (pk, c, value(table, pk, c)))
-                .await
-                .err()
-                .map(|e| format!("{} ({pk}, {c}): {e}", TABLES[table]))
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .filter_map(|failed| async move { failed })
-        .collect()
-        .await;
-    assert!(
-        failures.is_empty(),
-        "{} loading writes failed on one node, first: {:?}",
-        failures.len(),
-        failures.first()
-    );
-    keys
-}
-
-/// What the background load did.
-#[derive(Default)]
-struct LoadOutcome {
-    /// Inserts the cluster acknowledged.
-    acknowledged: Vec<Key>,
-    /// Inserts that failed: applied or not, either is correct.
-    failed: Vec<Key>,
-    /// Failed inserts by error kind.
-    errors: BTreeMap<String, u64>,
-    /// Errors no client should see while the cluster grows (the first 20).
-    unexpected: Vec<String>,
-    /// The longest time without an acknowledged insert.
-    longest_gap: Duration,
-}
-
-/// Inserts new rows into both tables (4 every 20 ms, at ONE: the lone first node has one
-/// replica of the RF 3 keyspace) until `stop` or `LOAD_MAX` attempts, through `session`,
-/// which finds the nodes as they join; counts acknowledged inserts in `acked`.
-async fn background_load(
-    session: Arc<Session>,
-    inserts: [PreparedStatement; 2],
-    stop: Arc<AtomicBool>,
-    acked: Arc<AtomicU64>,
-) -> LoadOutcome {
-    let mut out = LoadOutcome::default();
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_ack = Instant::now();
-    let mut attempts = 0u64;
-    let mut i = 0i32;
-    while !stop.load(Ordering::Relaxed) && attempts < LOAD_MAX {
-        tick.tick().await;
-        let keys: Vec<Key> = (0..2usize)
-            .flat_map(|table| {
-                (i..i + 2).map(move |n| {
-                    let (pk, c) = load_key(table, n);
-                    (table, pk, c)
-                })
-            })
-            .collect();
-        i += 2;
-        attempts += keys.len() as u64;
-        let session = &session;
-        let inserts = &inserts;
-        let results = futures::future::join_all(keys.iter().map(|&(table, pk, c)| async move {
-            session
-                .execute_unpaged(&inserts[table], (pk, c, value(table, pk, c)))
-                .await
-        }))
-        .await;
-        for (key, result) in keys.into_iter().zip(results) {
-            match result {
-                Ok(_) => {
-                    out.longest_gap = out.longest_gap.max(last_ack.elapsed());
-                    last_ack = Instant::now();
-                    out.acknowledged.push(key);
-                    acked.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    *out.errors.entry(error_kind(&e)).or_default() += 1;
-                    if !retryable(&e) && out.unexpected.len() < 20 {
-                        out.unexpected
-                            .push(format!("{} ({}, {}): {e}", TABLES[key.0], key.1, key.2));
-                    }
-                    out.failed.push(key);
-                }
-            }
-        }
-    }
-    out.longest_gap = out.longest_gap.max(last_ack.elapsed());
-    out
-}
 
 /// Why the cluster is not yet balanced (`Err`), or a summary of its layout (`Ok`): every
 /// node's own `groups_held` within one of the others', and, as every node sees it, each `ks`
@@ -303,95 +108,6 @@ async fn balance(nodes: &[&ClusterNode], sessions: &[Session]) -> Result<String,
     ))
 }
 
-/// `SELECT v FROM table WHERE pk = ? AND c = ?` at `level`.
-async fn prepare_read(session: &Session, table: &str, level: Consistency) -> PreparedStatement {
-    let mut read = session
-        .prepare(format!("SELECT v FROM {table} WHERE pk = ? AND c = ?"))
-        .await
-        .expect("prepare read");
-    read.set_consistency(level);
-    read.set_request_timeout(Some(Duration::from_secs(10)));
-    read
-}
-
-/// The blob at `(pk, c)`, retrying a failed request three times.
-async fn read_one(
-    session: &Session,
-    read: &PreparedStatement,
-    pk: i32,
-    c: i32,
-) -> Result<Option<Vec<u8>>, String> {
-    let mut last = String::new();
-    for attempt in 1..=4u64 {
-        match session.execute_unpaged(read, (pk, c)).await {
-            Ok(result) => {
-                return result
-                    .into_rows_result()
-                    .map_err(|e| e.to_string())?
-                    .maybe_first_row::<(Vec<u8>,)>()
-                    .map(|row| row.map(|(v,)| v))
-                    .map_err(|e| e.to_string());
-            }
-            Err(e) => last = e.to_string(),
-        }
-        tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
-    }
-    Err(last)
-}
-
-/// The keys of `keys` that `read` does not return with their value, each with what it got.
-async fn wrong_reads(
-    session: &Session,
-    read: &PreparedStatement,
-    keys: &[Key],
-) -> Vec<(Key, String)> {
-    stream::iter(keys.iter().copied())
-        .map(|(table, pk, c)| async move {
-            let wrong = match read_one(session, read, pk, c).await {
-                Ok(Some(v)) if v == value(table, pk, c) => return None,
-                Ok(Some(v)) => format!("another value of {} bytes", v.len()),
-                Ok(None) => "no row".to_string(),
-                Err(e) => format!("error: {e}"),
-            };
-            Some(((table, pk, c), wrong))
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .filter_map(|wrong| async move { wrong })
-        .collect()
-        .await
-}
-
-/// Every (pk, c) of `table`, by a paged scan at QUORUM, retried twice on an error.
-async fn scan_keys(session: &Session, table: &str) -> BTreeSet<(i32, i32)> {
-    let mut scan = session
-        .prepare(format!("SELECT pk, c FROM {table}"))
-        .await
-        .expect("prepare scan");
-    scan.set_consistency(Consistency::Quorum);
-    scan.set_page_size(1000);
-    scan.set_request_timeout(Some(Duration::from_secs(20)));
-    let mut last = String::new();
-    for attempt in 1..=3u64 {
-        let keys = async {
-            session
-                .execute_iter(scan.clone(), ())
-                .await
-                .map_err(|e| e.to_string())?
-                .rows_stream::<(i32, i32)>()
-                .map_err(|e| e.to_string())?
-                .try_collect::<BTreeSet<(i32, i32)>>()
-                .await
-                .map_err(|e| e.to_string())
-        };
-        match keys.await {
-            Ok(keys) => return keys,
-            Err(e) => last = e,
-        }
-        tokio::time::sleep(Duration::from_millis(500 * attempt)).await;
-    }
-    panic!("scan of {table} at QUORUM failed three times: {last}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_grows_from_one_node_to_three_under_writes() {
     let test_start = Instant::now();
@@ -423,7 +139,7 @@ async fn a_cluster_grows_from_one_node_to_three_under_writes() {
     let mut acknowledged: Vec<Key> = Vec::new();
     for (table, name) in TABLES.iter().enumerate() {
         let insert = prepare_insert(&first, name, Consistency::One).await;
-        acknowledged.extend(bulk_load(&first, &insert, table).await);
+        acknowledged.extend(bulk_load(&first, &insert, table, BULK_PARTITIONS[table]).await);
     }
     eprintln!(
         "loaded {} rows on node 1 in {:?}",
@@ -449,6 +165,7 @@ async fn a_cluster_grows_from_one_node_to_three_under_writes() {
     let load = tokio::spawn(background_load(
         load_session.clone(),
         inserts,
+        LOAD,
         stop.clone(),
         acked.clone(),
     ));
@@ -505,20 +222,7 @@ async fn a_cluster_grows_from_one_node_to_three_under_writes() {
         outcome.longest_gap
     );
     eprintln!("rebalance took {rebalance:?}");
-    assert!(
-        outcome.unexpected.is_empty(),
-        "writes failed with errors a growing cluster should not give: {:?}",
-        outcome.unexpected
-    );
-    assert!(
-        acked_during > 0,
-        "no insert was acknowledged while the cluster grew"
-    );
-    assert!(
-        outcome.longest_gap < Duration::from_secs(30),
-        "writes stalled for {:?}",
-        outcome.longest_gap
-    );
+    assert_load_went_on(&outcome, acked_during, "the cluster grew");
     acknowledged.extend(outcome.acknowledged.iter().copied());
     let maybe: BTreeSet<Key> = outcome.failed.iter().copied().collect();
 
@@ -526,57 +230,9 @@ async fn a_cluster_grows_from_one_node_to_three_under_writes() {
     // may trail its leader for a moment) and at QUORUM (the leader's).
     let reading = Instant::now();
     for (node, session) in nodes.iter().zip(&sessions) {
-        for (table, name) in TABLES.iter().enumerate() {
-            let keys: Vec<Key> = acknowledged
-                .iter()
-                .copied()
-                .filter(|k| k.0 == table)
-                .collect();
-            let at_one = prepare_read(session, name, Consistency::One).await;
-            let mut wrong = wrong_reads(session, &at_one, &keys).await;
-            let catch_up = Instant::now() + Duration::from_secs(20);
-            while !wrong.is_empty() && Instant::now() < catch_up {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let again: Vec<Key> = wrong.iter().map(|(k, _)| *k).collect();
-                wrong = wrong_reads(session, &at_one, &again).await;
-            }
-            assert!(
-                wrong.is_empty(),
-                "node {} at ONE: {} of {} acknowledged rows of {name} read wrong, first: {:?}",
-                node.index,
-                wrong.len(),
-                keys.len(),
-                &wrong[..wrong.len().min(5)]
-            );
-            let at_quorum = prepare_read(session, name, Consistency::Quorum).await;
-            let wrong = wrong_reads(session, &at_quorum, &keys).await;
-            assert!(
-                wrong.is_empty(),
-                "node {} at QUORUM: {} of {} acknowledged rows of {name} read wrong, first: {:?}",
-                node.index,
-                wrong.len(),
-                keys.len(),
-                &wrong[..wrong.len().min(5)]
-            );
-
-            // A full scan finds every acknowledged row, and nothing but them and the failed
-            // inserts (a write that timed out may have applied).
-            let scanned = scan_keys(session, name).await;
-            let expected: BTreeSet<(i32, i32)> = keys.iter().map(|&(_, pk, c)| (pk, c)).collect();
-            let missing: Vec<_> = expected.difference(&scanned).take(5).collect();
-            let extra: Vec<_> = scanned
-                .difference(&expected)
-                .filter(|&&(pk, c)| !maybe.contains(&(table, pk, c)))
-                .take(5)
-                .collect();
-            assert!(
-                missing.is_empty() && extra.is_empty(),
-                "node {}: a QUORUM scan of {name} finds {} rows for {} acknowledged; missing \
-                 (first 5) {missing:?}, never written (first 5) {extra:?}",
-                node.index,
-                scanned.len(),
-                expected.len()
-            );
+        let who = format!("node {}", node.index);
+        for table in 0..TABLES.len() {
+            read_back(&who, session, table, &acknowledged, &maybe).await;
         }
     }
     eprintln!(

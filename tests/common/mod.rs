@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod acked_rows;
 pub mod cluster;
 pub mod raw;
 
