@@ -9,8 +9,9 @@ use super::network::GroupNetwork;
 use super::raft_types::{GroupId, GroupInfo, Raft};
 use super::Cluster;
 use openraft::BasicNode;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -22,6 +23,28 @@ pub struct Groups {
     /// runs to its commit; held alone while a Raft is started, so no write in place reaches
     /// a group once its Raft (and the snapshots a new replica copies) has started.
     in_place: RwLock<()>,
+    /// Groups whose leadership this node is handing over: their writes and linearizable reads
+    /// wait here, so the leader sends nothing while the followers' lease on it runs out.
+    handing_over: Mutex<HashSet<GroupId>>,
+}
+
+/// How long a request waits for a leadership hand-over before it goes on anyway.
+const HAND_OVER_WAIT: Duration = Duration::from_secs(3);
+
+/// Holds a group's requests (see [`Groups::hold`]) until dropped.
+pub struct HandOver<'a> {
+    groups: &'a Groups,
+    group: GroupId,
+}
+
+impl Drop for HandOver<'_> {
+    fn drop(&mut self) {
+        self.groups
+            .handing_over
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.group);
+    }
 }
 
 impl Groups {
@@ -42,6 +65,35 @@ impl Groups {
             return None;
         }
         Some(write())
+    }
+
+    /// Holds `group`'s writes and linearizable reads at this node (its leader) until the
+    /// returned guard drops: a leadership hand-over in progress.
+    pub fn hold(&self, group: GroupId) -> HandOver<'_> {
+        self.handing_over
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(group);
+        HandOver {
+            groups: self,
+            group,
+        }
+    }
+
+    /// Whether `group`'s leadership is being handed over from this node.
+    pub fn held(&self, group: GroupId) -> bool {
+        self.handing_over
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&group)
+    }
+
+    /// Waits while `group`'s leadership is being handed over (at most a few seconds).
+    pub async fn wait_hand_over(&self, group: GroupId) {
+        let deadline = Instant::now() + HAND_OVER_WAIT;
+        while self.held(group) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Every group this node runs.

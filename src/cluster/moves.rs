@@ -254,10 +254,12 @@ pub async fn elect(
     Ok(false)
 }
 
-/// Hands `group`'s leadership from this node, its leader, to its replica `to`, if the group is
-/// idle: the leader stops its heartbeats, waits out the followers' lease on its leadership
-/// (they refuse to vote while it lasts), then asks `to` to elect. `Ok(false)` when the group
-/// was busy (its log grew meanwhile) or `to` did not win; the balancer tries again later.
+/// Hands `group`'s leadership from this node, its leader, to its replica `to`. The group's
+/// writes and linearizable reads wait at this node meanwhile ([`super::groups::Groups::hold`]):
+/// once what it had sent is replicated, the leader stops its heartbeats, waits out the
+/// followers' lease on its leadership (they refuse to vote while it lasts), then asks `to` to
+/// elect. The waiting requests then go to the new leader. `Ok(false)` when the log grew
+/// meanwhile or `to` did not win; the balancer tries again later.
 pub async fn transfer_leader(
     cluster: &Cluster,
     group: GroupId,
@@ -267,24 +269,40 @@ pub async fn transfer_leader(
     if !voters(&raft).contains(&to) || !cluster.liveness().is_up(to) {
         return Ok(false);
     }
-    let last = raft.metrics().borrow().last_log_index;
+    let held = cluster.groups.hold(group);
     raft.runtime_config().heartbeat(false);
+    // Requests already in Raft finish replicating (their messages renew the lease).
+    let settle = Instant::now() + Duration::from_secs(1);
+    while !replicated(&raft) && Instant::now() < settle {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let last = raft.metrics().borrow().last_log_index;
     let lease = Duration::from_millis(cluster.data_raft_config().election_timeout_max);
     tokio::time::sleep(lease + Duration::from_millis(200)).await;
-    if raft.metrics().borrow().last_log_index != last {
-        raft.runtime_config().heartbeat(true);
-        return Ok(false);
-    }
-    let request = Request::Elect {
-        group,
-        take_over: true,
+    let moved = if raft.metrics().borrow().last_log_index == last {
+        let request = Request::Elect {
+            group,
+            take_over: true,
+        };
+        let elected = call(cluster, to, request, Duration::from_secs(6)).await;
+        info!(group, to, ?elected, "leadership handed over");
+        matches!(elected, Ok(true))
+    } else {
+        false
     };
-    let elected = call(cluster, to, request, Duration::from_secs(6)).await;
-    let moved = matches!(elected, Ok(true));
     // Back to the default either way: `quiet` turns them off again when the group is idle.
     raft.runtime_config().heartbeat(true);
-    info!(group, to, moved, ?elected, "leadership handed over");
+    drop(held);
     Ok(moved)
+}
+
+/// Whether every replica of the group has every entry of its leader's log.
+fn replicated(raft: &Raft) -> bool {
+    let m = raft.metrics().borrow().clone();
+    m.replication.as_ref().is_some_and(|r| {
+        r.values()
+            .all(|matched| matched.map(|l| l.index) >= m.last_log_index)
+    })
 }
 
 async fn call(

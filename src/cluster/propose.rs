@@ -120,6 +120,7 @@ impl Cluster {
         command: Command,
     ) -> Result<Reply, ProposeFailure> {
         if let Some(raft) = self.group(group) {
+            self.groups.wait_hand_over(group).await;
             return propose_local(&raft, command).await;
         }
         let only_here = self.meta_shared.with(|s| {

@@ -115,6 +115,10 @@ async fn look_at(
         seen.last_log = last_log;
         seen.changed = now;
     }
+    if leading && cluster.groups.held(id) {
+        // A hand-over in progress keeps the heartbeats off.
+        return;
+    }
     if leading {
         seen.leaderless = None;
         let returned = order.iter().any(|r| {

@@ -25,6 +25,7 @@ pub async fn read_here<T>(
     match cluster.group(group) {
         Some(raft) => {
             if linearizable {
+                cluster.groups.wait_hand_over(group).await;
                 match raft.ensure_linearizable().await {
                     Ok(_) => {}
                     Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
