@@ -11,6 +11,7 @@ use super::codec::{decode, encode};
 use super::data_snapshot::{self, Applied, DataSnapshotBuilder, SnapshotFiles};
 use super::fences::Fences;
 use super::raft_types::{Command, GroupId, NodeId, Reply, TypeConfig};
+use super::snapshot_file::SnapshotFile;
 use crate::shard::Rejected;
 use openraft::storage::RaftStateMachine;
 use openraft::{
@@ -284,23 +285,23 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>> {
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>> {
         let file = self
             .snapshots
             .files
             .create()
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
-        Ok(Box::new(tokio::fs::File::from_std(file)))
+        Ok(Box::new(SnapshotFile::ready(file)))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, BasicNode>,
-        snapshot: Box<tokio::fs::File>,
+        snapshot: Box<SnapshotFile>,
     ) -> Result<()> {
         let failed = |e: std::io::Error| StorageIOError::read_snapshot(Some(meta.signature()), &e);
         let storage = self.storage.clone();
-        let file = snapshot.into_std().await;
+        let file = snapshot.into_std().await.map_err(failed)?;
         let fence = tokio::task::block_in_place(|| data_snapshot::import(&storage, file))
             .map_err(failed)?;
         if let Some(at) = fence {
@@ -331,26 +332,36 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
                 snapshot: Box::new(empty),
             }));
         }
-        // A replica needs the data: the range as applied now (nothing applies meanwhile).
+        // A replica needs the data: the range as applied now. The export thread takes the
+        // store's snapshot while this machine waits, then writes the file while it applies on.
         let Some(range) = (self.snapshots.range)() else {
             return Ok(None);
         };
         let fence = self.fences.get(self.group);
         let storage = self.storage.clone();
         let (table, files) = (self.table, self.snapshots.files.clone());
-        let (file, bytes) = tokio::task::block_in_place(|| {
-            data_snapshot::export(&storage, &files, table, range, fence)
-        })
-        .map_err(failed)?;
-        tracing::info!(
-            group = self.group,
-            bytes,
-            "sending a physical partition's snapshot"
-        );
-        self.snapshots.transfers.sending(self.group, bytes);
+        let (group, transfers) = (self.group, self.snapshots.transfers.clone());
+        let (file, exported) = SnapshotFile::pending();
+        let (taken, on_taken) = std::sync::mpsc::channel::<()>();
+        tokio::task::spawn_blocking(move || {
+            let taken = Box::new(move || {
+                let _ = taken.send(());
+            });
+            let result = data_snapshot::export(&storage, &files, table, range, fence, taken);
+            match &result {
+                Ok((_, bytes)) => {
+                    tracing::info!(group, bytes, "sending a physical partition's snapshot");
+                    transfers.sending(group, *bytes);
+                }
+                Err(e) => tracing::warn!(group, error = %e, "exporting a snapshot"),
+            }
+            let _ = exported.send(result.map(|(file, _)| file));
+        });
+        // Returns once the store's snapshot is taken, or the export failed before it.
+        let _ = tokio::task::block_in_place(|| on_taken.recv());
         Ok(Some(Snapshot {
             meta: data_snapshot::meta_of(self.group, &self.applied),
-            snapshot: Box::new(tokio::fs::File::from_std(file)),
+            snapshot: Box::new(file),
         }))
     }
 }

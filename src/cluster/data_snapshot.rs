@@ -11,6 +11,7 @@
 
 use super::codec::{decode, encode};
 use super::raft_types::{GroupId, NodeId, TypeConfig};
+use super::snapshot_file::SnapshotFile;
 use openraft::{
     BasicNode, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
     StoredMembership,
@@ -104,11 +105,11 @@ impl SnapshotFiles {
     ///
     /// # Errors
     /// On I/O failure.
-    pub fn holding(&self, bytes: &[u8]) -> std::io::Result<tokio::fs::File> {
+    pub fn holding(&self, bytes: &[u8]) -> std::io::Result<SnapshotFile> {
         let mut file = self.create()?;
         file.write_all(bytes)?;
         file.rewind()?;
-        Ok(tokio::fs::File::from_std(file))
+        Ok(SnapshotFile::ready(file))
     }
 }
 
@@ -120,6 +121,8 @@ struct FrameWriter<W: Write> {
     fence: Option<i64>,
     batch: Vec<(Vec<u8>, Vec<u8>)>,
     batch_bytes: usize,
+    /// Called once the store's snapshot is taken.
+    taken: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -137,6 +140,9 @@ impl<W: Write> FrameWriter<W> {
 
 impl<W: Write> storage::RangeSink for FrameWriter<W> {
     fn flags(&mut self, flags: u8) -> std::result::Result<(), storage::StorageError> {
+        if let Some(taken) = self.taken.take() {
+            taken();
+        }
         let frame = Frame::Range {
             table: self.table,
             start: self.range.0,
@@ -195,7 +201,8 @@ pub fn forget(group: GroupId, storage: &Storage) -> std::result::Result<(), stor
 }
 
 /// Exports `table`'s range `(start, end]` from `storage` into a snapshot file; returns the
-/// file, read from its start, and its size.
+/// file, read from its start, and its size. `taken` is called once the store's snapshot is
+/// taken: what the store applies after that is not in the file.
 ///
 /// # Errors
 /// When the store cannot be read or the file written.
@@ -205,6 +212,7 @@ pub fn export(
     table: TableId,
     range: (i64, i64),
     fence: Option<i64>,
+    taken: Box<dyn FnOnce() + Send>,
 ) -> std::io::Result<(std::fs::File, u64)> {
     let mut writer = FrameWriter {
         out: BufWriter::new(files.create()?),
@@ -213,6 +221,7 @@ pub fn export(
         fence,
         batch: Vec::new(),
         batch_bytes: 0,
+        taken: Some(taken),
     };
     storage
         .export_range(table, range.0, range.1, &mut writer)

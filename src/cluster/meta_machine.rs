@@ -9,6 +9,7 @@ use super::codec::{decode, encode};
 use super::log_store::RaftDb;
 use super::meta_state::MetaState;
 use super::raft_types::{Command, NodeId, Reply, TypeConfig, META_GROUP};
+use super::snapshot_file::SnapshotFile;
 use crate::node::Node;
 use crate::schema::Catalog;
 use openraft::storage::RaftStateMachine;
@@ -291,7 +292,7 @@ impl RaftStateMachine<TypeConfig> for MetaMachine {
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>> {
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>> {
         let file = self
             .files
             .holding(&[])
@@ -302,10 +303,10 @@ impl RaftStateMachine<TypeConfig> for MetaMachine {
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
-        snapshot: Box<tokio::fs::File>,
+        snapshot: Box<SnapshotFile>,
     ) -> Result<()> {
         let failed = |e: std::io::Error| StorageIOError::read_snapshot(Some(meta.signature()), &e);
-        let mut file = snapshot.into_std().await;
+        let mut file = snapshot.into_std().await.map_err(failed)?;
         let mut bytes = Vec::new();
         {
             use std::io::{Read, Seek};

@@ -30,6 +30,7 @@ pub mod replica_read;
 pub mod routing;
 pub mod rpc;
 pub mod shards;
+pub mod snapshot_file;
 pub mod splits;
 pub mod transfers;
 pub mod transport;

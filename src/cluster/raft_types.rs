@@ -19,7 +19,7 @@ openraft::declare_raft_types!(
         NodeId = NodeId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = tokio::fs::File,
+        SnapshotData = super::snapshot_file::SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 
