@@ -50,8 +50,26 @@ pub async fn read_here<T>(
     if !cluster.fences().owns(group, last_token) {
         return Err(ProposeFailure::Moved);
     }
-    read(cluster.node().storage()).map_err(|e| match Rejected::of(&e) {
+    let rows = read(cluster.node().storage()).map_err(|e| match Rejected::of(&e) {
         Some(r) => ProposeFailure::Rejected(r),
         None => ProposeFailure::Failed(e.to_string()),
+    })?;
+    // A replica that moved away clears its range once the metadata says so. Still listed
+    // after the read, it was not cleared before the read ended (a read held up between its
+    // read index and the store, under load, found the range already empty).
+    if !keeps_range(cluster, group) {
+        return Err(ProposeFailure::NoGroup);
+    }
+    Ok(rows)
+}
+
+/// Whether this node keeps `group`'s range: a replica of it, or receiving one by a move
+/// (what `super::groups::reconcile` clears the range of a group without).
+fn keeps_range(cluster: &Cluster, group: GroupId) -> bool {
+    let me = cluster.me().id;
+    cluster.meta_state().with(|s| {
+        let moving_here = s.moves.get(&group).is_some_and(|m| m.to == Some(me));
+        let replica = s.groups.get(&group).is_some_and(|g| g.replicas.contains(&me));
+        replica || moving_here
     })
 }
