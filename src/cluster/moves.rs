@@ -160,11 +160,14 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
         .map_err(|_| failed("the membership change did not commit in time"))?
         .map_err(failed)?;
     if mv.from == Some(me) {
-        // This leader left the group and steps down: a new voter elects at once.
+        // This leader left the group and steps down: a new voter elects at once. A replica
+        // that was there before takes over rather than the new one, which may still be
+        // receiving other moves (the balancer evens the leaders later).
         let next = target
             .iter()
             .copied()
-            .find(|n| Some(*n) == mv.to || cluster.liveness().is_up(*n));
+            .find(|n| Some(*n) != mv.to && cluster.liveness().is_up(*n))
+            .or(mv.to);
         let addr = next.and_then(|n| cluster.address_of(n));
         if let (Some(addr), Ok(payload)) = (
             addr,

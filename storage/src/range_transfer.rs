@@ -108,7 +108,6 @@ impl Storage {
             .split_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let all = self.inner.stripes.lock(u64::MAX);
         let view = table.ring.current();
         let mut batch = self.inner.db.batch();
         // Set before any item commits: a read that can see an item honours its flag.
@@ -170,6 +169,11 @@ impl Storage {
                 Err(e) => result = Err(e.into()),
             }
         }
+        // The items went in without the write-lock stripes: nothing else writes the range
+        // (its group applies nothing while it installs), and holding every stripe for a
+        // whole import held up every write of the node. The sizes and the item cache are
+        // settled under them.
+        let all = self.inner.stripes.lock(u64::MAX);
         let mut retired = Vec::new();
         for p in view.parts.iter() {
             let Some(a) = added.get(&p.id) else { continue };
