@@ -225,7 +225,7 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
             Some((table, start, end)) => {
                 let storage = storage.clone();
                 let cleared =
-                    tokio::task::spawn_blocking(move || storage.truncate_range(table, start, end))
+                    tokio::task::spawn_blocking(move || storage.drop_range(table, start, end))
                         .await;
                 info!(
                     group = id,

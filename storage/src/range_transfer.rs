@@ -101,7 +101,7 @@ impl Storage {
         flags: u8,
         items: &mut dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), StorageError>>,
     ) -> Result<u64, StorageError> {
-        self.truncate_range(id, start, end)?;
+        self.drop_range(id, start, end)?;
         let table = self.table(id)?;
         let _split = table
             .ring

@@ -105,6 +105,26 @@ impl Storage {
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn truncate_range(&self, id: TableId, start: i64, end: i64) -> Result<(), StorageError> {
+        self.clear_token_range(id, start, end, true)
+    }
+
+    /// Removes every row of a table whose token is in `(start, end]` that nothing writes any
+    /// more (a cluster replica that moved away): as [`Storage::truncate_range`], but other
+    /// writes of the store go on meanwhile (it holds no write-lock stripe while it deletes).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
+    pub fn drop_range(&self, id: TableId, start: i64, end: i64) -> Result<(), StorageError> {
+        self.clear_token_range(id, start, end, false)
+    }
+
+    fn clear_token_range(
+        &self,
+        id: TableId,
+        start: i64,
+        end: i64,
+        fence_writes: bool,
+    ) -> Result<(), StorageError> {
         let table = self.table(id)?;
         table.ring.cancel.store(true, Ordering::SeqCst);
         let _split = table
@@ -113,7 +133,7 @@ impl Storage {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         table.ring.cancel.store(false, Ordering::SeqCst);
-        let all = self.inner.stripes.lock(u64::MAX);
+        let all = fence_writes.then(|| self.inner.stripes.lock(u64::MAX));
         let mut retired = Vec::new();
         let mut cleared = Ok(());
         let view = table.ring.current();
@@ -140,7 +160,7 @@ impl Storage {
                 }
             }
         }
-        if cleared.is_ok() && start == MIN_TOKEN && end == MAX_TOKEN {
+        if cleared.is_ok() && fence_writes && start == MIN_TOKEN && end == MAX_TOKEN {
             // Every stripe is held over an empty table: an interrupted filter build is moot.
             table.ring.filter.mark_complete();
         }
