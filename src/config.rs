@@ -101,6 +101,9 @@ pub struct Config {
     /// Replica moves the balancer keeps in flight at once (its pacing: each move streams a
     /// physical partition's data to another node). 0 stops the balancer.
     pub max_concurrent_moves: usize,
+    /// MiB a second a node sends range snapshots at, and imports the ones it receives at,
+    /// over all its moves (as Cassandra's `stream_throughput_outbound`). 0 is unlimited.
+    pub stream_throughput_mib_per_s: u64,
     /// Largest accepted frame body, in bytes; a larger frame gets a ProtocolError.
     pub max_frame_bytes: u32,
     /// Maximum simultaneous client connections.
@@ -350,6 +353,7 @@ impl Default for Config {
             seeds: Vec::new(),
             initial_physical_partitions: 0,
             max_concurrent_moves: 2,
+            stream_throughput_mib_per_s: 24,
             internode_tls_cert_file: None,
             internode_tls_key_file: None,
             internode_tls_ca_file: None,

@@ -35,6 +35,8 @@ pub struct SnapshotSupport {
     pub transfers: Arc<super::transfers::Transfers>,
     /// Where snapshot files are made.
     pub files: SnapshotFiles,
+    /// The pace snapshots are sent and imported at.
+    pub pace: Arc<super::stream_pace::StreamPace>,
 }
 
 fn io(e: impl std::fmt::Display) -> std::io::Error {
@@ -302,8 +304,10 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
         let failed = |e: std::io::Error| StorageIOError::read_snapshot(Some(meta.signature()), &e);
         let storage = self.storage.clone();
         let file = snapshot.into_std().await.map_err(failed)?;
-        let fence = tokio::task::block_in_place(|| data_snapshot::import(&storage, file))
-            .map_err(failed)?;
+        let pace = self.snapshots.pace.clone();
+        let fence =
+            tokio::task::block_in_place(|| data_snapshot::import(&storage, file, &pace.import))
+                .map_err(failed)?;
         if let Some(at) = fence {
             self.fences
                 .cut(self.group, at, &self.storage)
@@ -342,6 +346,7 @@ impl RaftStateMachine<TypeConfig> for DataMachine {
         let (table, files) = (self.table, self.snapshots.files.clone());
         let (group, transfers) = (self.group, self.snapshots.transfers.clone());
         let (file, exported) = SnapshotFile::pending();
+        let file = file.paced(self.snapshots.pace.clone());
         let (taken, on_taken) = std::sync::mpsc::channel::<()>();
         tokio::task::spawn_blocking(move || {
             let taken = Box::new(move || {

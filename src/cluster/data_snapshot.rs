@@ -12,6 +12,7 @@
 use super::codec::{decode, encode};
 use super::raft_types::{GroupId, NodeId, TypeConfig};
 use super::snapshot_file::SnapshotFile;
+use super::stream_pace::Pace;
 use openraft::{
     BasicNode, LogId, RaftSnapshotBuilder, Snapshot, SnapshotMeta, StorageError, StorageIOError,
     StoredMembership,
@@ -239,7 +240,11 @@ pub fn export(
 ///
 /// # Errors
 /// When the file is no whole snapshot or the store fails.
-pub fn import(storage: &Storage, mut file: std::fs::File) -> std::io::Result<Option<i64>> {
+pub fn import(
+    storage: &Storage,
+    mut file: std::fs::File,
+    pace: &Pace,
+) -> std::io::Result<Option<i64>> {
     file.rewind()?;
     let mut input = BufReader::new(file);
     let Frame::Range {
@@ -264,7 +269,11 @@ pub fn import(storage: &Storage, mut file: std::fs::File) -> std::io::Result<Opt
             return None;
         }
         match read_frame(&mut input) {
-            Ok(Frame::Items(batch)) => pending = batch.into_iter(),
+            Ok(Frame::Items(batch)) => {
+                let bytes: usize = batch.iter().map(|(k, v)| k.len() + v.len()).sum();
+                std::thread::sleep(pace.reserve(bytes as u64));
+                pending = batch.into_iter();
+            }
             Ok(Frame::End) => ended = true,
             Ok(Frame::Range { .. }) => {
                 return Some(Err(storage::StorageError::Corrupt(

@@ -257,6 +257,7 @@ async fn apply_rest_of_log(
             range: Arc::new(|| None),
             transfers: cluster.transfers().clone(),
             files: cluster.snapshot_files().clone(),
+            pace: cluster.stream_pace().clone(),
         },
     )
     .map_err(|e| e.to_string())?;
@@ -313,6 +314,7 @@ async fn start_group(
             range: range_of(cluster, group.id),
             transfers: cluster.transfers().clone(),
             files: cluster.snapshot_files().clone(),
+            pace: cluster.stream_pace().clone(),
         },
     )
     .map_err(|e| e.to_string())?;

@@ -31,6 +31,7 @@ pub mod routing;
 pub mod rpc;
 pub mod shards;
 pub mod snapshot_file;
+pub mod stream_pace;
 pub mod splits;
 pub mod transfers;
 pub mod transport;
@@ -81,6 +82,8 @@ pub struct Cluster {
     fences: Arc<fences::Fences>,
     /// The snapshot transfers of replica moves.
     transfers: Arc<transfers::Transfers>,
+    /// The pace of those transfers.
+    stream_pace: Arc<stream_pace::StreamPace>,
     /// Where Raft snapshots are written (`DATA_DIR/raft/snapshots`).
     snapshot_files: data_snapshot::SnapshotFiles,
     /// More than one member (kept by [`groups::reconcile`]): table data goes through the
@@ -203,6 +206,9 @@ impl Cluster {
             groups: groups::Groups::default(),
             fences: Arc::default(),
             transfers: Arc::default(),
+            stream_pace: Arc::new(stream_pace::StreamPace::new(
+                config.stream_throughput_mib_per_s,
+            )),
             snapshot_files,
             has_peers: std::sync::atomic::AtomicBool::new(false),
         });
@@ -293,7 +299,12 @@ impl Cluster {
         &self.fences
     }
 
-    /// Where Raft snapshots are written.
+    /// The pace of this node's snapshot transfers.
+    pub fn stream_pace(&self) -> &Arc<stream_pace::StreamPace> {
+        &self.stream_pace
+    }
+
+    /// Where this node's range snapshots are written.
     pub fn snapshot_files(&self) -> &data_snapshot::SnapshotFiles {
         &self.snapshot_files
     }

@@ -2,9 +2,11 @@
 //! and seeks wait until the file is whole, so a group's state machine hands a snapshot out
 //! as soon as the store's view of it is fixed and goes on applying while it is written.
 
+use super::stream_pace::StreamPace;
 use std::future::Future;
 use std::io::{self, SeekFrom};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
@@ -17,6 +19,9 @@ pub struct SnapshotFile {
     state: State,
     /// A seek asked for while the file was not yet whole.
     seek: Option<SeekFrom>,
+    /// The pace its reads keep (a snapshot being sent), and the wait before the next read.
+    pace: Option<Arc<StreamPace>>,
+    wait: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 enum State {
@@ -31,6 +36,8 @@ impl SnapshotFile {
         SnapshotFile {
             state: State::Ready(tokio::fs::File::from_std(file)),
             seek: None,
+            pace: None,
+            wait: None,
         }
     }
 
@@ -41,8 +48,17 @@ impl SnapshotFile {
         let file = SnapshotFile {
             state: State::Pending(rx),
             seek: None,
+            pace: None,
+            wait: None,
         };
         (file, tx)
+    }
+
+    /// The same file, read at no more than `pace`'s sending pace (the bytes Raft reads are
+    /// the bytes it sends).
+    pub fn paced(mut self, pace: Arc<StreamPace>) -> Self {
+        self.pace = Some(pace);
+        self
     }
 
     /// The whole file, once written.
@@ -79,8 +95,22 @@ impl AsyncRead for SnapshotFile {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let file = ready!(self.get_mut().poll_file(cx))?;
-        Pin::new(file).poll_read(cx, buf)
+        let this = self.get_mut();
+        if let Some(wait) = &mut this.wait {
+            ready!(wait.as_mut().poll(cx));
+            this.wait = None;
+        }
+        let before = buf.filled().len();
+        let file = ready!(this.poll_file(cx))?;
+        ready!(Pin::new(file).poll_read(cx, buf))?;
+        let read = (buf.filled().len() - before) as u64;
+        if let Some(pace) = &this.pace {
+            let wait = pace.send.reserve(read);
+            if !wait.is_zero() {
+                this.wait = Some(Box::pin(tokio::time::sleep(wait)));
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
