@@ -31,8 +31,8 @@ pub mod routing;
 pub mod rpc;
 pub mod shards;
 pub mod snapshot_file;
-pub mod stream_pace;
 pub mod splits;
+pub mod stream_pace;
 pub mod transfers;
 pub mod transport;
 

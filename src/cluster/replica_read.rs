@@ -69,7 +69,10 @@ fn keeps_range(cluster: &Cluster, group: GroupId) -> bool {
     let me = cluster.me().id;
     cluster.meta_state().with(|s| {
         let moving_here = s.moves.get(&group).is_some_and(|m| m.to == Some(me));
-        let replica = s.groups.get(&group).is_some_and(|g| g.replicas.contains(&me));
+        let replica = s
+            .groups
+            .get(&group)
+            .is_some_and(|g| g.replicas.contains(&me));
         replica || moving_here
     })
 }

@@ -83,7 +83,9 @@ impl SnapshotFile {
         }
         match &mut self.state {
             State::Ready(file) => Poll::Ready(Ok(file)),
-            State::Failed(kind, message) => Poll::Ready(Err(io::Error::new(*kind, message.clone()))),
+            State::Failed(kind, message) => {
+                Poll::Ready(Err(io::Error::new(*kind, message.clone())))
+            }
             State::Pending(_) => Poll::Pending,
         }
     }
@@ -181,7 +183,10 @@ mod tests {
             (end, out)
         });
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        assert!(!reader.is_finished(), "nothing is read before the export ends");
+        assert!(
+            !reader.is_finished(),
+            "nothing is read before the export ends"
+        );
         let mut file = tempfile::tempfile().expect("temp file");
         file.write_all(b"whole snapshot").expect("write");
         file.rewind().expect("rewind");

@@ -1,0 +1,143 @@
+//! A split followed by moves is how a growing table spreads: an RF 1 table that starts as one
+//! physical partition on one of three nodes splits as it grows (a tiny threshold), and the
+//! balancer moves the halves until every node holds about as many of its partitions. Every
+//! acknowledged row reads back, and a count over all the groups is exact.
+
+mod common;
+
+use common::cluster::{self, TestCluster};
+use scylla::client::session::Session;
+use scylla::statement::{Consistency, Statement};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// Rows written, about 1 KB each: 3 MB against a 256 KiB split threshold.
+const ROWS: i32 = 3000;
+/// Physical partitions the table must reach by splitting.
+const AT_LEAST: usize = 6;
+/// How long the splits and the moves may take.
+const SPREAD_WITHIN: Duration = Duration::from_secs(120);
+
+fn value(k: i32) -> String {
+    format!("{k:08}-{}", "x".repeat(1000))
+}
+
+/// Why `ks.big` is not yet spread (`Err`), or its partitions per node (`Ok`): at least
+/// `AT_LEAST` partitions, each on one replica with no move in flight, and the nodes holding
+/// them within one of each other.
+async fn spread(session: &Session, ips: &[IpAddr]) -> Result<BTreeMap<IpAddr, usize>, String> {
+    let parts = cluster::physical_partitions(session, "ks").await?;
+    let moving = cluster::moves(session).await?;
+    if parts.len() < AT_LEAST || !moving.is_empty() {
+        return Err(format!(
+            "{} partitions, moves in flight {moving:?}",
+            parts.len()
+        ));
+    }
+    let mut per_node: BTreeMap<IpAddr, usize> = ips.iter().map(|ip| (*ip, 0)).collect();
+    for p in &parts {
+        match p.replicas.as_slice() {
+            [one] if per_node.contains_key(one) => *per_node.entry(*one).or_default() += 1,
+            other => return Err(format!("a partition on replicas {other:?}")),
+        }
+    }
+    let least = per_node.values().min().copied().unwrap_or(0);
+    let most = per_node.values().max().copied().unwrap_or(0);
+    if most - least > 1 {
+        return Err(format!("partitions per node {per_node:?}"));
+    }
+    Ok(per_node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
+    let cluster = TestCluster::start_with(
+        3,
+        "physical_partition_max_bytes = 262144\ninitial_physical_partitions = 1",
+    );
+    cluster.wait_until_formed().await;
+    let session = cluster.nodes[0].session().await;
+    common::run_all(
+        &session,
+        &[
+            "CREATE KEYSPACE ks WITH replication = \
+             {'class': 'SimpleStrategy', 'replication_factor': 1}",
+            "CREATE TABLE ks.big (k int PRIMARY KEY, v text)",
+        ],
+    )
+    .await;
+    let ips: Vec<IpAddr> = cluster.nodes.iter().map(|n| n.native.ip()).collect();
+    let start = cluster::physical_partitions(&session, "ks")
+        .await
+        .expect("physical_partitions");
+    assert_eq!(start.len(), 1, "one partition to start with: {start:?}");
+
+    let mut insert = session
+        .prepare("INSERT INTO ks.big (k, v) VALUES (?, ?)")
+        .await
+        .expect("prepare");
+    insert.set_consistency(Consistency::One);
+    insert.set_request_timeout(Some(Duration::from_secs(10)));
+    let keys: Vec<i32> = (0..ROWS).collect();
+    for chunk in keys.chunks(16) {
+        let writes = chunk
+            .iter()
+            .map(|k| session.execute_unpaged(&insert, (*k, value(*k))));
+        for (k, r) in chunk.iter().zip(futures::future::join_all(writes).await) {
+            r.unwrap_or_else(|e| panic!("write of {k} acknowledged: {e}"));
+        }
+    }
+
+    let began = Instant::now();
+    let per_node = loop {
+        match spread(&session, &ips).await {
+            Ok(per_node) => break per_node,
+            Err(why) => assert!(
+                began.elapsed() < SPREAD_WITHIN,
+                "ks.big does not spread within {SPREAD_WITHIN:?}: {why}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    eprintln!(
+        "spread after {:?}: partitions per node {per_node:?}",
+        began.elapsed()
+    );
+    assert!(
+        per_node.values().all(|n| *n >= 1),
+        "every node holds a partition: {per_node:?}"
+    );
+
+    // Every row reads back through every node, and the count over all groups is exact.
+    for node in &cluster.nodes {
+        let s = node.session().await;
+        let mut read = Statement::new("SELECT v FROM ks.big WHERE k = ?");
+        read.set_consistency(Consistency::One);
+        for k in (0..ROWS).step_by(5) {
+            let row = s
+                .query_unpaged(read.clone(), (k,))
+                .await
+                .expect("read")
+                .into_rows_result()
+                .expect("rows")
+                .maybe_first_row::<(String,)>()
+                .expect("typed");
+            assert_eq!(
+                row,
+                Some((value(k),)),
+                "key {k} through node {}",
+                node.index
+            );
+        }
+        let (n,): (i64,) = s
+            .query_unpaged("SELECT count(*) FROM ks.big", ())
+            .await
+            .expect("count")
+            .into_rows_result()
+            .expect("rows")
+            .single_row()
+            .expect("one row");
+        assert_eq!(n, i64::from(ROWS), "count through node {}", node.index);
+    }
+}
