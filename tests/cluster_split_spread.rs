@@ -19,10 +19,6 @@ const AT_LEAST: usize = 6;
 /// How long the splits and the moves may take.
 const SPREAD_WITHIN: Duration = Duration::from_secs(120);
 
-fn value(k: i32) -> String {
-    format!("{k:08}-{}", "x".repeat(1000))
-}
-
 /// Why `ks.big` is not yet spread (`Err`), or its partitions per node (`Ok`): at least
 /// `AT_LEAST` partitions, each on one replica with no move in flight, and the nodes holding
 /// them within one of each other.
@@ -73,21 +69,7 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
         .expect("physical_partitions");
     assert_eq!(start.len(), 1, "one partition to start with: {start:?}");
 
-    let mut insert = session
-        .prepare("INSERT INTO ks.big (k, v) VALUES (?, ?)")
-        .await
-        .expect("prepare");
-    insert.set_consistency(Consistency::One);
-    insert.set_request_timeout(Some(Duration::from_secs(10)));
-    let keys: Vec<i32> = (0..ROWS).collect();
-    for chunk in keys.chunks(16) {
-        let writes = chunk
-            .iter()
-            .map(|k| session.execute_unpaged(&insert, (*k, value(*k))));
-        for (k, r) in chunk.iter().zip(futures::future::join_all(writes).await) {
-            r.unwrap_or_else(|e| panic!("write of {k} acknowledged: {e}"));
-        }
-    }
+    cluster::write_big_rows(&session, 0..ROWS, Consistency::One).await;
 
     let began = Instant::now();
     let per_node = loop {
@@ -125,7 +107,7 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
                 .expect("typed");
             assert_eq!(
                 row,
-                Some((value(k),)),
+                Some((cluster::big_value(k),)),
                 "key {k} through node {}",
                 node.index
             );

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::cluster::TestCluster;
+use common::cluster::{self, TestCluster};
 use common::paged_rows;
 use scylla::client::session::Session;
 use scylla::statement::{Consistency, Statement};
@@ -49,24 +49,6 @@ async fn groups_held(s: &Session) -> i32 {
         .map_or(0, |(_, n)| *n)
 }
 
-async fn write_rows(session: &Session, keys: std::ops::Range<i32>) {
-    let mut insert = session
-        .prepare("INSERT INTO ks.big (k, v) VALUES (?, ?)")
-        .await
-        .expect("prepare");
-    insert.set_consistency(Consistency::Quorum);
-    let value = |k: i32| format!("{k:08}-{}", "x".repeat(1000));
-    let keys: Vec<i32> = keys.collect();
-    for chunk in keys.chunks(16) {
-        let writes = chunk
-            .iter()
-            .map(|k| session.execute_unpaged(&insert, (*k, value(*k))));
-        for (k, r) in chunk.iter().zip(futures::future::join_all(writes).await) {
-            r.unwrap_or_else(|e| panic!("write of {k} acknowledged: {e}"));
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn physical_partitions_split_into_new_groups_while_writes_go_on() {
     let cluster = TestCluster::start_with(
@@ -94,8 +76,8 @@ async fn physical_partitions_split_into_new_groups_while_writes_go_on() {
     assert_eq!(groups_held(&at_one).await, 2, "two groups to start with");
 
     // About 3 MB against a 256 KiB threshold: the groups split while the writes go on.
-    write_rows(&session, 0..1500).await;
-    write_rows(&session, 1500..3000).await;
+    cluster::write_big_rows(&session, 0..1500, Consistency::Quorum).await;
+    cluster::write_big_rows(&session, 1500..3000, Consistency::Quorum).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut held = groups_held(&at_one).await;
     while held < 6 && Instant::now() < deadline {
@@ -136,7 +118,7 @@ async fn physical_partitions_split_into_new_groups_while_writes_go_on() {
 
     // Writes after the splits land in the new groups, and every node holds every key at ONE
     // once it caught up (each node's paged scan walks every group).
-    write_rows(&session, 3000..3300).await;
+    cluster::write_big_rows(&session, 3000..3300, Consistency::Quorum).await;
     for node in &cluster.nodes {
         let s = node.session().await;
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -208,7 +190,7 @@ async fn physical_partitions_split_into_new_groups_while_writes_go_on() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    write_rows(&session, 0..50).await;
+    cluster::write_big_rows(&session, 0..50, Consistency::Quorum).await;
     let keys: Vec<(i32,)> = paged_rows(&session, "SELECT k FROM ks.big", (), 500).await;
     assert_eq!(keys.len(), 50);
 }

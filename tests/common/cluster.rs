@@ -528,3 +528,31 @@ pub async fn physical_partitions(
         })
         .collect())
 }
+
+/// The text stored at key `k` of `ks.big (k int PRIMARY KEY, v text)`: about 1 KB.
+pub fn big_value(k: i32) -> String {
+    format!("{k:08}-{}", "x".repeat(1000))
+}
+
+/// Writes `keys` into `ks.big` at `level`, 16 at a time; every write must be acknowledged.
+pub async fn write_big_rows(
+    session: &scylla::client::session::Session,
+    keys: std::ops::Range<i32>,
+    level: scylla::statement::Consistency,
+) {
+    let mut insert = session
+        .prepare("INSERT INTO ks.big (k, v) VALUES (?, ?)")
+        .await
+        .expect("prepare");
+    insert.set_consistency(level);
+    insert.set_request_timeout(Some(Duration::from_secs(10)));
+    let keys: Vec<i32> = keys.collect();
+    for chunk in keys.chunks(16) {
+        let writes = chunk
+            .iter()
+            .map(|k| session.execute_unpaged(&insert, (*k, big_value(*k))));
+        for (k, r) in chunk.iter().zip(futures::future::join_all(writes).await) {
+            r.unwrap_or_else(|e| panic!("write of {k} acknowledged: {e}"));
+        }
+    }
+}
