@@ -169,8 +169,10 @@ impl Cluster {
             enable_elect: false,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(20_000),
             max_in_snapshot_log_to_keep: 5_000,
-            // A chunk of a range's data may take longer than a heartbeat to write.
-            install_snapshot_timeout: 10_000,
+            // The last chunk of a range's data is answered once the whole range is imported
+            // (at `stream_throughput_mib_per_s`): 5 minutes, a move's deadline, is 7 GB at
+            // the default pace. A dead receiver is seen by liveness and its move rolled back.
+            install_snapshot_timeout: 300_000,
             // Data groups never elect on a timer (`quiet`): the timeout only sets the lease
             // followers grant their leader, which a leadership hand-over waits out.
             election_timeout_min: 300,

@@ -28,6 +28,21 @@ pub struct TestCluster {
     _dir: tempfile::TempDir,
 }
 
+/// A cluster's directory (every node's data and logs): removed when the cluster drops,
+/// unless `RINGDB_TEST_KEEP` is set or the test failed (then its path is printed, to read
+/// the nodes' logs).
+fn cluster_dir() -> tempfile::TempDir {
+    let mut dir = tempfile::Builder::new()
+        .prefix("ringdb-cluster-")
+        .tempdir()
+        .expect("tempdir");
+    if std::env::var_os("RINGDB_TEST_KEEP").is_some() {
+        dir.disable_cleanup(true);
+        eprintln!("cluster directory kept: {}", dir.path().display());
+    }
+    dir
+}
+
 fn free_port_on(ip: &str) -> u16 {
     std::net::TcpListener::bind(format!("{ip}:0"))
         .and_then(|l| l.local_addr())
@@ -43,7 +58,7 @@ impl TestCluster {
 
     /// As [`TestCluster::start`], with `extra_config` (TOML lines) in every node's config.
     pub fn start_with(n: u8, extra_config: &str) -> TestCluster {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = cluster_dir();
         let native_port = free_port_on("127.0.0.1");
         let internode_port = free_port_on("127.0.0.1");
         let first: SocketAddr = format!("127.0.0.1:{internode_port}").parse().expect("addr");
@@ -70,7 +85,7 @@ impl TestCluster {
     /// when a test calls [`ClusterNode::start`] on them.
     pub fn start_first_of(n: u8, extra_config: &str) -> TestCluster {
         assert!(n >= 1, "a cluster has at least one node");
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = cluster_dir();
         let native_port = free_port_on("127.0.0.1");
         let internode_port = free_port_on("127.0.0.1");
         let first: SocketAddr = format!("127.0.0.1:{internode_port}").parse().expect("addr");
@@ -249,6 +264,18 @@ struct OnlyNode(SocketAddr);
 impl scylla::policies::host_filter::HostFilter for OnlyNode {
     fn accept(&self, peer: &scylla::cluster::metadata::Peer) -> bool {
         peer.address.ip() == self.0.ip() && peer.address.port() == self.0.port()
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self._dir.disable_cleanup(true);
+            eprintln!(
+                "the test failed; the cluster's directory is kept: {}",
+                self._dir.path().display()
+            );
+        }
     }
 }
 
