@@ -91,20 +91,24 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
         "every node holds a partition: {per_node:?}"
     );
 
-    // Every row reads back through every node, and the count over all groups is exact.
+    // Every row reads back through every node, and the count over all groups is exact. A
+    // read may time out while a leadership is handed over (the balancer evens the leaders
+    // after the moves): each is tried up to five times.
     for node in &cluster.nodes {
         let s = node.session().await;
         let mut read = Statement::new("SELECT v FROM ks.big WHERE k = ?");
         read.set_consistency(Consistency::One);
         for k in (0..ROWS).step_by(5) {
-            let row = s
-                .query_unpaged(read.clone(), (k,))
-                .await
-                .expect("read")
-                .into_rows_result()
-                .expect("rows")
-                .maybe_first_row::<(String,)>()
-                .expect("typed");
+            let row = with_retries(&format!("read of {k}"), || async {
+                s.query_unpaged(read.clone(), (k,))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_rows_result()
+                    .map_err(|e| e.to_string())?
+                    .maybe_first_row::<(String,)>()
+                    .map_err(|e| e.to_string())
+            })
+            .await;
             assert_eq!(
                 row,
                 Some((cluster::big_value(k),)),
@@ -112,14 +116,33 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
                 node.index
             );
         }
-        let (n,): (i64,) = s
-            .query_unpaged("SELECT count(*) FROM ks.big", ())
-            .await
-            .expect("count")
-            .into_rows_result()
-            .expect("rows")
-            .single_row()
-            .expect("one row");
+        let (n,): (i64,) = with_retries("count", || async {
+            s.query_unpaged("SELECT count(*) FROM ks.big", ())
+                .await
+                .map_err(|e| e.to_string())?
+                .into_rows_result()
+                .map_err(|e| e.to_string())?
+                .single_row()
+                .map_err(|e| e.to_string())
+        })
+        .await;
         assert_eq!(n, i64::from(ROWS), "count through node {}", node.index);
     }
+}
+
+/// What `attempt` gives, tried up to five times (half a second apart) while it fails.
+async fn with_retries<T, F, Fut>(what: &str, attempt: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let mut last = String::new();
+    for _ in 0..5 {
+        match attempt().await {
+            Ok(v) => return v,
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{what} failed five times: {last}");
 }

@@ -561,7 +561,9 @@ pub fn big_value(k: i32) -> String {
     format!("{k:08}-{}", "x".repeat(1000))
 }
 
-/// Writes `keys` into `ks.big` at `level`, 16 at a time; every write must be acknowledged.
+/// Writes `keys` into `ks.big` at `level`, 16 at a time; every write must be acknowledged,
+/// each tried up to five times (a write may time out while its partition splits or moves,
+/// and writing the same value again is harmless).
 pub async fn write_big_rows(
     session: &scylla::client::session::Session,
     keys: std::ops::Range<i32>,
@@ -575,11 +577,24 @@ pub async fn write_big_rows(
     insert.set_request_timeout(Some(Duration::from_secs(10)));
     let keys: Vec<i32> = keys.collect();
     for chunk in keys.chunks(16) {
-        let writes = chunk
-            .iter()
-            .map(|k| session.execute_unpaged(&insert, (*k, big_value(*k))));
+        let writes = chunk.iter().map(|k| {
+            let insert = &insert;
+            async move {
+                let mut last = None;
+                for _ in 0..5 {
+                    match session.execute_unpaged(insert, (*k, big_value(*k))).await {
+                        Ok(_) => return Ok(()),
+                        Err(e) => last = Some(e),
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(last)
+            }
+        });
         for (k, r) in chunk.iter().zip(futures::future::join_all(writes).await) {
-            r.unwrap_or_else(|e| panic!("write of {k} acknowledged: {e}"));
+            if let Err(e) = r {
+                panic!("write of {k} acknowledged in five tries: {e:?}");
+            }
         }
     }
 }
