@@ -10,6 +10,7 @@ use super::raft_types::{GroupId, GroupInfo, Raft};
 use super::Cluster;
 use openraft::BasicNode;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +27,9 @@ pub struct Groups {
     /// Groups whose leadership this node is handing over: their writes and linearizable reads
     /// wait here, so the leader sends nothing while the followers' lease on it runs out.
     handing_over: Mutex<HashSet<GroupId>>,
+    /// How many groups `handing_over` holds: every write and read checks it first, without
+    /// taking the lock.
+    handing_over_count: AtomicUsize,
 }
 
 /// How long a request waits for a leadership hand-over before it goes on anyway.
@@ -44,6 +48,9 @@ impl Drop for HandOver<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.group);
+        self.groups
+            .handing_over_count
+            .fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -74,6 +81,7 @@ impl Groups {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(group);
+        self.handing_over_count.fetch_add(1, Ordering::Release);
         HandOver {
             groups: self,
             group,
@@ -82,6 +90,9 @@ impl Groups {
 
     /// Whether `group`'s leadership is being handed over from this node.
     pub fn held(&self, group: GroupId) -> bool {
+        if self.handing_over_count.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         self.handing_over
             .lock()
             .unwrap_or_else(|p| p.into_inner())

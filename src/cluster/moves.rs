@@ -301,7 +301,8 @@ pub async fn transfer_leader(
 
 /// Whether every replica of the group has every entry of its leader's log.
 fn replicated(raft: &Raft) -> bool {
-    let m = raft.metrics().borrow().clone();
+    let metrics = raft.metrics();
+    let m = metrics.borrow();
     m.replication.as_ref().is_some_and(|r| {
         r.values()
             .all(|matched| matched.map(|l| l.index) >= m.last_log_index)
