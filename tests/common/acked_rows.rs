@@ -99,13 +99,23 @@ pub async fn prepare_insert(
     table: &str,
     level: Consistency,
 ) -> PreparedStatement {
-    let mut insert = session
-        .prepare(format!("INSERT INTO {table} (pk, c, v) VALUES (?, ?, ?)"))
+    prepare_at(
+        session,
+        &format!("INSERT INTO {table} (pk, c, v) VALUES (?, ?, ?)"),
+        level,
+    )
+    .await
+}
+
+/// `cql` prepared on `session` at `level`, with a 10 s request timeout.
+async fn prepare_at(session: &Session, cql: &str, level: Consistency) -> PreparedStatement {
+    let mut statement = session
+        .prepare(cql)
         .await
-        .expect("prepare insert");
-    insert.set_consistency(level);
-    insert.set_request_timeout(Some(Duration::from_secs(10)));
-    insert
+        .unwrap_or_else(|e| panic!("prepare {cql}: {e}"));
+    statement.set_consistency(level);
+    statement.set_request_timeout(Some(Duration::from_secs(10)));
+    statement
 }
 
 /// Loads `partitions` partitions of `BULK_ROWS` rows into `TABLES[table]`; every write must
@@ -249,13 +259,12 @@ pub async fn background_load(
 
 /// `SELECT v FROM table WHERE pk = ? AND c = ?` at `level`.
 pub async fn prepare_read(session: &Session, table: &str, level: Consistency) -> PreparedStatement {
-    let mut read = session
-        .prepare(format!("SELECT v FROM {table} WHERE pk = ? AND c = ?"))
-        .await
-        .expect("prepare read");
-    read.set_consistency(level);
-    read.set_request_timeout(Some(Duration::from_secs(10)));
-    read
+    prepare_at(
+        session,
+        &format!("SELECT v FROM {table} WHERE pk = ? AND c = ?"),
+        level,
+    )
+    .await
 }
 
 /// The blob at `(pk, c)`, retrying a failed request three times.
