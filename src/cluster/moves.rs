@@ -398,6 +398,9 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
     };
     let mut outcome: Option<bool> = None;
     while started.elapsed() < MOVE_DEADLINE {
+        if !leads_meta(cluster) {
+            return; // The new metadata leader drives the move.
+        }
         let Some(current) = replicas(cluster) else {
             return; // The table was dropped: the move went with it.
         };
@@ -411,13 +414,17 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
             group,
             mv: mv.clone(),
         };
-        let attempt = at_leader(cluster, group, &candidates, request);
+        // An attempt ends by the move's deadline, however long its leader takes.
+        let remaining = MOVE_DEADLINE.saturating_sub(started.elapsed());
+        let attempt =
+            tokio::time::timeout(remaining, at_leader(cluster, group, &candidates, request));
         let answer = tokio::select! {
-            answer = attempt => answer,
+            answer = attempt => answer.unwrap_or_else(|_| Err(failed("the move's deadline passed"))),
             () = wait_receiver_down(cluster, &mv) => {
                 warn!(group, to = ?mv.to, "the receiving node is down: rolling the move back");
                 break;
             }
+            () = wait_meta_lost(cluster) => return,
         };
         match answer {
             Ok(_) => {
@@ -431,6 +438,9 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
         }
     }
     while outcome.is_none() {
+        if !leads_meta(cluster) {
+            return;
+        }
         let Some(mut candidates) = replicas(cluster) else {
             return;
         };
@@ -468,6 +478,19 @@ async fn run(cluster: &Arc<Cluster>, group: GroupId, mv: Move) {
     }
 }
 
+/// Whether this node leads the metadata group (only its leader drives moves: two drivers
+/// would run the same move's steps against each other).
+fn leads_meta(cluster: &Cluster) -> bool {
+    cluster.meta().metrics().borrow().state == ServerState::Leader
+}
+
+/// Returns once this node no longer leads the metadata group.
+async fn wait_meta_lost(cluster: &Cluster) {
+    while leads_meta(cluster) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// Whether the move's receiver has been seen down for [`RECEIVER_DOWN`] (the move rolls
 /// back; the balancer plans again once it is back).
 fn receiver_down(cluster: &Cluster, mv: &Move) -> bool {
@@ -496,8 +519,7 @@ pub async fn drive(cluster: Arc<Cluster>, shutdown: CancellationToken) {
             () = shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let leading = cluster.meta().metrics().borrow().state == ServerState::Leader;
-        if !leading {
+        if !leads_meta(&cluster) {
             continue;
         }
         let moves: Vec<(GroupId, Move)> = cluster

@@ -29,8 +29,8 @@ pub struct TestCluster {
 }
 
 /// A cluster's directory (every node's data and logs): removed when the cluster drops,
-/// unless `RINGDB_TEST_KEEP` is set or the test failed (then its path is printed, to read
-/// the nodes' logs).
+/// unless `RINGDB_TEST_KEEP` is set (kept whole) or the test failed (the nodes' logs are
+/// kept, and the path printed).
 fn cluster_dir() -> tempfile::TempDir {
     let mut dir = tempfile::Builder::new()
         .prefix("ringdb-cluster-")
@@ -269,12 +269,40 @@ impl scylla::policies::host_filter::HostFilter for OnlyNode {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() && std::env::var_os("RINGDB_TEST_KEEP").is_none() {
+            // The nodes' logs stay to be read; their data goes (a failing run must not fill
+            // the disk under the tests after it).
             self._dir.disable_cleanup(true);
+            for node in &mut self.nodes {
+                node.kill();
+                node.remove_data();
+            }
             eprintln!(
-                "the test failed; the cluster's directory is kept: {}",
+                "the test failed; the nodes' logs are kept in {}",
                 self._dir.path().display()
             );
+        }
+    }
+}
+
+impl ClusterNode {
+    /// Removes everything in the node's directory but its logs and its config.
+    fn remove_data(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("log-") || name.ends_with(".toml") {
+                continue;
+            }
+            let path = entry.path();
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
         }
     }
 }
