@@ -213,8 +213,6 @@ async fn killing_the_receiving_node_mid_move_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known bug (#44): a move whose sender is killed can stay in flight past its \
-            5-minute deadline, about one run in six; run with --ignored while fixing it"]
 async fn killing_the_sending_node_mid_move_loses_nothing() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     kill_mid_move(End::Sender).await;

@@ -3,8 +3,8 @@
 //! replica just came back. Data groups never start elections on their own timers (a quiet
 //! group would elect all the time); instead the nodes' liveness pings, one per peer for every
 //! group, stand in for their heartbeats: when a group's leader is seen down, the first live
-//! replica in the group's order starts an election, and the next ones take their turn, 2 s
-//! apart, while none wins. A group with no known leader (just created, or the whole cluster
+//! voter in the group's order (the metadata's replicas, then voters a move part-way added)
+//! starts an election, and the next ones take their turn, 2 s apart, while none wins. A group with no known leader (just created, or the whole cluster
 //! restarted) is elected the same way.
 
 use super::raft_types::{GroupId, NodeId, Raft};
@@ -92,9 +92,10 @@ async fn look_at(
     now: Instant,
 ) {
     let me = cluster.me().id;
-    let (last_log, leading, lagging, current_leader, leader_votes) = {
+    let (last_log, leading, lagging, current_leader, leader_votes, voters) = {
         let metrics = raft.metrics();
         let m = metrics.borrow();
+        let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
         // A leader that left the group (a replica moved off it) leads it no more.
         let leader_votes = m
             .current_leader
@@ -109,6 +110,7 @@ async fn look_at(
             lagging,
             m.current_leader,
             leader_votes,
+            voters,
         )
     };
     if last_log != seen.last_log {
@@ -155,9 +157,7 @@ async fn look_at(
     // The live replicas take turns: the first in the group's order elects at once, the next
     // one only after the first has had LEADERLESS_FOR to win, and so on (a replica that just
     // arrived by a move may lack the last entries and lose every election it starts).
-    let live: Vec<NodeId> = order
-        .iter()
-        .copied()
+    let live: Vec<NodeId> = election_order(order, &voters)
         .filter(|r| Some(*r) != current_leader && (*r == me || cluster.liveness().is_up(*r)))
         .collect();
     let Some(rank) = live.iter().position(|r| *r == me) else {
@@ -182,5 +182,33 @@ async fn look_at(
     info!(group = id, leader = ?current_leader, "group has no live leader: electing");
     if let Err(e) = raft.trigger().elect().await {
         debug!(group = id, error = %e, "election not started");
+    }
+}
+
+/// Who may elect a group, in turn: the voters of its Raft membership as this replica knows it,
+/// those among the metadata's replicas first, in their order. A move part-way differs from
+/// the metadata: the replica it adds may already vote (and be the only one that can win, its
+/// log holding the membership change), and the one it removes no longer does.
+fn election_order<'a>(
+    order: &'a [NodeId],
+    voters: &'a [NodeId],
+) -> impl Iterator<Item = NodeId> + 'a {
+    let listed = order.iter().copied().filter(|r| voters.contains(r));
+    let added = voters.iter().copied().filter(|v| !order.contains(v));
+    listed.chain(added)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::election_order;
+
+    #[test]
+    fn a_moving_groups_voters_elect_in_the_metadatas_order_then_the_added_ones() {
+        // The metadata lists [2, 1]; Raft's membership moved from {1, 2} to {1, 3}.
+        let order: Vec<u64> = election_order(&[2, 1], &[1, 3]).collect();
+        assert_eq!(order, vec![1, 3]);
+        // Joint consensus part-way: all three vote.
+        let order: Vec<u64> = election_order(&[2, 1], &[1, 2, 3]).collect();
+        assert_eq!(order, vec![2, 1, 3]);
     }
 }
