@@ -25,6 +25,7 @@ pub fn plan(
     rf: &HashMap<TableId, usize>,
     live: &[NodeId],
     room: usize,
+    sizes: &HashMap<GroupId, u64>,
 ) -> Vec<(GroupId, Move)> {
     let mut planned: Vec<(GroupId, Move)> = Vec::new();
     if live.is_empty() || room == 0 {
@@ -137,7 +138,98 @@ pub fn plan(
             planned.extend(swap);
         }
     }
+    // Then the bytes: within a table, a large group on the node holding the most of it
+    // swaps with a small one on the node holding the least.
+    if planned.is_empty() && room >= 2 {
+        if let Some(swap) = plan_bytes_swap(state, &replicas, &held, sizes) {
+            planned.extend(swap);
+        }
+    }
     planned
+}
+
+/// Whether nodes holding `most` and `least` bytes of a table whose groups hold `mean` bytes
+/// on average are even enough: within 10%, or within one group's worth.
+fn bytes_even(most: u64, least: u64, mean: u64) -> bool {
+    let diff = most - least;
+    diff.saturating_mul(10) <= most || diff <= mean
+}
+
+/// Two moves within one table that bring its most and least loaded nodes (by bytes) closest
+/// together without changing any count: a group from the heavier node `a` to the lighter
+/// `b`, and a smaller group of the same table from `b` to `a`. None when the table's bytes
+/// are even ([`bytes_even`]) or no swap narrows the gap.
+fn plan_bytes_swap(
+    state: &MetaState,
+    replicas: &BTreeMap<GroupId, Vec<NodeId>>,
+    held: &BTreeMap<NodeId, i64>,
+    sizes: &HashMap<GroupId, u64>,
+) -> Option<[(GroupId, Move); 2]> {
+    let size = |g: GroupId| sizes.get(&g).copied().unwrap_or(0);
+    let free = |g: GroupId| !state.moves.contains_key(&g);
+    let mut tables: BTreeMap<TableId, Vec<GroupId>> = BTreeMap::new();
+    for g in state.groups.values() {
+        tables.entry(g.table).or_default().push(g.id);
+    }
+    for groups in tables.values() {
+        let mut bytes: BTreeMap<NodeId, u64> = held.keys().map(|n| (*n, 0)).collect();
+        for g in groups {
+            for n in &replicas[g] {
+                if let Some(b) = bytes.get_mut(n) {
+                    *b += size(*g);
+                }
+            }
+        }
+        let (&a, &most) = bytes
+            .iter()
+            .max_by_key(|(n, b)| (**b, std::cmp::Reverse(**n)))?;
+        let (&b, &least) = bytes.iter().min_by_key(|(n, b)| (**b, **n))?;
+        let total: u64 = groups.iter().map(|g| size(*g)).sum();
+        let mean = total / u64::try_from(groups.len()).unwrap_or(1).max(1);
+        if bytes_even(most, least, mean) {
+            continue;
+        }
+        let gap = most - least;
+        let on = |node: NodeId, other: NodeId| {
+            groups
+                .iter()
+                .copied()
+                .filter(move |g| {
+                    free(*g) && replicas[g].contains(&node) && !replicas[g].contains(&other)
+                })
+                .collect::<Vec<GroupId>>()
+        };
+        // The gap after swapping `out` (a to b) with `back` (b to a).
+        let best = on(a, b)
+            .into_iter()
+            .flat_map(|out| on(b, a).into_iter().map(move |back| (out, back)))
+            .filter(|(out, back)| size(*out) > size(*back))
+            .map(|(out, back)| {
+                let shift = 2 * (size(out) - size(back));
+                (gap.abs_diff(shift), out, back)
+            })
+            .filter(|(after, _, _)| *after < gap)
+            .min();
+        if let Some((_, out, back)) = best {
+            return Some([
+                (
+                    out,
+                    Move {
+                        from: Some(a),
+                        to: Some(b),
+                    },
+                ),
+                (
+                    back,
+                    Move {
+                        from: Some(b),
+                        to: Some(a),
+                    },
+                ),
+            ]);
+        }
+    }
+    None
 }
 
 /// Two moves that even out one table's replicas per node without changing the totals: a
@@ -371,6 +463,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
         let max = cluster.node().config().max_concurrent_moves;
         let me = cluster.me().id;
         let rf = replication_factors(&cluster);
+        let sizes = super::group_sizes::all(&cluster);
         let (moves, emptied, reseeds) = cluster.meta_state().with(|s| {
             let up = |n: &NodeId| *n == me || cluster.liveness().is_up(*n);
             let reseeds = lost_majorities(s, &up);
@@ -395,7 +488,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
             if waiting || !reseeds.is_empty() {
                 return (Vec::new(), emptied, reseeds);
             }
-            let moves = plan(s, &rf, &live, max.saturating_sub(s.moves.len()));
+            let moves = plan(s, &rf, &live, max.saturating_sub(s.moves.len()), &sizes);
             (moves, emptied, reseeds)
         });
         for (group, survivors) in reseeds {
@@ -478,7 +571,7 @@ mod tests {
         let rf3: HashMap<TableId, usize> = [(TableId(1), 3)].into();
         let mut s = state(&[1, 2, 3], &[(1, &[1]), (2, &[1]), (3, &[1]), (4, &[1])]);
         for _ in 0..20 {
-            let moves = plan(&s, &rf3, &[1, 2, 3], 2);
+            let moves = plan(&s, &rf3, &[1, 2, 3], 2, &HashMap::new());
             if moves.is_empty() {
                 break;
             }
@@ -491,7 +584,7 @@ mod tests {
             &[(1, &[1]), (2, &[1]), (3, &[1]), (4, &[1]), (5, &[1])],
         );
         for _ in 0..20 {
-            let moves = plan(&s, &rf1, &[1, 2, 3], 1);
+            let moves = plan(&s, &rf1, &[1, 2, 3], 1, &HashMap::new());
             if moves.is_empty() {
                 break;
             }
@@ -516,7 +609,7 @@ mod tests {
         );
         s.leaving.insert(3, false);
         for _ in 0..20 {
-            let moves = plan(&s, &rf2, &[1, 2], 2);
+            let moves = plan(&s, &rf2, &[1, 2], 2, &HashMap::new());
             if moves.is_empty() {
                 break;
             }
@@ -531,7 +624,7 @@ mod tests {
             .all(|g| g.replicas.len() == 2));
         let rf1: HashMap<TableId, usize> = [(TableId(1), 1)].into();
         for _ in 0..20 {
-            let moves = plan(&s, &rf1, &[1, 2], 2);
+            let moves = plan(&s, &rf1, &[1, 2], 2, &HashMap::new());
             if moves.is_empty() {
                 break;
             }
@@ -562,7 +655,7 @@ mod tests {
         }
         let rf: HashMap<TableId, usize> = [(TableId(1), 2), (TableId(2), 1)].into();
         for _ in 0..30 {
-            let moves = plan(&s, &rf, &[1, 2, 3], 2);
+            let moves = plan(&s, &rf, &[1, 2, 3], 2, &HashMap::new());
             if moves.is_empty() {
                 break;
             }
@@ -616,9 +709,74 @@ mod tests {
     fn a_balanced_cluster_plans_nothing_and_room_bounds_the_moves() {
         let rf: HashMap<TableId, usize> = [(TableId(1), 2)].into();
         let s = state(&[1, 2], &[(1, &[1, 2]), (2, &[2, 1])]);
-        assert!(plan(&s, &rf, &[1, 2], 4).is_empty());
+        assert!(plan(&s, &rf, &[1, 2], 4, &HashMap::new()).is_empty());
         let s = state(&[1, 2, 3], &[(1, &[1]), (2, &[1]), (3, &[1])]);
-        assert_eq!(plan(&s, &rf, &[1, 2, 3], 1).len(), 1);
-        assert!(plan(&s, &rf, &[1, 2, 3], 0).is_empty());
+        assert_eq!(plan(&s, &rf, &[1, 2, 3], 1, &HashMap::new()).len(), 1);
+        assert!(plan(&s, &rf, &[1, 2, 3], 0, &HashMap::new()).is_empty());
+    }
+
+    #[test]
+    fn bytes_even_out_by_swapping_a_large_group_for_a_small_one() {
+        // RF 1, three groups a node: node 1's are large, node 2's small.
+        let rf: HashMap<TableId, usize> = [(TableId(1), 1)].into();
+        let mut s = state(
+            &[1, 2],
+            &[
+                (1, &[1]),
+                (2, &[1]),
+                (3, &[1]),
+                (4, &[2]),
+                (5, &[2]),
+                (6, &[2]),
+            ],
+        );
+        let mb = 1 << 20;
+        let sizes: HashMap<GroupId, u64> = [
+            (1, 100 * mb),
+            (2, 90 * mb),
+            (3, 80 * mb),
+            (4, 10 * mb),
+            (5, 20 * mb),
+            (6, 30 * mb),
+        ]
+        .into();
+        let bytes_of = |s: &MetaState, n: NodeId| -> u64 {
+            s.groups
+                .values()
+                .filter(|g| g.replicas.contains(&n))
+                .map(|g| sizes[&g.id])
+                .sum()
+        };
+        for _ in 0..10 {
+            let moves = plan(&s, &rf, &[1, 2], 2, &sizes);
+            if moves.is_empty() {
+                break;
+            }
+            assert_eq!(moves.len(), 2, "a swap: {moves:?}");
+            apply(&mut s, &moves);
+        }
+        let (one, two) = (bytes_of(&s, 1), bytes_of(&s, 2));
+        let (most, least) = (one.max(two), one.min(two));
+        assert!(
+            bytes_even(most, least, 55 * mb),
+            "node 1 holds {one}, node 2 {two}"
+        );
+        // The counts stay even, and an even cluster plans nothing more.
+        assert_eq!(s.groups.values().filter(|g| g.replicas == [1]).count(), 3);
+        assert!(plan(&s, &rf, &[1, 2], 2, &sizes).is_empty());
+        // Groups of one size never swap.
+        let same: HashMap<GroupId, u64> = (1..=6).map(|g| (g, 50 * mb)).collect();
+        let s = state(
+            &[1, 2],
+            &[
+                (1, &[1]),
+                (2, &[1]),
+                (3, &[1]),
+                (4, &[2]),
+                (5, &[2]),
+                (6, &[2]),
+            ],
+        );
+        assert!(plan(&s, &rf, &[1, 2], 2, &same).is_empty());
     }
 }

@@ -125,6 +125,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             schema_version: cluster.node().catalog().version,
             stats: cluster.local_stats(),
             led: super::leaders::led_here(cluster),
+            sizes: super::group_sizes::local(cluster),
             transfers: cluster.transfers().local(),
         },
     }

@@ -35,6 +35,8 @@ pub struct Liveness {
     seen: Mutex<HashMap<NodeId, Seen>>,
     /// The groups each peer said it leads, at its last answer.
     led: Mutex<HashMap<NodeId, Vec<super::raft_types::GroupId>>>,
+    /// The bytes of each group each peer said it holds, at its last answer.
+    sizes: Mutex<HashMap<NodeId, Vec<(super::raft_types::GroupId, u64)>>>,
 }
 
 impl Liveness {
@@ -51,6 +53,16 @@ impl Liveness {
     /// just started), so requests are not refused before the first round of pings.
     pub fn is_up(&self, id: NodeId) -> bool {
         self.seen(id).is_none_or(|s| s.up)
+    }
+
+    /// The bytes of the groups each peer that is up said it holds.
+    pub fn sizes_by_peers(&self) -> Vec<Vec<(super::raft_types::GroupId, u64)>> {
+        let sizes = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
+        sizes
+            .iter()
+            .filter(|(id, _)| self.is_up(**id))
+            .map(|(_, groups)| groups.clone())
+            .collect()
     }
 
     /// The groups each peer that is up said it leads.
@@ -109,16 +121,29 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             let before = seen.get(&m.id).copied();
-            if let Some((_, _, led)) = &answer {
+            if let Some(pong) = &answer {
                 cluster
                     .liveness()
                     .led
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(m.id, led.clone());
+                    .insert(m.id, pong.led.clone());
+                cluster
+                    .liveness()
+                    .sizes
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(m.id, pong.sizes.clone());
             }
             let after = match (answer, before) {
-                (Some((v, stats, _)), _) => Seen {
+                (
+                    Some(Pong {
+                        schema_version: v,
+                        stats,
+                        ..
+                    }),
+                    _,
+                ) => Seen {
                     at: now,
                     schema_version: v,
                     up: true,
@@ -154,15 +179,15 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
     }
 }
 
-async fn ping(
-    cluster: &Cluster,
-    id: NodeId,
-    addr: std::net::SocketAddr,
-) -> Option<(
-    uuid::Uuid,
-    super::rpc::NodeStats,
-    Vec<super::raft_types::GroupId>,
-)> {
+/// What a peer answered to a ping.
+struct Pong {
+    schema_version: uuid::Uuid,
+    stats: super::rpc::NodeStats,
+    led: Vec<super::raft_types::GroupId>,
+    sizes: Vec<(super::raft_types::GroupId, u64)>,
+}
+
+async fn ping(cluster: &Cluster, id: NodeId, addr: std::net::SocketAddr) -> Option<Pong> {
     let payload = encode(&Request::Ping).ok()?;
     let bytes = cluster
         .transport()
@@ -174,10 +199,16 @@ async fn ping(
             schema_version,
             stats,
             led,
+            sizes,
             transfers,
         }) => {
             cluster.transfers().reported(id, transfers);
-            Some((schema_version, stats, led))
+            Some(Pong {
+                schema_version,
+                stats,
+                led,
+                sizes,
+            })
         }
         _ => None,
     }

@@ -12,6 +12,7 @@ pub mod codec;
 pub mod data_machine;
 pub mod data_snapshot;
 pub mod fences;
+pub mod group_sizes;
 pub mod groups;
 pub mod handler;
 pub mod hooks;

@@ -133,6 +133,8 @@ pub enum Response {
         stats: NodeStats,
         /// The groups the peer leads.
         led: Vec<super::raft_types::GroupId>,
+        /// The bytes of each group the peer holds a replica of.
+        sizes: Vec<(super::raft_types::GroupId, u64)>,
         /// The peer's snapshot transfers.
         transfers: Vec<super::transfers::Transfer>,
     },
