@@ -552,6 +552,8 @@ pub struct PartitionRow {
     pub replicas: Vec<std::net::IpAddr>,
     /// The group's leader, once known.
     pub leader: Option<std::net::IpAddr>,
+    /// The bytes the node asked stores of the piece (0 where it keeps no replica).
+    pub bytes: u64,
 }
 
 /// The physical partitions of `keyspace`'s tables at `session`.
@@ -564,23 +566,27 @@ pub async fn physical_partitions(
         i64,
         Option<Vec<std::net::IpAddr>>,
         Option<std::net::IpAddr>,
+        i64,
     );
     let rows: Vec<Row> = view_rows(
         session,
         &format!(
-            "SELECT table_name, end_token, replicas, leader FROM system_views.physical_partitions \
-             WHERE keyspace_name = '{keyspace}'"
+            "SELECT table_name, end_token, replicas, leader, bytes \
+             FROM system_views.physical_partitions WHERE keyspace_name = '{keyspace}'"
         ),
     )
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(table_name, end_token, replicas, leader)| PartitionRow {
-            table_name,
-            end_token,
-            replicas: replicas.unwrap_or_default(),
-            leader,
-        })
+        .map(
+            |(table_name, end_token, replicas, leader, bytes)| PartitionRow {
+                table_name,
+                end_token,
+                replicas: replicas.unwrap_or_default(),
+                leader,
+                bytes: u64::try_from(bytes).unwrap_or(0),
+            },
+        )
         .collect())
 }
 
