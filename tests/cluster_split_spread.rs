@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 const ROWS: i32 = 3000;
 /// Physical partitions the table must reach by splitting.
 const AT_LEAST: usize = 6;
+/// Looks in a row, half a second apart, that must find the spread layout with no move in
+/// flight before the rows are read.
+const SETTLED_LOOKS: usize = 6;
 /// How long the splits and the moves may take.
 const SPREAD_WITHIN: Duration = Duration::from_secs(120);
 
@@ -72,14 +75,35 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
     cluster::write_big_rows(&session, 0..ROWS, Consistency::One).await;
 
     let began = Instant::now();
+    // Spread, and settled: the same layout with no move in flight for SETTLED_LOOKS looks in
+    // a row (after the counts, the balancer may swap groups to even the bytes).
+    let mut settled = 0;
+    let mut layout = None;
     let per_node = loop {
         match spread(&session, &ips).await {
-            Ok(per_node) => break per_node,
-            Err(why) => assert!(
-                began.elapsed() < SPREAD_WITHIN,
-                "ks.big does not spread within {SPREAD_WITHIN:?}: {why}"
-            ),
+            Ok(per_node) => {
+                settled = if layout.as_ref() == Some(&per_node) {
+                    settled + 1
+                } else {
+                    1
+                };
+                layout = Some(per_node.clone());
+                if settled >= SETTLED_LOOKS {
+                    break per_node;
+                }
+            }
+            Err(why) => {
+                settled = 0;
+                assert!(
+                    began.elapsed() < SPREAD_WITHIN,
+                    "ks.big does not spread within {SPREAD_WITHIN:?}: {why}"
+                );
+            }
         }
+        assert!(
+            began.elapsed() < SPREAD_WITHIN,
+            "ks.big does not settle within {SPREAD_WITHIN:?}: {layout:?}"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     eprintln!(
@@ -93,7 +117,7 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
 
     // Every row reads back through every node, and the count over all groups is exact. A
     // read may time out while a leadership is handed over (the balancer evens the leaders
-    // after the moves): each is tried up to five times.
+    // after the moves): each is tried up to ten times.
     for node in &cluster.nodes {
         let s = node.session().await;
         let mut read = Statement::new("SELECT v FROM ks.big WHERE k = ?");
@@ -130,19 +154,19 @@ async fn a_growing_table_splits_and_its_partitions_spread_over_the_nodes() {
     }
 }
 
-/// What `attempt` gives, tried up to five times (half a second apart) while it fails.
+/// What `attempt` gives, tried up to ten times (a second apart) while it fails.
 async fn with_retries<T, F, Fut>(what: &str, attempt: F) -> T
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>>,
 {
     let mut last = String::new();
-    for _ in 0..5 {
+    for _ in 0..10 {
         match attempt().await {
             Ok(v) => return v,
             Err(e) => last = e,
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    panic!("{what} failed five times: {last}");
+    panic!("{what} failed ten times: {last}");
 }

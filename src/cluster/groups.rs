@@ -308,12 +308,16 @@ async fn start_group(
 ) -> Result<Raft, String> {
     let me = cluster.me().id;
     // A replica that did not hold the split's parent has nothing to wait for: it starts from
-    // a snapshot taken after the split.
+    // a snapshot taken after the split. Nor has one whose parent is a single replica applying
+    // its writes in place, with no log (unless it runs Raft itself, for a move of its own):
+    // every write the parent took is applied already, and no fence would ever come.
     let parent = group.parent.filter(|(p, _)| {
-        cluster
-            .meta_state()
-            .with(|s| s.groups.get(p).is_some_and(|g| g.replicas.contains(&me)))
-            && group.replicas.contains(&me)
+        let (held, logged) = cluster.meta_state().with(|s| {
+            s.groups.get(p).map_or((false, false), |g| {
+                (g.replicas.contains(&me), g.replicas.len() > 1)
+            })
+        });
+        held && (logged || cluster.group(*p).is_some()) && group.replicas.contains(&me)
     });
     let machine = DataMachine::open(
         group.id,
