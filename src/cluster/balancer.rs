@@ -715,11 +715,9 @@ mod tests {
         assert!(plan(&s, &rf, &[1, 2, 3], 0, &HashMap::new()).is_empty());
     }
 
-    #[test]
-    fn bytes_even_out_by_swapping_a_large_group_for_a_small_one() {
-        // RF 1, three groups a node: node 1's are large, node 2's small.
-        let rf: HashMap<TableId, usize> = [(TableId(1), 1)].into();
-        let mut s = state(
+    /// Two nodes, three RF 1 groups each: 1 to 3 on node 1, 4 to 6 on node 2.
+    fn three_each() -> MetaState {
+        state(
             &[1, 2],
             &[
                 (1, &[1]),
@@ -729,7 +727,14 @@ mod tests {
                 (5, &[2]),
                 (6, &[2]),
             ],
-        );
+        )
+    }
+
+    #[test]
+    fn bytes_even_out_by_swapping_a_large_group_for_a_small_one() {
+        // RF 1, three groups a node: node 1's are large, node 2's small.
+        let rf: HashMap<TableId, usize> = [(TableId(1), 1)].into();
+        let mut s = three_each();
         let mb = 1 << 20;
         let sizes: HashMap<GroupId, u64> = [
             (1, 100 * mb),
@@ -766,17 +771,7 @@ mod tests {
         assert!(plan(&s, &rf, &[1, 2], 2, &sizes).is_empty());
         // Groups of one size never swap.
         let same: HashMap<GroupId, u64> = (1..=6).map(|g| (g, 50 * mb)).collect();
-        let s = state(
-            &[1, 2],
-            &[
-                (1, &[1]),
-                (2, &[1]),
-                (3, &[1]),
-                (4, &[2]),
-                (5, &[2]),
-                (6, &[2]),
-            ],
-        );
+        let s = three_each();
         assert!(plan(&s, &rf, &[1, 2], 2, &same).is_empty());
     }
 }
