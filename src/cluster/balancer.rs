@@ -148,17 +148,18 @@ pub fn plan(
     planned
 }
 
-/// Whether nodes holding `most` and `least` bytes of a table whose groups hold `mean` bytes
-/// on average are even enough: within 10%, or within one group's worth.
-fn bytes_even(most: u64, least: u64, mean: u64) -> bool {
+/// Whether nodes holding `most` and `least` bytes of a table whose largest group holds
+/// `largest` are even enough: within 10%, or within one group's worth.
+fn bytes_even(most: u64, least: u64, largest: u64) -> bool {
     let diff = most - least;
-    diff.saturating_mul(10) <= most || diff <= mean
+    diff.saturating_mul(10) <= most || diff <= largest
 }
 
 /// Two moves within one table that bring its most and least loaded nodes (by bytes) closest
 /// together without changing any count: a group from the heavier node `a` to the lighter
 /// `b`, and a smaller group of the same table from `b` to `a`. None when the table's bytes
-/// are even ([`bytes_even`]) or no swap narrows the gap.
+/// are even ([`bytes_even`]) or no swap narrows the gap by a quarter of a mean group (two
+/// whole groups move for it).
 fn plan_bytes_swap(
     state: &MetaState,
     replicas: &BTreeMap<GroupId, Vec<NodeId>>,
@@ -186,7 +187,8 @@ fn plan_bytes_swap(
         let (&b, &least) = bytes.iter().min_by_key(|(n, b)| (**b, **n))?;
         let total: u64 = groups.iter().map(|g| size(*g)).sum();
         let mean = total / u64::try_from(groups.len()).unwrap_or(1).max(1);
-        if bytes_even(most, least, mean) {
+        let largest = groups.iter().map(|g| size(*g)).max().unwrap_or(0);
+        if bytes_even(most, least, largest) {
             continue;
         }
         let gap = most - least;
@@ -208,7 +210,7 @@ fn plan_bytes_swap(
                 let shift = 2 * (size(out) - size(back));
                 (gap.abs_diff(shift), out, back)
             })
-            .filter(|(after, _, _)| *after < gap)
+            .filter(|(after, _, _)| (gap - after).saturating_mul(4) >= mean.max(1))
             .min();
         if let Some((_, out, back)) = best {
             return Some([
@@ -763,7 +765,7 @@ mod tests {
         let (one, two) = (bytes_of(&s, 1), bytes_of(&s, 2));
         let (most, least) = (one.max(two), one.min(two));
         assert!(
-            bytes_even(most, least, 55 * mb),
+            bytes_even(most, least, 100 * mb),
             "node 1 holds {one}, node 2 {two}"
         );
         // The counts stay even, and an even cluster plans nothing more.
@@ -773,5 +775,20 @@ mod tests {
         let same: HashMap<GroupId, u64> = (1..=6).map(|g| (g, 50 * mb)).collect();
         let s = three_each();
         assert!(plan(&s, &rf, &[1, 2], 2, &same).is_empty());
+        // Nor groups of about one size for a small gain: three groups against two differ
+        // by about a group, and two whole groups would move to gain 8 MB.
+        let s = state(
+            &[1, 2],
+            &[(1, &[1]), (2, &[1]), (3, &[1]), (4, &[2]), (5, &[2])],
+        );
+        let close: HashMap<GroupId, u64> = [
+            (1, 136 * mb),
+            (2, 135 * mb),
+            (3, 134 * mb),
+            (4, 133 * mb),
+            (5, 132 * mb),
+        ]
+        .into();
+        assert!(plan(&s, &rf, &[1, 2], 2, &close).is_empty());
     }
 }
