@@ -10,24 +10,32 @@ use std::collections::{BTreeMap, HashMap};
 /// The bytes of each group this node keeps a replica of, from its store's partitions.
 pub fn local(cluster: &Cluster) -> Vec<(GroupId, u64)> {
     let me = cluster.me().id;
+    // The metadata first, then the store: no store lock is taken under the metadata's.
+    let (tables, held) = cluster.meta_state().with(|s| {
+        let held: Vec<GroupId> = s
+            .groups
+            .values()
+            .filter(|g| g.replicas.contains(&me))
+            .map(|g| g.id)
+            .collect();
+        (held_by_table(s, me), held)
+    });
     let storage = cluster.node().storage();
-    cluster.meta_state().with(|s| {
-        let mut sizes: BTreeMap<GroupId, u64> = BTreeMap::new();
-        for (table, groups) in held_by_table(s, me) {
-            let Ok(parts) = storage.physical_partitions(table) else {
+    let mut sizes: BTreeMap<GroupId, u64> = BTreeMap::new();
+    for (table, groups) in tables {
+        let Ok(parts) = storage.physical_partitions(table) else {
+            continue;
+        };
+        for p in parts {
+            // The first of the table's groups that ends at or after the partition's end.
+            let Some((_, id)) = groups.iter().find(|(end, _)| *end >= p.end_token) else {
                 continue;
             };
-            for p in parts {
-                // The first of the table's groups that ends at or after the partition's end.
-                let Some((_, id)) = groups.iter().find(|(end, _)| *end >= p.end_token) else {
-                    continue;
-                };
-                *sizes.entry(*id).or_default() += p.bytes;
-            }
+            *sizes.entry(*id).or_default() += p.bytes;
         }
-        sizes.retain(|id, _| s.groups.get(id).is_some_and(|g| g.replicas.contains(&me)));
-        sizes.into_iter().collect()
-    })
+    }
+    sizes.retain(|id, _| held.contains(id));
+    sizes.into_iter().collect()
 }
 
 /// Each table's groups as `(end, id)` in token order, for the tables of which `me` holds a

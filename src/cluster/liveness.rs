@@ -57,21 +57,27 @@ impl Liveness {
 
     /// The bytes of the groups each peer that is up said it holds.
     pub fn sizes_by_peers(&self) -> Vec<Vec<(super::raft_types::GroupId, u64)>> {
-        let sizes = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
-        sizes
-            .iter()
-            .filter(|(id, _)| self.is_up(**id))
-            .map(|(_, groups)| groups.clone())
+        self.of_peers_up(&self.sizes)
+            .into_iter()
+            .map(|(_, groups)| groups)
             .collect()
     }
 
     /// The groups each peer that is up said it leads.
     pub fn led_by_peers(&self) -> Vec<(NodeId, Vec<super::raft_types::GroupId>)> {
-        let led = self.led.lock().unwrap_or_else(|p| p.into_inner());
-        led.iter()
-            .filter(|(id, _)| self.is_up(**id))
-            .map(|(id, groups)| (*id, groups.clone()))
-            .collect()
+        self.of_peers_up(&self.led)
+    }
+
+    /// What `reports` holds of each peer that is up. One lock at a time: the watcher takes
+    /// `seen` before the reports, so holding a report while asking `seen` could deadlock.
+    fn of_peers_up<T: Clone>(&self, reports: &Mutex<HashMap<NodeId, T>>) -> Vec<(NodeId, T)> {
+        let all: Vec<(NodeId, T)> = reports
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(id, r)| (*id, r.clone()))
+            .collect();
+        all.into_iter().filter(|(id, _)| self.is_up(*id)).collect()
     }
 }
 
@@ -115,12 +121,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
         });
         for (m, answer) in futures::future::join_all(pings).await {
             let now = Instant::now();
-            let mut seen = cluster
-                .liveness()
-                .seen
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let before = seen.get(&m.id).copied();
+            // The reports first, each lock alone (see `Liveness::of_peers_up`).
             if let Some(pong) = &answer {
                 cluster
                     .liveness()
@@ -135,6 +136,12 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(m.id, pong.sizes.clone());
             }
+            let mut seen = cluster
+                .liveness()
+                .seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let before = seen.get(&m.id).copied();
             let after = match (answer, before) {
                 (
                     Some(Pong {
