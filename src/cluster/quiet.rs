@@ -58,16 +58,21 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 *entry = (up, now);
             }
         }
-        let replicas: HashMap<GroupId, Vec<NodeId>> = cluster.meta_state().with(|s| {
-            s.groups
-                .values()
-                .map(|g| (g.id, g.replicas.clone()))
-                .collect()
-        });
+        // Each group's replicas, and the node a move in flight adds.
+        let replicas: HashMap<GroupId, (Vec<NodeId>, Option<NodeId>)> =
+            cluster.meta_state().with(|s| {
+                s.groups
+                    .values()
+                    .map(|g| {
+                        let to = s.moves.get(&g.id).and_then(|m| m.to);
+                        (g.id, (g.replicas.clone(), to))
+                    })
+                    .collect()
+            });
         let running = cluster.groups.all();
         groups.retain(|id, _| running.iter().any(|(g, _)| g == id));
         for (id, raft) in running {
-            let Some(order) = replicas.get(&id) else {
+            let Some((order, moving_to)) = replicas.get(&id) else {
                 continue;
             };
             let seen = groups.entry(id).or_insert(Seen {
@@ -77,20 +82,35 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 elected: None,
                 heartbeat: true,
             });
-            look_at(&cluster, id, &raft, order, seen, &peers_up, now).await;
+            let group = Group {
+                id,
+                raft: &raft,
+                order,
+                moving_to: *moving_to,
+            };
+            look_at(&cluster, &group, seen, &peers_up, now).await;
         }
     }
 }
 
+/// One group as the watcher looks at it.
+struct Group<'a> {
+    id: GroupId,
+    raft: &'a Raft,
+    /// Its replicas, in the metadata's order.
+    order: &'a [NodeId],
+    /// The node a move in flight adds, if any.
+    moving_to: Option<NodeId>,
+}
+
 async fn look_at(
     cluster: &Cluster,
-    id: GroupId,
-    raft: &Raft,
-    order: &[NodeId],
+    group: &Group<'_>,
     seen: &mut Seen,
     peers_up: &HashMap<NodeId, (bool, Instant)>,
     now: Instant,
 ) {
+    let (id, raft, order) = (group.id, group.raft, group.order);
     let me = cluster.me().id;
     let (last_log, leading, lagging, current_leader, leader_votes, voters) = {
         let metrics = raft.metrics();
@@ -142,8 +162,12 @@ async fn look_at(
     // Not the leader (any more): back to the default, should it lead again.
     raft.runtime_config().heartbeat(true);
     seen.heartbeat = true;
-    let leader_up =
-        leader_votes && current_leader.is_some_and(|l| l == me || cluster.liveness().is_up(l));
+    // A leader counts while its node is up and still holds the group: a node a replica moved
+    // off is up, but its Raft of the group is gone, and a follower that missed the last
+    // membership change (it still lists that node as a voter) would wait for it for ever.
+    let holds = |n: NodeId| group.order.contains(&n) || group.moving_to == Some(n);
+    let leader_up = leader_votes
+        && current_leader.is_some_and(|l| l == me || (holds(l) && cluster.liveness().is_up(l)));
     if leader_up {
         seen.leaderless = None;
         return;
