@@ -52,9 +52,18 @@ fn leave(addr: SocketAddr, host: uuid::Uuid, state: &str) -> Result<(), AdminErr
     );
     bar.set_message(host.to_string());
     let mut total = 0u64;
+    // Without a terminal (a script, a test) the bar is hidden: each change is a line instead.
+    let mut last_line = String::new();
+    let mut line = |text: String| {
+        if bar.is_hidden() && text != last_line {
+            eprintln!("{text}");
+            last_line = text;
+        }
+    };
     loop {
         let held = held_by(addr, host)?;
         let Some(held) = held else {
+            line(format!("{host}: left the cluster"));
             bar.set_position(total);
             bar.finish_with_message(format!("{host}: left the cluster"));
             return Ok(());
@@ -63,6 +72,11 @@ fn leave(addr: SocketAddr, host: uuid::Uuid, state: &str) -> Result<(), AdminErr
         bar.set_length(total);
         bar.set_position(total - held);
         let (received, size) = moves_progress(addr)?;
+        line(format!(
+            "{host}: {held} partitions held; moving {} of {} MB",
+            received / 1_000_000,
+            size / 1_000_000
+        ));
         if size > 0 {
             bar.set_message(format!(
                 "{host} (moving: {} of {} MB)",

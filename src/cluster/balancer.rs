@@ -390,8 +390,13 @@ async fn balance_leaders(cluster: &Arc<Cluster>) {
 /// The groups that lost their majority to removed (dead) nodes, with the replicas they keep:
 /// their live replicas, or the first live node when none is (its range is lost, as a
 /// Cassandra range whose every replica is removed).
+///
+/// A group moving a replica to a removed node counts too when the move's new replicas have
+/// no live majority: Raft's joint consensus needs a majority of the new voters as well as of
+/// the old, so such a move can neither finish nor roll back.
 fn lost_majorities(state: &MetaState, up: &dyn Fn(&NodeId) -> bool) -> Vec<(GroupId, Vec<NodeId>)> {
     let removed = |n: &NodeId| state.leaving.get(n) == Some(&true);
+    let no_majority = |r: &[NodeId]| r.iter().filter(|n| up(n)).count() * 2 <= r.len();
     let fallback = state
         .members
         .keys()
@@ -400,12 +405,15 @@ fn lost_majorities(state: &MetaState, up: &dyn Fn(&NodeId) -> bool) -> Vec<(Grou
     state
         .groups
         .values()
-        .filter(|g| g.replicas.iter().any(removed))
+        .filter(|g| {
+            let here = g.replicas.iter().any(removed) && no_majority(&g.replicas);
+            let moving = state.moves.get(&g.id).is_some_and(|m| {
+                m.to.is_some_and(|to| removed(&to)) && no_majority(&m.apply(&g.replicas))
+            });
+            here || moving
+        })
         .filter_map(|g| {
             let live: Vec<NodeId> = g.replicas.iter().copied().filter(|n| up(n)).collect();
-            if live.len() * 2 > g.replicas.len() {
-                return None;
-            }
             let survivors = if live.is_empty() {
                 vec![fallback?]
             } else {
@@ -705,6 +713,24 @@ mod tests {
             "{count:?}"
         );
         assert_eq!(count.len(), 3);
+    }
+
+    #[test]
+    fn a_group_stuck_moving_to_a_removed_node_starts_again_on_its_replicas() {
+        // Group 1 moves from node 1 to node 3 ({1, 2} to {2, 3}); group 2 adds node 3
+        // ({1, 2, 3}: a majority stays); group 3 lost node 3 itself; group 4 is untouched.
+        let mut s = state(
+            &[1, 2, 3],
+            &[(1, &[1, 2]), (2, &[1, 2]), (3, &[3, 2]), (4, &[1, 2])],
+        );
+        let to_three = |from| Move { from, to: Some(3) };
+        assert!(s.start_move(1, to_three(Some(1))));
+        assert!(s.start_move(2, to_three(None)));
+        let up = |n: &NodeId| *n != 3;
+        assert!(lost_majorities(&s, &up).is_empty(), "node 3 is only down");
+        s.leaving.insert(3, true);
+        let lost = lost_majorities(&s, &up);
+        assert_eq!(lost, vec![(1, vec![1, 2]), (3, vec![2])]);
     }
 
     #[test]

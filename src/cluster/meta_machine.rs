@@ -61,6 +61,11 @@ fn io(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
 }
 
+/// Where every group of `state` ends, by table: the cuts this node's store must have.
+fn group_ends(state: &MetaState) -> Vec<(storage::TableId, i64)> {
+    state.groups.values().map(|g| (g.table, g.end)).collect()
+}
+
 impl MetaMachine {
     /// Opens the machine with the state saved by the last run.
     ///
@@ -76,19 +81,21 @@ impl MetaMachine {
             None => MetaState::default(),
         };
         let (changed, _) = watch::channel(0);
+        let cuts = group_ends(&state);
         let shared = Arc::new(MetaShared {
             state: RwLock::new(state),
             changed,
         });
-        Ok((
-            MetaMachine {
-                shared: shared.clone(),
-                node,
-                db,
-                files,
-            },
-            shared,
-        ))
+        let machine = MetaMachine {
+            shared: shared.clone(),
+            node,
+            db,
+            files,
+        };
+        // The last run may have stopped before its cuts were made (they run in the
+        // background, after the command that asked for them was applied and saved).
+        machine.align_storage(cuts);
+        Ok((machine, shared))
     }
 
     fn save(&self, state: &MetaState) -> Result<()> {
@@ -325,8 +332,10 @@ impl RaftStateMachine<TypeConfig> for MetaMachine {
             .map_err(|e| StorageIOError::write_state_machine(&io(e)))?
             .map_err(|e| StorageIOError::write_state_machine(&io(e)))?;
         self.save(&state)?;
+        let cuts = group_ends(&state);
         *self.shared.state.write().unwrap_or_else(|p| p.into_inner()) = state;
         self.shared.changed.send_modify(|n| *n += 1);
+        self.align_storage(cuts);
         Ok(())
     }
 
