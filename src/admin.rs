@@ -123,7 +123,10 @@ fn request(
         .ok_or_else(|| AdminError::Protocol("short header".into()))?;
     let mut body = vec![0u8; h.length as usize];
     stream.read_exact(&mut body).map_err(io)?;
-    Response::decode(h.opcode, 4, &body).map_err(|e| AdminError::Protocol(e.to_string()))
+    let mut message = &body[..];
+    cql::response::Envelope::decode(h.flags, &mut message)
+        .map_err(|e| AdminError::Protocol(e.to_string()))?;
+    Response::decode(h.opcode, 4, message).map_err(|e| AdminError::Protocol(e.to_string()))
 }
 
 /// The rows a running server answers to `cql`, over a plain connection.

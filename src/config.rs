@@ -131,6 +131,12 @@ pub struct Config {
     /// A batch over several partitions whose data passes this many KiB is refused ("Batch too
     /// large"), as Cassandra's `batch_size_fail_threshold` (default 50).
     pub batch_size_fail_threshold_kb: u64,
+    /// A batch over several partitions whose data passes this many KiB gets a warning, as
+    /// Cassandra's `batch_size_warn_threshold` (default 5).
+    pub batch_size_warn_threshold_kb: u64,
+    /// An unlogged batch over more partitions than this gets a warning, as Cassandra's
+    /// `unlogged_batch_across_partitions_warn_threshold` (default 10).
+    pub unlogged_batch_across_partitions_warn_threshold: u64,
     /// Storage block cache (decompressed blocks of the LSM tables), in MiB. 0, the default,
     /// sizes it to the memory the server may use ([`Config::block_cache_bytes`]): an eighth,
     /// at least 256 MiB. Point reads of a 10 M-row table (1.5 GB on disk) held in a 2 GiB
@@ -370,6 +376,8 @@ impl Default for Config {
             logical_partition_max_bytes: 20 * 1024 * 1024 * 1024,
             max_value_bytes: 256 * 1024 * 1024,
             batch_size_fail_threshold_kb: 50,
+            batch_size_warn_threshold_kb: 5,
+            unlogged_batch_across_partitions_warn_threshold: 10,
             block_cache_mb: 0,
             item_cache_mb: None,
             max_journal_mb: 64,

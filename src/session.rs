@@ -8,7 +8,7 @@ use crate::node::Node;
 use bytes::{Bytes, BytesMut};
 use cql::compression::Compression;
 use cql::request::Request;
-use cql::response::{Response, ResultBody};
+use cql::response::{Envelope, Response, ResultBody};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -119,17 +119,28 @@ impl Session {
 
     /// Encodes `response` for `stream` (compressed when negotiated) and queues it.
     pub(crate) fn send(&self, version: u8, stream: i16, response: &Response) {
+        self.send_answer(version, stream, response, &Envelope::default());
+    }
+
+    /// [`Session::send`], with the envelope's parts (warnings) before the message.
+    pub(crate) fn send_answer(
+        &self,
+        version: u8,
+        stream: i16,
+        response: &Response,
+        envelope: &Envelope,
+    ) {
         let compression = if self.started.load(Ordering::Acquire) {
             self.compression.get()
         } else {
             None
         };
-        self.send_with(version, stream, response, compression);
+        self.send_with(version, stream, response, envelope, compression);
     }
 
     /// Queues `response` without compression (errors before or during the handshake).
     pub(crate) fn send_uncompressed(&self, version: u8, stream: i16, response: &Response) {
-        self.send_with(version, stream, response, None);
+        self.send_with(version, stream, response, &Envelope::default(), None);
     }
 
     /// Encodes `response` for `stream` (compressed when negotiated) onto the end of `out`,
@@ -139,6 +150,7 @@ impl Session {
         version: u8,
         stream: i16,
         response: &Response,
+        envelope: &Envelope,
         out: &mut BytesMut,
     ) {
         let compression = if self.started.load(Ordering::Acquire) {
@@ -146,7 +158,7 @@ impl Session {
         } else {
             None
         };
-        response.encode_frame(version, stream, compression.copied(), out);
+        response.encode_frame_with(version, stream, compression.copied(), envelope, out);
     }
 
     /// Queues frames already encoded, and the request slots to free once they are written.
@@ -163,10 +175,11 @@ impl Session {
         version: u8,
         stream: i16,
         response: &Response,
+        envelope: &Envelope,
         compression: Option<&Compression>,
     ) {
         let mut out = BytesMut::new();
-        response.encode_frame(version, stream, compression.copied(), &mut out);
+        response.encode_frame_with(version, stream, compression.copied(), envelope, &mut out);
         // A queued frame may wait for a slow reader: keep no more memory than its bytes (the
         // buffer grew by doubling while the body was encoded).
         if out.capacity() - out.len() > out.len() / 8 {

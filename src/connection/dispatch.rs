@@ -16,6 +16,7 @@ use bytes::Bytes;
 use cql::ast::Statement;
 use cql::frame::{self, Frame, Opcode};
 use cql::request::Request;
+use cql::response::Envelope;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::warn;
@@ -191,20 +192,20 @@ pub(super) fn dispatch(
             let node = node.clone();
             tokio::spawn(async move {
                 let work = tokio::task::spawn_blocking(move || {
-                    let response = executor::execute(&node, &ctx, request, known);
+                    let answer = executor::execute(&node, &ctx, request, known);
                     drop(slot);
-                    response
+                    answer
                 });
-                let response = match tokio::time::timeout(timeout, work).await {
-                    Ok(Ok(r)) => r,
+                let (response, envelope) = match tokio::time::timeout(timeout, work).await {
+                    Ok(Ok(a)) => (a.response, a.envelope),
                     Ok(Err(e)) => {
                         warn!(error = %e, "request task failed");
-                        internal_error()
+                        (internal_error(), Envelope::default())
                     }
-                    Err(_) => kind.timeout_error().to_response(),
+                    Err(_) => (kind.timeout_error().to_response(), Envelope::default()),
                 };
                 session.apply_effects(&response);
-                session.send(version, stream, &response);
+                session.send_answer(version, stream, &response, &envelope);
                 session.release_after_write(permit);
             });
             return true;
@@ -235,11 +236,11 @@ pub(super) fn dispatch(
         };
     // Cheap and bounded: a hop to the blocking pool would cost more than the work.
     let started = std::time::Instant::now();
-    let mut response = None;
+    let mut answer = None;
     let mut input = Some((request, prepared));
     let mut run = || {
         if let Some((request, prepared)) = input.take() {
-            response = Some(executor::execute_caught(
+            answer = Some(executor::execute_caught(
                 node,
                 &ctx,
                 request,
@@ -248,7 +249,10 @@ pub(super) fn dispatch(
         }
     };
     let owed = node.shards().deferring_sync(&mut run);
-    let response = response.unwrap_or_else(internal_error);
+    let (response, envelope) = match answer {
+        Some(a) => (a.response, a.envelope),
+        None => (internal_error(), Envelope::default()),
+    };
     answered.journal_flush_owed |= owed;
     let took = started.elapsed().as_nanos().min(u128::from(u32::MAX)) as u64;
     answered.run_times.record(inline, took);
@@ -257,7 +261,7 @@ pub(super) fn dispatch(
         answered.frames.reserve(answered.room);
         answered.permits.reserve(FLUSH_EVERY_ANSWERS);
     }
-    session.encode_into(version, stream, &response, &mut answered.frames);
+    session.encode_into(version, stream, &response, &envelope, &mut answered.frames);
     answered.permits.push(permit);
     true
 }

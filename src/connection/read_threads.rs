@@ -214,7 +214,7 @@ fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
             permit,
             slot,
         } = *job;
-        let response =
+        let answer =
             crate::executor::execute_caught(&node, &ctx, request, Known::Prepared(prepared));
         drop(slot);
         let p = match pending.take() {
@@ -231,8 +231,13 @@ fn run(rx: &flume::Receiver<Box<ReadJob>>, queued: &AtomicUsize) {
             }
         };
         let mut p = p;
-        p.session
-            .encode_into(version, stream, &response, &mut p.frames);
+        p.session.encode_into(
+            version,
+            stream,
+            &answer.response,
+            &answer.envelope,
+            &mut p.frames,
+        );
         p.permits.push(permit);
         queued.fetch_sub(1, Ordering::Relaxed);
         if p.permits.len() >= BATCH {

@@ -94,37 +94,60 @@ pub(super) fn batch(
     };
     planner::check_batch_kind(kind, counters.into_iter())?;
     check_batch_size(node, &writes)?;
+    if kind != cql::ast::BatchType::Logged {
+        warn_unlogged(node, &writes);
+    }
     apply(shards, writes)?;
     Ok(ResultBody::Void)
 }
 
-/// Cassandra's `BatchStatement.verifyBatchSize`: a batch over more than one partition whose
-/// data passes `batch_size_fail_threshold_kb` is refused.
+/// The tables a batch writes, as Cassandra lists them in its messages (`[ks.t1, ks.t2]`),
+/// and how many there are.
+fn table_names(writes: &[(Arc<crate::schema::Table>, storage::Mutation)]) -> (String, usize) {
+    let mut names: Vec<String> = writes
+        .iter()
+        .map(|(t, _)| format!("{}.{}", t.keyspace, t.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    (format!("[{}]", names.join(", ")), names.len())
+}
+
+/// Cassandra's `FBUtilities.prettyPrintMemory`: `6.740KiB`, `1.500MiB`, `2.000GiB`.
+fn pretty_memory(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.3}GiB", b / f64::from(1u32 << 30))
+    } else if bytes >= 1 << 20 {
+        format!("{:.3}MiB", b / f64::from(1u32 << 20))
+    } else {
+        format!("{:.3}KiB", b / 1024.0)
+    }
+}
+
+/// Cassandra's `BatchStatement.verifyBatchSize`: a batch over more than one partition (a
+/// keyspace's partition key) whose data passes `batch_size_fail_threshold_kb` is refused,
+/// and one past `batch_size_warn_threshold_kb` is warned about.
 fn check_batch_size(
     node: &Node,
     writes: &[(Arc<crate::schema::Table>, storage::Mutation)],
 ) -> Result<(), QueryError> {
-    let mut partitions: Vec<(&str, &str, &[Vec<u8>])> = writes
+    let mut partitions: Vec<(&str, &[Vec<u8>])> = writes
         .iter()
-        .map(|(t, m)| {
-            (
-                t.keyspace.as_str(),
-                t.name.as_str(),
-                m.partition_key.as_slice(),
-            )
-        })
+        .map(|(t, m)| (t.keyspace.as_str(), m.partition_key.as_slice()))
         .collect();
     partitions.sort();
     partitions.dedup();
     if partitions.len() <= 1 {
         return Ok(());
     }
-    let size: usize = writes.iter().map(|(_, m)| m.data_size()).sum();
-    let limit = node
-        .config()
-        .batch_size_fail_threshold_kb
-        .saturating_mul(1024);
-    if size as u64 > limit {
+    let size = writes
+        .iter()
+        .map(|(_, m)| m.data_size() as u64)
+        .sum::<u64>();
+    let config = node.config();
+    let limit = config.batch_size_fail_threshold_kb.saturating_mul(1024);
+    if size > limit {
         tracing::warn!(
             partitions = partitions.len(),
             size,
@@ -133,5 +156,52 @@ fn check_batch_size(
         );
         return Err(QueryError::invalid("Batch too large"));
     }
+    let warn_at = config.batch_size_warn_threshold_kb.saturating_mul(1024);
+    if size > warn_at {
+        crate::client_warnings::warn(format!(
+            "Batch for {} is of size {}, exceeding specified threshold of {} by {}.",
+            table_names(writes).0,
+            pretty_memory(size),
+            pretty_memory(warn_at),
+            pretty_memory(size - warn_at)
+        ));
+    }
     Ok(())
+}
+
+/// Cassandra's `BatchStatement.verifyBatchType`: an unlogged (or counter) batch over more
+/// partition keys than `unlogged_batch_across_partitions_warn_threshold` is warned about.
+fn warn_unlogged(node: &Node, writes: &[(Arc<crate::schema::Table>, storage::Mutation)]) {
+    let mut keys: Vec<&[Vec<u8>]> = writes
+        .iter()
+        .map(|(_, m)| m.partition_key.as_slice())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let threshold = node
+        .config()
+        .unlogged_batch_across_partitions_warn_threshold;
+    if keys.len() as u64 > threshold {
+        let (tables, count) = table_names(writes);
+        let plural = if count == 1 { "" } else { "s" };
+        crate::client_warnings::warn(format!(
+            "Unlogged batch covering {} partitions detected against table{plural} {tables}. \
+             You should use a logged batch for atomicity, or asynchronous writes for performance.",
+            keys.len()
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pretty_memory;
+
+    #[test]
+    fn sizes_print_as_cassandras_pretty_print_memory() {
+        assert_eq!(pretty_memory(6902), "6.740KiB");
+        assert_eq!(pretty_memory(5 * 1024), "5.000KiB");
+        assert_eq!(pretty_memory(300), "0.293KiB");
+        assert_eq!(pretty_memory(3 << 19), "1.500MiB");
+        assert_eq!(pretty_memory(2 << 30), "2.000GiB");
+    }
 }

@@ -47,7 +47,7 @@ use crate::schema::{self, apply_ddl, Catalog};
 use bytes::Bytes;
 use cql::ast::Statement;
 use cql::request::{Consistency, QueryParameters, RawValue, Request};
-use cql::response::{Event, Response, ResultBody};
+use cql::response::{Envelope, Event, Response, ResultBody};
 use std::sync::Arc;
 use values::Values;
 
@@ -113,9 +113,26 @@ impl<'a> Inputs<'a> {
     }
 }
 
-/// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response; `known` is
-/// what the dispatch step already looked up or parsed.
-pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Response {
+/// A request's response, and what goes with it in the frame (the warnings it raised).
+pub struct Answer {
+    /// The response message.
+    pub response: Response,
+    /// The frame's optional parts.
+    pub envelope: Envelope,
+}
+
+/// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response with the
+/// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
+pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
+    let (response, warnings) =
+        crate::client_warnings::capture(|| respond(node, ctx, request, known));
+    Answer {
+        response,
+        envelope: Envelope::warned(warnings),
+    }
+}
+
+fn respond(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Response {
     if let Err(e) = check_value_sizes(&request, node.config().max_value_bytes) {
         return Response::Error(e.to_error_body());
     }
@@ -146,16 +163,14 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
 
 /// [`execute`], with a panic in the request answered as a ServerError (the details go to the
 /// log) instead of unwinding into the caller's thread.
-pub fn execute_caught(
-    node: &Node,
-    ctx: &SessionContext,
-    request: Request,
-    known: Known,
-) -> Response {
+pub fn execute_caught(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
     let run = std::panic::AssertUnwindSafe(|| execute(node, ctx, request, known));
     std::panic::catch_unwind(run).unwrap_or_else(|_| {
         tracing::warn!("request panicked");
-        crate::error::internal_error()
+        Answer {
+            response: crate::error::internal_error(),
+            envelope: Envelope::default(),
+        }
     })
 }
 
@@ -317,7 +332,12 @@ fn run(
         | Statement::CreateType(_)
         | Statement::AlterType(_)
         | Statement::DropType(_) => {
-            run_ddl(node, ctx, stmt).inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))
+            let result = run_ddl(node, ctx, stmt)
+                .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
+            if matches!(result, ResultBody::SchemaChange(_)) {
+                warn_replication(node, stmt);
+            }
+            Ok(result)
         }
         Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
             "Secondary indexes are not supported by ringdb",
@@ -479,6 +499,40 @@ fn run_replicated_ddl(
     Err(QueryError::Server(
         "The schema kept changing while this change was made; try again".into(),
     ))
+}
+
+/// Cassandra's warning after CREATE or ALTER KEYSPACE when a replication factor is higher
+/// than the number of nodes (`SimpleStrategy`/`NetworkTopologyStrategy.validate`).
+fn warn_replication(node: &Node, stmt: &Statement) {
+    let name = match stmt {
+        Statement::CreateKeyspace(c) => &c.name,
+        Statement::AlterKeyspace(a) => &a.name,
+        _ => return,
+    };
+    let catalog = node.catalog();
+    let Some(ks) = catalog.keyspaces.get(name) else {
+        return;
+    };
+    // Every node is in the one datacenter.
+    let nodes = node.cluster().map_or(1, |c| c.nodes().len().max(1));
+    let name = &ks.name;
+    match ks.params.replicas() {
+        schema::Replicas::Simple(rf) if rf as usize > nodes => {
+            crate::client_warnings::warn(format!(
+                "Your replication factor {rf} for keyspace {name} is higher than the number of nodes {nodes}"
+            ));
+        }
+        replicas @ schema::Replicas::PerDc(_) => {
+            for (dc, rf) in replicas.per_dc() {
+                if dc == schema::DATA_CENTER && rf as usize > nodes {
+                    crate::client_warnings::warn(format!(
+                        "Your replication factor {rf} for keyspace {name} is higher than the number of nodes {nodes} for datacenter {dc}"
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Runs a schema change: the catalog first (persisted), then the tables' shards, then the

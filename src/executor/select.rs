@@ -14,7 +14,7 @@ use crate::executor::order::{compare_values, satisfies};
 use crate::executor::paging_state::PagingState;
 use crate::executor::selection::Grouper;
 use crate::executor::values::{Bound, Values};
-use crate::planner::restrictions::RangeEnd;
+use crate::planner::restrictions::{KeyValues, RangeEnd};
 use crate::planner::select::SelectPlan;
 use crate::planner::selection::Selection;
 use crate::planner::terms::Term;
@@ -130,6 +130,32 @@ impl SelectPlan {
             .collect()
     }
 
+    /// Cassandra's warnings for an aggregate or GROUP BY query that reads more than one
+    /// partition (`SelectStatement`): none restricted, or an IN of partition keys.
+    fn warn_aggregation(&self) {
+        let r = &self.restrictions;
+        let on_key = r.partition.is_some()
+            || r.token_start.is_some()
+            || r.token_end.is_some()
+            || r.filters.iter().any(|f| {
+                self.table
+                    .columns
+                    .get(f.column)
+                    .is_some_and(|c| c.kind == ColumnKind::PartitionKey)
+            });
+        let keys_in = r.partition.as_ref().is_some_and(|p| {
+            p.iter()
+                .any(|v| matches!(v, KeyValues::In(_) | KeyValues::InMarker(_)))
+        });
+        if !on_key {
+            crate::client_warnings::warn("Aggregation query used without partition key".into());
+        } else if keys_in {
+            crate::client_warnings::warn(
+                "Aggregation query used on multiple partition keys (IN restriction)".into(),
+            );
+        }
+    }
+
     /// Runs the SELECT.
     ///
     /// # Errors
@@ -141,6 +167,9 @@ impl SelectPlan {
         page_size: Option<i32>,
         paging_state: Option<&Bytes>,
     ) -> Result<ResultBody, QueryError> {
+        if self.aggregate {
+            self.warn_aggregation();
+        }
         let limit = bind_limit(&self.limit, values, "LIMIT")?;
         let per_partition = if self.distinct {
             Some(1)

@@ -4,6 +4,7 @@
 //! PREPARED metadata, see [`result`]); [`Response::encode_frame`] adds compression and the frame
 //! header. [`Response::decode`] is the inverse, used by tests and clients.
 
+mod envelope;
 mod error;
 pub mod event;
 pub mod result;
@@ -13,6 +14,7 @@ mod type_option;
 
 use bytes::{BufMut, BytesMut};
 
+pub use envelope::Envelope;
 pub use error::{codes, ErrorBody};
 pub use event::Event;
 pub use result::{
@@ -123,14 +125,28 @@ impl Response {
         compression: Option<Compression>,
         out: &mut BytesMut,
     ) {
+        self.encode_frame_with(version, stream, compression, &Envelope::default(), out);
+    }
+
+    /// [`Response::encode_frame`], with `envelope`'s parts (warnings) before the message.
+    pub fn encode_frame_with(
+        &self,
+        version: u8,
+        stream: i16,
+        compression: Option<Compression>,
+        envelope: &Envelope,
+        out: &mut BytesMut,
+    ) {
+        let flags = envelope.flags(version);
         match compression {
             Some(c) => {
                 let mut body = Vec::new();
+                envelope.encode(version, &mut body);
                 self.encode_body(version, &mut body);
                 let z = c.compress(&body);
                 frame::encode_frame(
                     version,
-                    frame::flags::COMPRESSION,
+                    flags | frame::flags::COMPRESSION,
                     stream,
                     self.opcode(),
                     &z,
@@ -140,7 +156,8 @@ impl Response {
             None => {
                 // The body is encoded in place behind a header whose length is set last.
                 let start = out.len();
-                frame::encode_frame(version, 0, stream, self.opcode(), &[], out);
+                frame::encode_frame(version, flags, stream, self.opcode(), &[], out);
+                envelope.encode(version, out);
                 self.encode_body(version, out);
                 let length = u32::try_from(out.len() - start - frame::HEADER_LEN)
                     .expect("frame body must be shorter than 4 GiB");
@@ -233,6 +250,32 @@ mod tests {
             .decompress(&out[frame::HEADER_LEN..], 1024)
             .unwrap();
         assert_eq!(Response::decode(h.opcode, 4, &body), Ok(r));
+    }
+
+    #[test]
+    fn warnings_precede_the_message_compressed_and_not() {
+        let r = Response::Result(ResultBody::Void);
+        let envelope =
+            Envelope::warned(vec!["Aggregation query used without partition key".into()]);
+        for compression in [None, Some(Compression::Lz4)] {
+            let mut out = BytesMut::new();
+            r.encode_frame_with(4, 9, compression, &envelope, &mut out);
+            let h = FrameHeader::decode(&out).unwrap();
+            assert_eq!(h.length as usize, out.len() - frame::HEADER_LEN);
+            assert_ne!(h.flags & frame::flags::WARNING, 0);
+            let body = match compression {
+                Some(c) => c.decompress(&out[frame::HEADER_LEN..], 1024).unwrap(),
+                None => out[frame::HEADER_LEN..].to_vec(),
+            };
+            let mut rest = &body[..];
+            assert_eq!(Envelope::decode(h.flags, &mut rest), Ok(envelope.clone()));
+            assert_eq!(Response::decode(h.opcode, 4, rest), Ok(r.clone()));
+        }
+        // Protocol v3 has no warnings: the frame is the plain one.
+        let (mut warned, mut plain) = (BytesMut::new(), BytesMut::new());
+        r.encode_frame_with(3, 9, None, &envelope, &mut warned);
+        r.encode_frame(3, 9, None, &mut plain);
+        assert_eq!(warned, plain);
     }
 
     #[test]
