@@ -203,7 +203,6 @@ pub fn apply_ddl(
         }
         Statement::CreateType(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
-            check_name("Type", &s.name.name)?;
             let snapshot = catalog_snapshot_for_types(catalog);
             let ks = user_keyspace(catalog, &ks_name)?;
             if ks.types.contains_key(&s.name.name) {

@@ -254,6 +254,7 @@ impl Catalog {
         ty: &DataType,
         depth: usize,
     ) -> Result<DataType, String> {
+        // Cassandra nests tuples 32 deep; `frozen<>` adds no level.
         if depth > 32 {
             return Err("Type nesting is too deep".into());
         }
@@ -264,7 +265,9 @@ impl Catalog {
             DataType::Set(t) => DataType::Set(Box::new(r(t)?)),
             DataType::Map(k, v) => DataType::Map(Box::new(r(k)?), Box::new(r(v)?)),
             DataType::Tuple(ts) => DataType::Tuple(ts.iter().map(r).collect::<Result<_, _>>()?),
-            DataType::Frozen(t) => DataType::Frozen(Box::new(r(t)?)),
+            DataType::Frozen(t) => {
+                DataType::Frozen(Box::new(self.resolve_type_depth(keyspace, t, depth)?))
+            }
             DataType::Udt(u) => {
                 let ks = u.keyspace.as_deref().unwrap_or(keyspace);
                 let def = self

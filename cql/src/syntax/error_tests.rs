@@ -114,6 +114,30 @@ fn deep_nesting_is_an_error_not_a_crash() {
 }
 
 #[test]
+fn frozen_takes_no_nesting_level_unless_it_wraps_another() {
+    // Cassandra accepts tuples 32 deep, each written `frozen<tuple<..>>`.
+    let deep = |depth: usize| {
+        format!(
+            "CREATE TABLE t (k int PRIMARY KEY, v {}int{})",
+            "frozen<tuple<".repeat(depth),
+            ">>".repeat(depth)
+        )
+    };
+    assert!(parse_statements(&deep(32)).is_ok());
+    assert!(parse_statements(&deep(60)).is_err());
+    let frozen = |depth: usize| {
+        format!(
+            "CREATE TABLE t (k int PRIMARY KEY, v {}list<int>{})",
+            "frozen<".repeat(depth),
+            ">".repeat(depth)
+        )
+    };
+    assert!(parse_statements(&frozen(2)).is_ok());
+    let e = parse_statements(&frozen(200)).unwrap_err();
+    assert!(e.to_string().contains("nested too deeply"), "{e}");
+}
+
+#[test]
 fn deepest_accepted_nesting_fits_the_stack() {
     // Run on a small stack to leave room for the caller: the deepest nesting the parser
     // accepts must not overflow it.
@@ -126,6 +150,21 @@ fn deepest_accepted_nesting_fits_the_stack() {
                         "SELECT {}a{} FROM t WHERE k = {}1{}",
                         open.repeat(depth),
                         close.repeat(depth),
+                        open.repeat(depth),
+                        close.repeat(depth)
+                    );
+                    let _ = parse_statements(&q);
+                }
+            }
+            for (open, close) in [
+                ("frozen<tuple<", ">>"),
+                ("frozen<frozen<tuple<", ">>>"),
+                ("list<frozen<", ">>"),
+                ("frozen<", ">"),
+            ] {
+                for depth in [20, 32, 46, 47, 60] {
+                    let q = format!(
+                        "CREATE TABLE t (k int PRIMARY KEY, v {}int{})",
                         open.repeat(depth),
                         close.repeat(depth)
                     );

@@ -188,7 +188,7 @@ pub(crate) fn if_not_exists(i: Input<'_>) -> PResult<'_, bool> {
 
 /// `comparatorType`: any CQL type.
 pub(crate) fn data_type(i: Input<'_>) -> PResult<'_, DataType> {
-    let _guard = i.nest()?;
+    let guard = i.nest()?;
     let Some(t) = i.peek() else {
         return i.expected(Expected::Other("type"));
     };
@@ -203,7 +203,15 @@ pub(crate) fn data_type(i: Input<'_>) -> PResult<'_, DataType> {
     if generic {
         let lt = i.advance(2);
         let (rest, ty) = match word.as_str() {
-            "frozen" => data_type.map(|t| DataType::Frozen(Box::new(t))).parse(lt)?,
+            "frozen" => {
+                // `frozen<` only marks the type inside, so it takes no nesting level of its
+                // own (Cassandra nests tuples 32 deep, each `frozen<tuple<..>>`), unless it
+                // wraps another `frozen<`: a chain of them still counts, and stays bounded.
+                if !lt.peek().is_some_and(|t| t.is_keyword("frozen")) {
+                    drop(guard);
+                }
+                data_type.map(|t| DataType::Frozen(Box::new(t))).parse(lt)?
+            }
             "list" => data_type.map(|t| DataType::List(Box::new(t))).parse(lt)?,
             "set" => data_type.map(|t| DataType::Set(Box::new(t))).parse(lt)?,
             "map" => {
