@@ -163,10 +163,17 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
         // This leader left the group and steps down: a new voter elects at once. A replica
         // that was there before takes over rather than the new one, which may still be
         // receiving other moves (the balancer evens the leaders later).
-        let next = target
+        // The first of them in the metadata's order, as `quiet` takes turns: two replicas
+        // that both started elections would split the votes.
+        let listed = cluster
+            .meta_state()
+            .with(|s| s.groups.get(&group).map(|g| g.replicas.clone()))
+            .unwrap_or_default();
+        let next = listed
             .iter()
+            .chain(target.iter())
             .copied()
-            .find(|n| Some(*n) != mv.to && cluster.liveness().is_up(*n))
+            .find(|n| target.contains(n) && Some(*n) != mv.to && cluster.liveness().is_up(*n))
             .or(mv.to);
         let addr = next.and_then(|n| cluster.address_of(n));
         if let (Some(addr), Ok(payload)) = (

@@ -185,14 +185,20 @@ pub struct Move {
 }
 
 impl Move {
-    /// The group's replicas once the move is done.
+    /// The group's replicas once the move is done. The received replica comes last: the
+    /// replicas that were there before come first in the order the group's elections follow
+    /// (`super::quiet`), so the one a leaving leader asks to elect is also first in turn, and
+    /// two of them do not start elections against each other.
     pub fn apply(&self, replicas: &[NodeId]) -> Vec<NodeId> {
         let mut r: Vec<NodeId> = replicas.to_vec();
         match (
             self.from.and_then(|f| r.iter().position(|x| *x == f)),
             self.to,
         ) {
-            (Some(i), Some(to)) => r[i] = to,
+            (Some(i), Some(to)) => {
+                r.remove(i);
+                r.push(to);
+            }
             (Some(i), None) => {
                 r.remove(i);
             }
