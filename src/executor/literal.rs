@@ -84,6 +84,20 @@ pub fn literal_value(
         (Expr::Literal(lit), DataType::Native(n)) => {
             native(lit, *n, receiver).ok_or_else(invalid)??
         }
+        // A composite's string form ('abc:123'), as CompositeType.fromString reads it.
+        (Expr::Literal(Literal::String(text)), DataType::Custom(class)) => {
+            let marshal = cql::types::marshal::MarshalType::parse(class).map_err(|_| invalid())?;
+            match marshal.composite_from_string(text) {
+                Some(Ok(bytes)) => Value::Blob(bytes),
+                Some(Err(why)) => {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid STRING constant ({text}) for \"{receiver}\" of type {ty}: {why}"
+                    )))
+                }
+                None => return Err(invalid()),
+            }
+        }
+        (Expr::Literal(Literal::Blob(bytes)), DataType::Custom(_)) => Value::Blob(bytes.clone()),
         (Expr::List(items), DataType::List(elem)) => Value::List(elements(items, elem, receiver)?),
         (Expr::List(items), DataType::Set(elem)) | (Expr::Set(items), DataType::Set(elem)) => {
             let mut v = elements(items, elem, receiver)?;

@@ -582,6 +582,19 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
             Order::Desc => ClusteringOrder::Desc,
         };
     }
+    // 'ReversedType(..)' on a clustering column is its descending order, as Cassandra
+    // reads such a column.
+    for (pos, name) in s.clustering_key.iter().enumerate() {
+        let reversed = find(name).is_some_and(|c| match &c.data_type {
+            DataType::Custom(class) => {
+                cql::types::marshal::MarshalType::parse(class).is_ok_and(|m| m.reversed().is_some())
+            }
+            _ => false,
+        });
+        if reversed && given.is_empty() {
+            orders[pos] = ClusteringOrder::Desc;
+        }
+    }
     if !given.is_empty()
         && given.len() < s.clustering_key.len()
         && given.len() != s.clustering_key.len()

@@ -260,7 +260,19 @@ impl Catalog {
         }
         let r = |t: &DataType| self.resolve_type_depth(keyspace, t, depth + 1);
         Ok(match ty {
-            DataType::Native(_) | DataType::Custom(_) => ty.clone(),
+            DataType::Native(_) => ty.clone(),
+            // A marshal class with a CQL name is that type ('Int32Type' is int); others keep
+            // Cassandra's full class names (a ReversedType's order is the table's business).
+            DataType::Custom(class) => match cql::types::marshal::MarshalType::parse(class) {
+                Ok(m) => {
+                    let m = m.reversed().unwrap_or(&m);
+                    match m.to_cql() {
+                        Some(t) => r(&t)?,
+                        None => DataType::Custom(m.to_string()),
+                    }
+                }
+                Err(_) => ty.clone(),
+            },
             DataType::List(t) => DataType::List(Box::new(r(t)?)),
             DataType::Set(t) => DataType::Set(Box::new(r(t)?)),
             DataType::Map(k, v) => DataType::Map(Box::new(r(k)?), Box::new(r(v)?)),

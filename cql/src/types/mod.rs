@@ -2,6 +2,7 @@
 
 mod data_type;
 mod literal;
+pub mod marshal;
 mod value;
 #[cfg(test)]
 mod value_tests;
