@@ -137,6 +137,10 @@ pub struct Config {
     /// An unlogged batch over more partitions than this gets a warning, as Cassandra's
     /// `unlogged_batch_across_partitions_warn_threshold` (default 10).
     pub unlogged_batch_across_partitions_warn_threshold: u64,
+    /// The most request units per second one physical partition may be given (Cosmos DB's
+    /// 10,000): a table's provisioned throughput is divided among its physical partitions up
+    /// to this, and raising it past `partitions × this` splits them.
+    pub max_ru_per_physical_partition: u32,
     /// Storage block cache (decompressed blocks of the LSM tables), in MiB. 0, the default,
     /// sizes it to the memory the server may use ([`Config::block_cache_bytes`]): an eighth,
     /// at least 256 MiB. Point reads of a 10 M-row table (1.5 GB on disk) held in a 2 GiB
@@ -378,6 +382,7 @@ impl Default for Config {
             batch_size_fail_threshold_kb: 50,
             batch_size_warn_threshold_kb: 5,
             unlogged_batch_across_partitions_warn_threshold: 10,
+            max_ru_per_physical_partition: 10_000,
             block_cache_mb: 0,
             item_cache_mb: None,
             max_journal_mb: 64,

@@ -151,6 +151,11 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
     opts.push(format!("compaction = {}", text_map(&p.compaction)));
     opts.push(format!("compression = {}", text_map(&p.compression)));
     opts.push(format!("crc_check_chance = {}", float(p.crc_check_chance)));
+    // Cosmos DB's throughput options, shown only WITH INTERNALS as Cosmos DB does.
+    if let (true, Some(t)) = (internals, p.throughput) {
+        let (name, value) = t.option();
+        opts.push(format!("{name} = {value}"));
+    }
     opts.push(format!("default_time_to_live = {}", p.default_time_to_live));
     opts.push("extensions = {}".to_string());
     opts.push(format!("gc_grace_seconds = {}", p.gc_grace_seconds));

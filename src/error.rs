@@ -199,6 +199,9 @@ impl From<crate::shard::ShardError> for QueryError {
                 consistency,
                 block_for,
             },
+            S::Throttled { retry_after_ms } => {
+                QueryError::Overloaded(crate::throughput::rate_is_large(retry_after_ms))
+            }
         }
     }
 }

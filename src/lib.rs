@@ -30,4 +30,5 @@ pub mod server;
 pub mod session;
 pub mod shard;
 pub mod system;
+pub mod throughput;
 pub mod tls;

@@ -50,6 +50,8 @@ pub struct Node {
     prepared: PreparedCache,
     /// Every read and write of table data goes through these.
     shards: LocalShards,
+    /// Provisioned throughput: the budgets of the physical partitions.
+    budgets: crate::throughput::Budgets,
     auth: crate::auth::Auth,
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// Node-wide request slots (`max_concurrent_requests`).
@@ -189,7 +191,10 @@ impl Node {
         let request_slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_requests.max(1),
         ));
+        let budgets = crate::throughput::Budgets::new(config.max_ru_per_physical_partition);
+        budgets.refresh(&catalog);
         Ok(Node {
+            budgets,
             reads_handed_over: AtomicU64::new(0),
             cluster: std::sync::OnceLock::new(),
             has_peers: std::sync::atomic::AtomicBool::new(false),
@@ -238,16 +243,32 @@ impl Node {
         &self.shards
     }
 
-    /// The shards a request at `level` goes through: the cluster's replicated groups when it
-    /// has other members, else this node's store.
-    pub fn shards_at(&self, level: cql::request::Consistency) -> crate::shard::ShardsAt<'_> {
-        if !self.has_peers() {
-            return crate::shard::ShardsAt::Borrowed(&self.shards);
-        }
-        match self.cluster.get().and_then(|c| c.shards_at(level)) {
-            Some(shards) => crate::shard::ShardsAt::Owned(shards),
+    /// The shards a request at `level` goes through, metered for its request units
+    /// (`crate::throughput`): the cluster's replicated groups when it has other members, else
+    /// this node's store.
+    pub fn shards_at(
+        &self,
+        level: cql::request::Consistency,
+    ) -> crate::throughput::MeteredShards<'_> {
+        use cql::request::Consistency;
+        let read_factor = if matches!(level, Consistency::Serial | Consistency::LocalSerial) {
+            2.0
+        } else {
+            1.0
+        };
+        let inner = match self.cluster.get().filter(|_| self.has_peers()) {
+            Some(c) => match c.shards_at(level) {
+                Some(shards) => crate::shard::ShardsAt::Owned(shards),
+                None => crate::shard::ShardsAt::Borrowed(&self.shards),
+            },
             None => crate::shard::ShardsAt::Borrowed(&self.shards),
-        }
+        };
+        crate::throughput::MeteredShards::new(inner, &self.storage, &self.budgets, read_factor)
+    }
+
+    /// The budgets of provisioned throughput.
+    pub fn budgets(&self) -> &crate::throughput::Budgets {
+        &self.budgets
     }
 
     /// Authentication, roles and permissions.
@@ -310,6 +331,7 @@ impl Node {
                 tracing::error!(error = %e, "saving the schema failed");
                 crate::error::QueryError::Server("Could not persist the schema change".into())
             })?;
+            self.budgets.refresh(&next);
             let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
             *current = Arc::new(next);
         }
@@ -389,6 +411,7 @@ impl Node {
                 source,
             }
         })?;
+        self.budgets.refresh(&next);
         *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         if let Some(change) = change {
             self.prepared.invalidate(change);

@@ -116,6 +116,7 @@ async fn lz4_and_snappy_compressed_frames_round_trip() {
                     .decompress_vec(&f.body)
                     .expect("snappy body"),
             };
+            let plain = f.message(&plain);
             assert_eq!(f.opcode, 0x08, "RESULT for {algo}");
             assert_eq!(&plain[..4], &2i32.to_be_bytes(), "Rows result for {algo}");
             assert!(

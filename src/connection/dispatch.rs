@@ -15,7 +15,7 @@ use crate::prepared::PreparedStatement;
 use bytes::Bytes;
 use cql::ast::Statement;
 use cql::frame::{self, Frame, Opcode};
-use cql::request::Request;
+use cql::request::{CustomPayload, Request};
 use cql::response::Envelope;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +35,12 @@ enum Route {
 ///
 /// # Errors
 /// The QUERY's syntax error.
-fn route(node: &Node, ctx: &SessionContext, request: &Request) -> Result<Route, QueryError> {
+fn route(
+    node: &Node,
+    ctx: &SessionContext,
+    request: &Request,
+    payload: Option<&CustomPayload>,
+) -> Result<Route, QueryError> {
     match request {
         Request::Execute(e) => {
             let Some(prepared) = node.prepared().get(&e.id) else {
@@ -49,7 +54,8 @@ fn route(node: &Node, ctx: &SessionContext, request: &Request) -> Result<Route, 
             Ok(Route::Pool(kind, Known::Prepared(prepared)))
         }
         Request::Query(q) => {
-            let statement = cql::parse_statement(&q.query)?;
+            let mut statement = cql::parse_statement(&q.query)?;
+            throughput_from_payload(&mut statement, payload);
             let kind = RequestKind::of(&statement);
             Ok(Route::Pool(kind, Known::Parsed(Box::new(statement))))
         }
@@ -58,6 +64,35 @@ fn route(node: &Node, ctx: &SessionContext, request: &Request) -> Result<Route, 
             Known::Nothing,
         )),
         _ => Ok(Route::Pool(RequestKind::Other, Known::Nothing)),
+    }
+}
+
+/// Cosmos DB's custom payload key `cosmosdb_provisioned_throughput` (a decimal string) on a
+/// CREATE TABLE sets the table's throughput, as the option of that name does (the option wins
+/// when both are given).
+fn throughput_from_payload(statement: &mut Statement, payload: Option<&CustomPayload>) {
+    use crate::schema::throughput::PROVISIONED;
+    let Statement::CreateTable(create) = statement else {
+        return;
+    };
+    let Some(value) = payload
+        .into_iter()
+        .flatten()
+        .find(|(k, _)| k == PROVISIONED)
+        .and_then(|(_, v)| v.as_ref())
+    else {
+        return;
+    };
+    let properties = &mut create.options.properties;
+    if !properties
+        .iter()
+        .any(|(n, _)| crate::schema::throughput::Throughput::is_option(&n.to_ascii_lowercase()))
+    {
+        let text = String::from_utf8_lossy(value).trim().to_string();
+        properties.push((
+            PROVISIONED.to_string(),
+            cql::ast::OptionValue::Constant(text),
+        ));
     }
 }
 
@@ -127,17 +162,18 @@ pub(super) fn dispatch(
     } else {
         frame.body
     };
-    let request = match Request::decode_shared(header.flags, header.opcode, version, &body) {
-        Ok((r, _custom_payload)) => r,
-        Err(e) => {
-            session.send(
-                version,
-                stream,
-                &QueryError::Protocol(e.to_string()).to_response(),
-            );
-            return true;
-        }
-    };
+    let (request, payload) =
+        match Request::decode_shared(header.flags, header.opcode, version, &body) {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                session.send(
+                    version,
+                    stream,
+                    &QueryError::Protocol(e.to_string()).to_response(),
+                );
+                return true;
+            }
+        };
     if matches!(
         request,
         Request::Startup(_) | Request::Options | Request::Register(_) | Request::AuthResponse(_)
@@ -174,7 +210,7 @@ pub(super) fn dispatch(
         return true;
     };
     let ctx = session.context();
-    let route = match route(node, &ctx, &request) {
+    let route = match route(node, &ctx, &request, payload.as_ref()) {
         Ok(route) => route,
         Err(e) => {
             drop(slot);

@@ -132,6 +132,7 @@ mod tests {
         KeyspaceParams {
             replication,
             durable_writes: true,
+            throughput: None,
         }
     }
 

@@ -124,13 +124,22 @@ pub struct Answer {
 /// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response with the
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
-    let (response, warnings) =
-        crate::client_warnings::capture(|| respond(node, ctx, request, known));
-    Answer {
-        response,
-        envelope: Envelope::warned(warnings),
+    let charged = !matches!(request, Request::Prepare(_));
+    let ((response, spent), warnings) = crate::client_warnings::capture(|| {
+        crate::throughput::request_charge::capture(|| respond(node, ctx, request, known))
+    });
+    let mut envelope = Envelope::warned(warnings);
+    // Cosmos DB's RequestCharge: the request units spent, an 8-byte big-endian double.
+    if charged && matches!(response, Response::Result(_)) {
+        envelope
+            .custom_payload
+            .push((REQUEST_CHARGE.to_string(), spent.to_be_bytes().to_vec()));
     }
+    Answer { response, envelope }
 }
+
+/// The custom payload key of a response's request units.
+pub const REQUEST_CHARGE: &str = "RequestCharge";
 
 fn respond(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Response {
     if let Err(e) = check_value_sizes(&request, node.config().max_value_bytes) {
@@ -336,6 +345,13 @@ fn run(
                 .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
             if matches!(result, ResultBody::SchemaChange(_)) {
                 warn_replication(node, stmt);
+                if !node.has_peers() {
+                    crate::throughput::split_for_throughput(
+                        &node.catalog(),
+                        node.storage(),
+                        node.budgets().max_per_partition(),
+                    );
+                }
             }
             Ok(result)
         }
@@ -407,6 +423,7 @@ fn run_plan(
                 catalog,
                 &node.auth().state(),
                 node.storage(),
+                node.budgets(),
                 v.table(),
             );
             Ok(ResultBody::Rows(v.execute(

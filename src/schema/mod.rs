@@ -4,6 +4,7 @@ mod ddl;
 mod layout;
 mod options;
 mod persist;
+pub mod throughput;
 mod write_error;
 
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};

@@ -1,5 +1,6 @@
 //! Keyspace replication and table options: validation, Cassandra's defaults and normalisation.
 
+use super::throughput::Throughput;
 use crate::error::QueryError;
 use cql::ast::OptionValue;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,9 @@ pub struct KeyspaceParams {
     pub replication: BTreeMap<String, String>,
     /// `durable_writes`.
     pub durable_writes: bool,
+    /// Throughput shared by the keyspace's tables that have none of their own.
+    #[serde(default)]
+    pub throughput: Option<Throughput>,
 }
 
 impl KeyspaceParams {
@@ -67,8 +71,11 @@ impl KeyspaceParams {
         check_unique(options)?;
         let mut replication = previous.map(|p| p.replication.clone());
         let mut durable_writes = previous.map(|p| p.durable_writes).unwrap_or(true);
+        let throughput =
+            Throughput::in_properties(options)?.or(previous.and_then(|p| p.throughput));
         for (name, value) in options {
             match name.to_ascii_lowercase().as_str() {
+                name if Throughput::is_option(name) => {}
                 "replication" => {
                     replication = Some(normalize_replication(
                         keyspace,
@@ -90,6 +97,7 @@ impl KeyspaceParams {
         Ok(KeyspaceParams {
             replication,
             durable_writes,
+            throughput,
         })
     }
 
@@ -101,6 +109,7 @@ impl KeyspaceParams {
                 format!("{STRATEGY_PREFIX}LocalStrategy"),
             )]),
             durable_writes: true,
+            throughput: None,
         }
     }
 
@@ -115,6 +124,7 @@ impl KeyspaceParams {
                 ("replication_factor".to_string(), rf.to_string()),
             ]),
             durable_writes: true,
+            throughput: None,
         }
     }
 }
@@ -334,6 +344,8 @@ pub struct TableParams {
     pub additional_write_policy: String,
     /// `cdc`.
     pub cdc: bool,
+    /// Provisioned throughput (Cosmos DB's options); `None`: the keyspace's, or unlimited.
+    pub throughput: Option<Throughput>,
 }
 
 impl Default for TableParams {
@@ -368,6 +380,7 @@ impl Default for TableParams {
             speculative_retry: "99p".into(),
             additional_write_policy: "99p".into(),
             cdc: false,
+            throughput: None,
         }
     }
 }
@@ -400,9 +413,13 @@ impl TableParams {
     /// for values out of range.
     pub fn apply(&mut self, properties: &[(String, OptionValue)]) -> Result<(), QueryError> {
         check_unique(properties)?;
+        if let Some(t) = Throughput::in_properties(properties)? {
+            self.throughput = Some(t);
+        }
         for (name, value) in properties {
             let lname = name.to_ascii_lowercase();
             match lname.as_str() {
+                name if Throughput::is_option(name) => {}
                 "bloom_filter_fp_chance" => {
                     let v: f64 = parse_num(name, value)?;
                     if !(v > 0.0 && v <= 1.0) {

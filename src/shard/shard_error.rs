@@ -41,6 +41,12 @@ pub enum ShardError {
     /// The group's replicas refused the write (deterministically, so all of them did).
     #[error("{0:?}")]
     Rejected(Rejected),
+    /// The physical partition's throughput budget is spent (`crate::throughput`).
+    #[error("request rate is large: retry after {retry_after_ms} ms")]
+    Throttled {
+        /// Milliseconds until the budget admits requests again.
+        retry_after_ms: u64,
+    },
 }
 
 /// A write every replica refuses alike, sent back from the group's leader.

@@ -117,6 +117,7 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
         "CREATE TABLE system_views.physical_partitions (keyspace_name text, table_name text,
             id bigint, start_token bigint, end_token bigint, bytes bigint,
             partitions_estimate bigint, state text, replicas list<inet>, leader inet,
+            ru_budget double, ru_last_second double, ru_last_minute double,
             PRIMARY KEY ((keyspace_name), table_name, id));
          CREATE TABLE system_views.cluster_nodes (host_id uuid PRIMARY KEY, native_address text,
             internode_address text, status text, state text, groups_led int, groups_held int,

@@ -4,6 +4,7 @@
 use crate::cluster_hooks::Placement;
 use crate::schema::table_id;
 use crate::schema::{is_system_keyspace, Catalog};
+use crate::throughput::Budgets;
 use cql::types::Value;
 use storage::Storage;
 
@@ -55,10 +56,12 @@ pub(super) fn moves(
 
 /// `system_views.physical_partitions`: one row per physical partition of every user table,
 /// with the replicas and leader of its group in a cluster (this node's store is cut where
-/// the groups end, so each partition lies in one group; null on a single node).
+/// the groups end, so each partition lies in one group; null on a single node), and its
+/// throughput budget and the request units it used (null without provisioned throughput).
 pub(super) fn physical_partitions(
     catalog: &Catalog,
     storage: &Storage,
+    budgets: &Budgets,
     placements: &[Placement],
 ) -> Vec<NamedRow> {
     let mut out = Vec::new();
@@ -67,7 +70,9 @@ pub(super) fn physical_partitions(
         let Ok(parts) = storage.physical_partitions(id) else {
             continue;
         };
+        let count = parts.len();
         for p in parts {
+            let used = budgets.partition_use(storage, id, p.id, count);
             let placed = placements
                 .iter()
                 .find(|g| g.table == id && g.end >= p.end_token);
@@ -94,6 +99,11 @@ pub(super) fn physical_partitions(
             }
             if let Some(leader) = placed.and_then(|g| g.leader) {
                 row.push(("leader", Value::Inet(leader)));
+            }
+            if let Some(u) = used {
+                row.push(("ru_budget", Value::Double(u.budget)));
+                row.push(("ru_last_second", Value::Double(u.last_second)));
+                row.push(("ru_last_minute", Value::Double(u.last_minute)));
             }
             out.push(row);
         }

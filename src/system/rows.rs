@@ -91,11 +91,12 @@ pub fn rows_for(
     catalog: &Catalog,
     auth: &AuthState,
     storage: &storage::Storage,
+    budgets: &crate::throughput::Budgets,
     table: &Table,
 ) -> Vec<Vec<Option<Bytes>>> {
     let named: Vec<NamedRow> = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system_views", "physical_partitions") => {
-            super::ring_tables::physical_partitions(catalog, storage, &cluster.placements)
+            super::ring_tables::physical_partitions(catalog, storage, budgets, &cluster.placements)
         }
         ("system", "size_estimates") => super::ring_tables::size_estimates(catalog, storage, false),
         ("system", "table_estimates") => super::ring_tables::size_estimates(catalog, storage, true),
@@ -259,6 +260,13 @@ fn schema_tables(catalog: &Catalog) -> Vec<NamedRow> {
                         p.extensions
                             .iter()
                             .map(|(k, v)| (text(k.clone()), Value::Blob(v.clone())))
+                            .chain(p.throughput.map(|t| {
+                                let (name, value) = t.option();
+                                (
+                                    text(name.to_string()),
+                                    Value::Blob(value.to_string().into_bytes()),
+                                )
+                            }))
                             .collect(),
                     ),
                 ),

@@ -165,4 +165,6 @@ pub use row::{ColumnValue, Row};
 pub use scan_page::{ScanPage, ScannedPartition, TokenRange};
 pub use slice::{PartitionSlice, Slice};
 pub use table::{TableId, TableLayout, DEFAULT_GC_GRACE_SECONDS};
-pub use table_info::{PartitionState, PhysicalPartitionInfo, SizeEstimate, TableStats};
+pub use table_info::{
+    PartitionOf, PartitionState, PhysicalPartitionInfo, SizeEstimate, TableStats,
+};

@@ -13,6 +13,7 @@ use crate::open_tables::Table;
 use crate::physical::{clear_range, delete_keyspace};
 use crate::ring_recovery::open_ring;
 use crate::routing_map::token_key_bounds;
+use crate::table_info::PartitionOf;
 use crate::table_info::{PhysicalPartitionInfo, SizeEstimate, TableStats};
 use crate::token::{MAX_TOKEN, MIN_TOKEN};
 use crate::{StorageError, TableId, TableLayout};
@@ -215,6 +216,22 @@ impl Storage {
         let view = self.table(table)?.ring.current();
         let max = self.inner.limits.physical_partition_max_bytes;
         Ok(PhysicalPartitionInfo::of_view(&view, max))
+    }
+
+    /// The physical partition of `table` that holds `token`: its id, its token range
+    /// `(start, end]`, and how many partitions the table has. Cheap (no copy of the ring).
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`].
+    pub fn partition_of(&self, table: TableId, token: i64) -> Result<PartitionOf, StorageError> {
+        let view = self.table(table)?.ring.current();
+        let i = view.map.index(token);
+        Ok(PartitionOf {
+            id: view.parts[i].id,
+            start: view.map.start(i),
+            end: view.map.ranges[i].end,
+            count: view.parts.len(),
+        })
     }
 
     /// Size estimates per token range (one per physical partition), from the live counters.

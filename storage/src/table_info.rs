@@ -59,6 +59,19 @@ pub struct PhysicalPartitionInfo {
     pub state: PartitionState,
 }
 
+/// Where one token lies among a table's physical partitions ([`crate::Storage::partition_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOf {
+    /// The partition's id.
+    pub id: u64,
+    /// Its exclusive start token.
+    pub start: i64,
+    /// Its inclusive end token.
+    pub end: i64,
+    /// How many physical partitions the table has.
+    pub count: usize,
+}
+
 /// A `system.size_estimates` row: one token range of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SizeEstimate {

@@ -13,10 +13,21 @@ pub struct RawFrame {
     pub flags: u8,
     pub stream: i16,
     pub opcode: u8,
+    /// The message: after the envelope (warnings, custom payload) when the frame is not
+    /// compressed; the whole compressed body otherwise ([`RawFrame::message`] strips it).
     pub body: Vec<u8>,
+    /// The envelope of an uncompressed frame.
+    pub envelope: cql::response::Envelope,
 }
 
 impl RawFrame {
+    /// The message of a decompressed body: what follows its envelope.
+    pub fn message(&self, plain: &[u8]) -> Vec<u8> {
+        let mut rest = plain;
+        let _ = cql::response::Envelope::decode(self.flags, &mut rest);
+        rest.to_vec()
+    }
+
     /// The error code of an ERROR frame.
     pub fn error_code(&self) -> Option<i32> {
         (self.opcode == 0 && self.body.len() >= 4)
@@ -133,12 +144,20 @@ impl RawClient {
         let len = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) as usize;
         let mut body = vec![0u8; len];
         self.stream.read_exact(&mut body).ok()?;
+        let flags = header[1];
+        let mut envelope = cql::response::Envelope::default();
+        if flags & 0x01 == 0 {
+            let mut rest = &body[..];
+            envelope = cql::response::Envelope::decode(flags, &mut rest).ok()?;
+            body = rest.to_vec();
+        }
         Some(RawFrame {
             version: header[0],
-            flags: header[1],
+            flags,
             stream: i16::from_be_bytes([header[2], header[3]]),
             opcode: header[4],
             body,
+            envelope,
         })
     }
 

@@ -1,6 +1,7 @@
-//! The optional parts of a response frame that come before its message: for now the
-//! warnings (flag 0x08, protocol v4 and later), which cqlsh prints and drivers expose. The
-//! tracing id (0x02) and the custom payload (0x04) take their places here when they are sent.
+//! The optional parts of a response frame that come before its message: the warnings (flag
+//! 0x08), which cqlsh prints and drivers expose, and the custom payload (0x04; Cosmos DB's
+//! `RequestCharge`), both protocol v4 and later. The tracing id (0x02) takes its place here
+//! when it is sent.
 
 use crate::frame::flags;
 use crate::wire::{self, WireError};
@@ -11,33 +12,53 @@ use bytes::BufMut;
 pub struct Envelope {
     /// Warnings for the client (Cassandra's `ClientWarn`), in the order they were raised.
     pub warnings: Vec<String>,
+    /// The custom payload: keys and values.
+    pub custom_payload: Vec<(String, Vec<u8>)>,
 }
 
 impl Envelope {
     /// An envelope with these warnings.
     pub fn warned(warnings: Vec<String>) -> Envelope {
-        Envelope { warnings }
+        Envelope {
+            warnings,
+            custom_payload: Vec::new(),
+        }
     }
 
-    /// The header flags this envelope sets in a frame of `version` (protocol v3 has no
-    /// warnings: they are dropped there).
+    /// The header flags this envelope sets in a frame of `version` (protocol v3 has neither
+    /// warnings nor custom payloads: they are dropped there).
     pub fn flags(&self, version: u8) -> u8 {
-        if version >= 4 && !self.warnings.is_empty() {
-            flags::WARNING
-        } else {
-            0
+        if version < 4 {
+            return 0;
         }
+        let mut f = 0;
+        if !self.warnings.is_empty() {
+            f |= flags::WARNING;
+        }
+        if !self.custom_payload.is_empty() {
+            f |= flags::CUSTOM_PAYLOAD;
+        }
+        f
     }
 
     /// Writes the parts [`Envelope::flags`] announces, in the protocol's order.
     pub fn encode(&self, version: u8, out: &mut impl BufMut) {
-        if self.flags(version) & flags::WARNING != 0 {
+        let f = self.flags(version);
+        if f & flags::WARNING != 0 {
             wire::write_string_list(out, &self.warnings);
+        }
+        if f & flags::CUSTOM_PAYLOAD != 0 {
+            let count = u16::try_from(self.custom_payload.len()).unwrap_or(u16::MAX);
+            out.put_u16(count);
+            for (key, value) in self.custom_payload.iter().take(usize::from(count)) {
+                wire::write_string(out, key);
+                wire::write_bytes(out, Some(value));
+            }
         }
     }
 
     /// Reads the parts a response frame's `frame_flags` announce from the front of `body`,
-    /// leaving the message. A tracing id and a custom payload are read past and dropped.
+    /// leaving the message. A tracing id is read past and dropped.
     ///
     /// # Errors
     /// A malformed part.
@@ -50,10 +71,18 @@ impl Envelope {
         } else {
             Vec::new()
         };
-        if frame_flags & flags::CUSTOM_PAYLOAD != 0 {
-            wire::read_bytes_map(body)?;
-        }
-        Ok(Envelope { warnings })
+        let custom_payload = if frame_flags & flags::CUSTOM_PAYLOAD != 0 {
+            wire::read_bytes_map(body)?
+                .into_iter()
+                .map(|(k, v)| (k, v.map(|b| b.to_vec()).unwrap_or_default()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Envelope {
+            warnings,
+            custom_payload,
+        })
     }
 }
 
@@ -79,7 +108,22 @@ mod tests {
     }
 
     #[test]
-    fn a_tracing_id_and_a_custom_payload_are_read_past() {
+    fn a_custom_payload_follows_the_warnings() {
+        let e = Envelope {
+            warnings: vec!["w".into()],
+            custom_payload: vec![("RequestCharge".into(), 1.5f64.to_be_bytes().to_vec())],
+        };
+        assert_eq!(e.flags(4), flags::WARNING | flags::CUSTOM_PAYLOAD);
+        let mut out = Vec::new();
+        e.encode(4, &mut out);
+        let mut body = &out[..];
+        assert_eq!(Envelope::decode(e.flags(4), &mut body), Ok(e.clone()));
+        assert!(body.is_empty());
+        assert_eq!(e.flags(3), 0);
+    }
+
+    #[test]
+    fn a_tracing_id_is_read_past() {
         let mut out = Vec::new();
         out.extend_from_slice(&[7u8; 16]);
         wire::write_string_list(&mut out, &["w"]);
