@@ -95,9 +95,20 @@ async fn altering_the_replication_factor_adds_and_drops_replicas() {
         .await
         .expect("prepare");
     for pk in 0..ROWS {
-        s.execute_unpaged(&insert, (pk, value(pk)))
-            .await
-            .expect("insert");
+        // The fresh table's groups are being placed on the nodes: a write caught by a move
+        // may time out (a retryable error, as the issue allows) and is sent again.
+        let mut attempt = 0;
+        loop {
+            match s.execute_unpaged(&insert, (pk, value(pk))).await {
+                Ok(_) => break,
+                Err(e) if common::acked_rows::retryable(&e) && attempt < 3 => {
+                    attempt += 1;
+                    eprintln!("insert {pk} retried after {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("insert {pk}: {e:?}"),
+            }
+        }
     }
     wait_for_replicas(&s, 1).await;
 
