@@ -41,17 +41,43 @@ struct Line {
     bytes: i64,
     partitions: i64,
     state: String,
+    /// Provisioned throughput: the RU/s budget, and RU used in the last second and minute.
+    ru: Option<(f64, f64, f64)>,
 }
 
 fn print(lines: &[Line]) {
     println!(
-        "{:<20} {:<20} {:>5} {:>21} {:>21} {:>14} {:>12}  state",
-        "keyspace", "table", "id", "start (excl)", "end (incl)", "bytes", "partitions"
+        "{:<20} {:<20} {:>5} {:>21} {:>21} {:>14} {:>12}  {:<10} {:>10} {:>10} {:>12}",
+        "keyspace",
+        "table",
+        "id",
+        "start (excl)",
+        "end (incl)",
+        "bytes",
+        "partitions",
+        "state",
+        "RU/s",
+        "RU last s",
+        "RU last min"
     );
     for l in lines {
+        let (budget, second, minute) = match l.ru {
+            Some((b, s, m)) => (format!("{b:.0}"), format!("{s:.1}"), format!("{m:.1}")),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
         println!(
-            "{:<20} {:<20} {:>5} {:>21} {:>21} {:>14} {:>12}  {}",
-            l.keyspace, l.table, l.id, l.start, l.end, l.bytes, l.partitions, l.state
+            "{:<20} {:<20} {:>5} {:>21} {:>21} {:>14} {:>12}  {:<10} {:>10} {:>10} {:>12}",
+            l.keyspace,
+            l.table,
+            l.id,
+            l.start,
+            l.end,
+            l.bytes,
+            l.partitions,
+            l.state,
+            budget,
+            second,
+            minute
         );
     }
     println!("{} physical partitions", lines.len());
@@ -71,13 +97,16 @@ pub fn partitions_from_dir(config: Config) -> Result<(), AdminError> {
         .filter(|k| !crate::schema::is_system_keyspace(&k.name))
     {
         for t in ks.tables.values() {
-            let Ok(parts) = node
-                .storage()
-                .physical_partitions(crate::schema::table_id(t))
-            else {
+            let id = crate::schema::table_id(t);
+            let Ok(parts) = node.storage().physical_partitions(id) else {
                 continue;
             };
+            let count = parts.len();
             for p in parts {
+                let ru = node
+                    .budgets()
+                    .partition_use(node.storage(), id, p.id, count)
+                    .map(|u| (u.budget, u.last_second, u.last_minute));
                 lines.push(Line {
                     keyspace: ks.name.clone(),
                     table: t.name.clone(),
@@ -87,6 +116,7 @@ pub fn partitions_from_dir(config: Config) -> Result<(), AdminError> {
                     bytes: i64::try_from(p.bytes).unwrap_or(i64::MAX),
                     partitions: i64::try_from(p.partitions_estimate).unwrap_or(i64::MAX),
                     state: p.state.as_str().to_string(),
+                    ru,
                 });
             }
         }
@@ -186,7 +216,7 @@ pub fn status_from_server(addr: SocketAddr) -> Result<(), AdminError> {
     );
     let mut lines: Vec<(String, String)> = rows
         .iter()
-        .filter(|r| r.len() == 8)
+        .filter(|r| r.len() == 11)
         .map(|r| {
             let text = |i: usize| match cell(&r[i], NativeType::Text) {
                 Some(Value::Text(s)) => s,
@@ -278,8 +308,13 @@ fn print_moves(addr: SocketAddr) -> Result<(), AdminError> {
 pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
     let rows = query_rows(
         addr,
-        "SELECT keyspace_name, table_name, id, start_token, end_token, bytes, partitions_estimate, state FROM system_views.physical_partitions",
+        "SELECT keyspace_name, table_name, id, start_token, end_token, bytes, partitions_estimate, state, ru_budget, ru_last_second, ru_last_minute FROM system_views.physical_partitions",
     )?;
+    let double = DataType::Native(NativeType::Double);
+    let get_f64 = |c: &Option<bytes::Bytes>| match c.as_ref().map(|b| Value::decode(&double, b)) {
+        Some(Ok(Value::Double(n))) => Some(n),
+        _ => None,
+    };
     let text = DataType::Native(NativeType::Text);
     let bigint = DataType::Native(NativeType::Bigint);
     let get_text = |c: &Option<bytes::Bytes>| match c.as_ref().map(|b| Value::decode(&text, b)) {
@@ -292,7 +327,7 @@ pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
     };
     let mut lines: Vec<Line> = rows
         .iter()
-        .filter(|r| r.len() == 8)
+        .filter(|r| r.len() == 11)
         .map(|r| Line {
             keyspace: get_text(&r[0]),
             table: get_text(&r[1]),
@@ -302,6 +337,13 @@ pub fn partitions_from_server(addr: SocketAddr) -> Result<(), AdminError> {
             bytes: get_i64(&r[5]),
             partitions: get_i64(&r[6]),
             state: get_text(&r[7]),
+            ru: get_f64(&r[8]).map(|b| {
+                (
+                    b,
+                    get_f64(&r[9]).unwrap_or(0.0),
+                    get_f64(&r[10]).unwrap_or(0.0),
+                )
+            }),
         })
         .collect();
     lines.sort_by(|a, b| (&a.keyspace, &a.table, a.start).cmp(&(&b.keyspace, &b.table, b.start)));

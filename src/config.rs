@@ -141,6 +141,10 @@ pub struct Config {
     /// 10,000): a table's provisioned throughput is divided among its physical partitions up
     /// to this, and raising it past `partitions × this` splits them.
     pub max_ru_per_physical_partition: u32,
+    /// Server-side retry, as Cosmos DB's account option: a request over its partition's
+    /// budget waits up to this many milliseconds for the budget to refill instead of being
+    /// refused at once (0, the default: refused with Overloaded and its RetryAfterMs).
+    pub throttle_retry_max_ms: u64,
     /// Storage block cache (decompressed blocks of the LSM tables), in MiB. 0, the default,
     /// sizes it to the memory the server may use ([`Config::block_cache_bytes`]): an eighth,
     /// at least 256 MiB. Point reads of a 10 M-row table (1.5 GB on disk) held in a 2 GiB
@@ -383,6 +387,7 @@ impl Default for Config {
             batch_size_warn_threshold_kb: 5,
             unlogged_batch_across_partitions_warn_threshold: 10,
             max_ru_per_physical_partition: 10_000,
+            throttle_retry_max_ms: 0,
             block_cache_mb: 0,
             item_cache_mb: None,
             max_journal_mb: 64,

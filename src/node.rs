@@ -191,7 +191,10 @@ impl Node {
         let request_slots = Arc::new(tokio::sync::Semaphore::new(
             config.max_concurrent_requests.max(1),
         ));
-        let budgets = crate::throughput::Budgets::new(config.max_ru_per_physical_partition);
+        let budgets = crate::throughput::Budgets::new(
+            config.max_ru_per_physical_partition,
+            std::time::Duration::from_millis(config.throttle_retry_max_ms),
+        );
         budgets.refresh(&catalog);
         Ok(Node {
             budgets,

@@ -118,7 +118,14 @@ fn runs_inline(node: &Node, ctx: &SessionContext, prepared: &PreparedStatement) 
     let stalled = cached
         .written_tables()
         .any(|t| node.shards().write_stalled(crate::schema::table_id(t)));
-    (!stalled).then_some(inline)
+    // A request that may wait for its throughput budget (server-side retry) sleeps: never
+    // on the connection's task.
+    let may_wait = node.config().throttle_retry_max_ms > 0
+        && cached
+            .plan
+            .tables()
+            .any(|t| node.budgets().limits(crate::schema::table_id(t)));
+    (!stalled && !may_wait).then_some(inline)
 }
 
 /// Routes one request frame, `backlog` more being buffered behind it. Returns false when the

@@ -9,7 +9,7 @@ use crate::schema::Catalog;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use storage::{Storage, TableId};
 
 /// How many seconds of consumption a bucket remembers (the last minute).
@@ -73,6 +73,8 @@ pub struct PartitionUse {
 pub struct Budgets {
     started: Instant,
     max_per_partition: f64,
+    /// How long a request over budget may wait for it (server-side retry).
+    retry_max: Duration,
     /// True when some table has a throughput (the rest of the path is skipped otherwise).
     any: AtomicBool,
     limits: RwLock<Arc<HashMap<TableId, Limit>>>,
@@ -80,11 +82,13 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    /// Budgets with `max_per_partition` RU/s at most for one physical partition.
-    pub fn new(max_per_partition: u32) -> Budgets {
+    /// Budgets with `max_per_partition` RU/s at most for one physical partition, and requests
+    /// over budget waiting up to `retry_max` for it.
+    pub fn new(max_per_partition: u32, retry_max: Duration) -> Budgets {
         Budgets {
             started: Instant::now(),
             max_per_partition: f64::from(max_per_partition.max(1)),
+            retry_max,
             any: AtomicBool::new(false),
             limits: RwLock::default(),
             buckets: Mutex::default(),
@@ -158,11 +162,33 @@ impl Budgets {
     }
 
     /// Admits a request to partition `partition` (one of `count`) of `table`: `Err` with the
-    /// milliseconds until its bucket refills when it is empty.
+    /// milliseconds until its bucket refills when it is empty. With server-side retry, waits
+    /// for the bucket (on the calling thread: throttled tables' requests never run on a
+    /// connection's own task) while the wait fits in what is left of `retry_max`.
     ///
     /// # Errors
     /// The retry delay in milliseconds.
     pub fn admit(
+        &self,
+        storage: &Storage,
+        table: TableId,
+        partition: u64,
+        count: usize,
+    ) -> Result<(), u64> {
+        let started = Instant::now();
+        loop {
+            match self.try_admit(storage, table, partition, count) {
+                Err(wait_ms)
+                    if started.elapsed() + Duration::from_millis(wait_ms) <= self.retry_max =>
+                {
+                    std::thread::sleep(Duration::from_millis(wait_ms));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn try_admit(
         &self,
         storage: &Storage,
         table: TableId,

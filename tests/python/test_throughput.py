@@ -206,3 +206,45 @@ def test_raising_throughput_splits_physical_partitions(raw, ks):
     raw.execute(f"ALTER TABLE {ks}.big WITH cosmosdb_provisioned_throughput = 400")
     budgets = [p.ru_budget for p in raw.execute(query)]
     assert budgets and all(b == pytest.approx(400.0 / len(budgets)) for b in budgets)
+
+
+def test_server_side_retry_waits_instead_of_refusing(request, tmp_path):
+    """With `throttle_retry_max_ms` (Cosmos DB's server-side retry), a request over budget
+    waits for its partition's budget instead of getting Overloaded; the budget still holds."""
+    from conftest import RingServer, stop_and_check
+    config = tmp_path / "ringdb.toml"
+    config.write_text("throttle_retry_max_ms = 3000\n")
+    srv = RingServer(tmp_path / "ringdb-data", tmp_path / "ringdb.stderr.log",
+                     owner=request.node.nodeid, extra_args=("--config", str(config)))
+    srv.start()
+    profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy(), request_timeout=30)
+    cluster = make_cluster(srv, execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    try:
+        s = cluster.connect()
+        s.execute(f"CREATE KEYSPACE k WITH replication = {KS_SIMPLE}")
+        s.execute("CREATE TABLE k.t (k int PRIMARY KEY, v text) WITH cosmosdb_provisioned_throughput = 400")
+        insert = s.prepare("INSERT INTO k.t (k, v) VALUES (?, 'v')")
+        admitted, refused, elapsed = load(s, insert, lambda i: (i,), 2.0)
+        assert not refused, refused[:1]
+        assert admitted * 5 <= 400 * (elapsed + 1) + 5, (admitted, elapsed)
+        # Enough writes were made to need the retry: more than one second's budget.
+        assert admitted * 5 > 400, admitted
+    finally:
+        cluster.shutdown()
+        stop_and_check(srv)
+
+
+def test_ringdb_partitions_prints_budgets_and_use(server, raw, ks):
+    import subprocess
+    from conftest import ringdb_bin
+    raw.execute(f"CREATE TABLE {ks}.shown (k int PRIMARY KEY) WITH cosmosdb_provisioned_throughput = 700")
+    raw.execute(f"CREATE TABLE {ks}.free (k int PRIMARY KEY)")
+    raw.execute(f"INSERT INTO {ks}.shown (k) VALUES (1)")
+    out = subprocess.run([str(ringdb_bin()), "partitions", "--server", f"{server.host}:{server.port}"],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    header = out.splitlines()[0].split()
+    assert header[-7:] == ["RU/s", "RU", "last", "s", "RU", "last", "min"], header
+    rows = {ln.split()[1]: ln.split() for ln in out.splitlines()[1:] if ln.startswith(ks)}
+    shown, free = rows["shown"], rows["free"]
+    assert shown[-3] == "700" and float(shown[-1]) >= 5.0, shown
+    assert free[-3:] == ["-", "-", "-"], free
