@@ -216,7 +216,7 @@ pub fn status_from_server(addr: SocketAddr) -> Result<(), AdminError> {
     );
     let mut lines: Vec<(String, String)> = rows
         .iter()
-        .filter(|r| r.len() == 11)
+        .filter(|r| r.len() == 8)
         .map(|r| {
             let text = |i: usize| match cell(&r[i], NativeType::Text) {
                 Some(Value::Text(s)) => s,
