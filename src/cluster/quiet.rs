@@ -4,8 +4,9 @@
 //! group would elect all the time); instead the nodes' liveness pings, one per peer for every
 //! group, stand in for their heartbeats: when a group's leader is seen down, the first live
 //! voter in the group's order (the metadata's replicas, then voters a move part-way added)
-//! starts an election, and the next ones take their turn, 2 s apart, while none wins. A group with no known leader (just created, or the whole cluster
-//! restarted) is elected the same way.
+//! starts an election; while none wins, the live voters take 2 s turns, one at a time, round
+//! the group (two candidates at once split the votes). A group with no known leader (just
+//! created, or the whole cluster restarted) is elected the same way.
 
 use super::raft_types::{GroupId, NodeId, Raft};
 use super::Cluster;
@@ -23,8 +24,9 @@ const CHECK_EVERY: Duration = Duration::from_millis(250);
 const BUSY_FOR: Duration = Duration::from_secs(3);
 /// How long a group may go without a known leader before its first live replica elects.
 const LEADERLESS_FOR: Duration = Duration::from_secs(2);
-/// The least time between two elections a node starts in one group.
-const ELECT_EVERY: Duration = Duration::from_secs(1);
+/// The least time between two elections a node starts in one group (its turn lasts
+/// LEADERLESS_FOR: it elects once per turn).
+const ELECT_EVERY: Duration = Duration::from_millis(1900);
 
 /// What the watcher remembers of one group.
 struct Seen {
@@ -178,27 +180,27 @@ async fn look_at(
     if current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
         return;
     }
-    // The live replicas take turns: the first in the group's order elects at once, the next
-    // one only after the first has had LEADERLESS_FOR to win, and so on (a replica that just
-    // arrived by a move may lack the last entries and lose every election it starts).
+    // The live replicas take turns, one at a time: the first in the group's order elects at
+    // once, and if none has won after LEADERLESS_FOR the next one has its turn, and so on
+    // round the replicas (a replica that just arrived by a move may lack the last entries
+    // and lose every election it starts). One candidate at a time: two that elect on the
+    // same beat split the votes every time.
     let live: Vec<NodeId> = election_order(order, &voters)
         .filter(|r| Some(*r) != current_leader && (*r == me || cluster.liveness().is_up(*r)))
         .collect();
-    let Some(rank) = live.iter().position(|r| *r == me) else {
-        return;
-    };
-    let waited = now.duration_since(since);
     // A group with no known leader gives its first replica LEADERLESS_FOR before anyone.
     let first = if current_leader.is_none() {
         LEADERLESS_FOR
     } else {
         Duration::ZERO
     };
-    let turn = first + LEADERLESS_FOR * u32::try_from(rank).unwrap_or(u32::MAX);
-    if waited < turn
-        || seen
-            .elected
-            .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
+    let waited = now.duration_since(since);
+    if waited < first || !my_turn(&live, me, waited - first) {
+        return;
+    }
+    if seen
+        .elected
+        .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
     {
         return;
     }
@@ -207,6 +209,16 @@ async fn look_at(
     if let Err(e) = raft.trigger().elect().await {
         debug!(group = id, error = %e, "election not started");
     }
+}
+
+/// Whether `me` has the turn to elect among `live` (in election order), `into` the turns:
+/// each lasts [`LEADERLESS_FOR`], round the live replicas.
+fn my_turn(live: &[NodeId], me: NodeId, into: Duration) -> bool {
+    if live.is_empty() {
+        return false;
+    }
+    let turn = (into.as_millis() / LEADERLESS_FOR.as_millis()) as usize;
+    live[turn % live.len()] == me
 }
 
 /// Who may elect a group, in turn: the voters of its Raft membership as this replica knows it,
@@ -224,7 +236,23 @@ fn election_order<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::election_order;
+    use super::{election_order, my_turn, LEADERLESS_FOR};
+    use std::time::Duration;
+
+    #[test]
+    fn one_replica_at_a_time_has_the_turn_to_elect() {
+        let live = [7, 3, 5];
+        let at = |turns: u32| LEADERLESS_FOR * turns + Duration::from_millis(100);
+        for turn in 0..7u32 {
+            let electing: Vec<u64> = live
+                .iter()
+                .copied()
+                .filter(|n| my_turn(&live, *n, at(turn)))
+                .collect();
+            assert_eq!(electing, vec![live[turn as usize % 3]], "turn {turn}");
+        }
+        assert!(!my_turn(&[], 1, at(0)));
+    }
 
     #[test]
     fn a_moving_groups_voters_elect_in_the_metadatas_order_then_the_added_ones() {
