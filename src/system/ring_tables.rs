@@ -72,7 +72,13 @@ pub(super) fn physical_partitions(
         };
         let count = parts.len();
         for p in parts {
-            let used = budgets.partition_use(storage, id, p.id, count);
+            let at = storage::PartitionOf {
+                id: p.id,
+                start: p.start_token,
+                end: p.end_token,
+                count,
+            };
+            let used = budgets.partition_use(storage, id, at);
             let placed = placements
                 .iter()
                 .find(|g| g.table == id && g.end >= p.end_token);

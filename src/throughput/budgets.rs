@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use storage::{Storage, TableId};
+use storage::{PartitionOf, Storage, TableId};
 
 /// How many seconds of consumption a bucket remembers (the last minute).
 const WINDOW: usize = 60;
@@ -161,93 +161,81 @@ impl Budgets {
         Some((f64::from(ru) / partitions.max(1) as f64).min(self.max_per_partition))
     }
 
-    /// Admits a request to partition `partition` (one of `count`) of `table`: `Err` with the
-    /// milliseconds until its bucket refills when it is empty. With server-side retry, waits
-    /// for the bucket (on the calling thread: throttled tables' requests never run on a
+    /// Runs `f` on the bucket of physical partition `at` of `table`, refilled to now, with
+    /// its rate; `None` when the table has no throughput.
+    fn with_bucket<R>(
+        &self,
+        storage: &Storage,
+        table: TableId,
+        at: PartitionOf,
+        f: impl FnOnce(&mut Bucket, f64, Instant) -> R,
+    ) -> Option<R> {
+        let rate = self.rate(storage, table, at.count)?;
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let bucket = buckets
+            .entry((table, at.id))
+            .or_insert_with(|| Bucket::new(rate, now));
+        bucket.refill(rate, now);
+        Some(f(bucket, rate, now))
+    }
+
+    /// Admits a request to physical partition `at` of `table`: `Err` with the milliseconds
+    /// until its bucket refills when it is empty. With server-side retry, waits for the
+    /// bucket (on the calling thread: throttled tables' requests never run on a
     /// connection's own task) while the wait fits in what is left of `retry_max`.
     ///
     /// # Errors
     /// The retry delay in milliseconds.
-    pub fn admit(
-        &self,
-        storage: &Storage,
-        table: TableId,
-        partition: u64,
-        count: usize,
-    ) -> Result<(), u64> {
+    pub fn admit(&self, storage: &Storage, table: TableId, at: PartitionOf) -> Result<(), u64> {
         let started = Instant::now();
         loop {
-            match self.try_admit(storage, table, partition, count) {
-                Err(wait_ms)
+            let waiting = self.with_bucket(storage, table, at, |bucket, rate, _| {
+                (bucket.tokens <= 0.0)
+                    .then(|| ((-bucket.tokens / rate * 1000.0).ceil() as u64).max(1))
+            });
+            match waiting.flatten() {
+                None => return Ok(()),
+                Some(wait_ms)
                     if started.elapsed() + Duration::from_millis(wait_ms) <= self.retry_max =>
                 {
                     std::thread::sleep(Duration::from_millis(wait_ms));
                 }
-                other => return other,
+                Some(wait_ms) => return Err(wait_ms),
             }
         }
     }
 
-    fn try_admit(
-        &self,
-        storage: &Storage,
-        table: TableId,
-        partition: u64,
-        count: usize,
-    ) -> Result<(), u64> {
-        let Some(rate) = self.rate(storage, table, count) else {
-            return Ok(());
-        };
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let bucket = buckets
-            .entry((table, partition))
-            .or_insert_with(|| Bucket::new(rate, now));
-        bucket.refill(rate, now);
-        if bucket.tokens > 0.0 {
-            return Ok(());
-        }
-        let wait_ms = (-bucket.tokens / rate * 1000.0).ceil();
-        Err((wait_ms as u64).max(1))
-    }
-
-    /// Records `ru` spent on partition `partition` of `table` (a table without throughput
+    /// Records `ru` spent on physical partition `at` of `table` (a table without throughput
     /// keeps no bucket).
-    pub fn charge(&self, storage: &Storage, table: TableId, partition: u64, count: usize, ru: f64) {
-        let Some(rate) = self.rate(storage, table, count) else {
-            return;
-        };
-        let now = Instant::now();
-        let second = now.saturating_duration_since(self.started).as_secs();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let bucket = buckets
-            .entry((table, partition))
-            .or_insert_with(|| Bucket::new(rate, now));
-        bucket.refill(rate, now);
-        bucket.tokens -= ru;
-        let slot = &mut bucket.consumed[(second % WINDOW as u64) as usize];
-        if slot.0 != second {
-            *slot = (second, 0.0);
-        }
-        slot.1 += ru;
+    pub fn charge(&self, storage: &Storage, table: TableId, at: PartitionOf, ru: f64) {
+        let second_of = |now: Instant| now.saturating_duration_since(self.started).as_secs();
+        self.with_bucket(storage, table, at, |bucket, _, now| {
+            let second = second_of(now);
+            bucket.tokens -= ru;
+            let slot = &mut bucket.consumed[(second % WINDOW as u64) as usize];
+            if slot.0 != second {
+                *slot = (second, 0.0);
+            }
+            slot.1 += ru;
+        });
     }
 
-    /// The budget and recent use of partition `partition` (one of `count`) of `table`;
-    /// `None` when the table has no throughput.
+    /// The budget and recent use of physical partition `at` of `table`; `None` when the
+    /// table has no throughput.
     pub fn partition_use(
         &self,
         storage: &Storage,
         table: TableId,
-        partition: u64,
-        count: usize,
+        at: PartitionOf,
     ) -> Option<PartitionUse> {
-        let budget = self.rate(storage, table, count)?;
+        let budget = self.rate(storage, table, at.count)?;
         let second = Instant::now()
             .saturating_duration_since(self.started)
             .as_secs();
         let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let (last_second, last_minute) = buckets
-            .get(&(table, partition))
+            .get(&(table, at.id))
             .map(|b| {
                 (
                     b.consumed_since(second.saturating_sub(1)),

@@ -53,7 +53,7 @@ impl<'a> MeteredShards<'a> {
             return Ok(None);
         };
         self.budgets
-            .admit(self.storage, table, at.id, at.count)
+            .admit(self.storage, table, at)
             .map_err(|retry_after_ms| ShardError::Throttled { retry_after_ms })?;
         Ok(Some(at))
     }
@@ -62,8 +62,7 @@ impl<'a> MeteredShards<'a> {
     fn pay(&self, table: TableId, at: Option<PartitionOf>, cost: f64) {
         request_charge::add(cost);
         if let Some(at) = at {
-            self.budgets
-                .charge(self.storage, table, at.id, at.count, cost);
+            self.budgets.charge(self.storage, table, at, cost);
         }
     }
 }
