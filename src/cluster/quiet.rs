@@ -4,16 +4,17 @@
 //! group would elect all the time); instead the nodes' liveness pings, one per peer for every
 //! group, stand in for their heartbeats: when a group's leader is seen down, the first live
 //! voter in the group's order (the metadata's replicas, then voters a move part-way added)
-//! starts an election; while none wins, the live voters take 2 s turns, one at a time, round
-//! the group (two candidates at once split the votes). A group with no known leader (just
-//! created, or the whole cluster restarted) is elected the same way.
+//! starts an election at once; while none wins, the live voters take 2 s turns by the clock
+//! the nodes share, one at a time, round the group (two candidates at once split the votes).
+//! A group with no known leader (just created, or the whole cluster restarted) gets turns
+//! after 2 s.
 
 use super::raft_types::{GroupId, NodeId, Raft};
 use super::Cluster;
 use openraft::ServerState;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
@@ -180,22 +181,24 @@ async fn look_at(
     if current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
         return;
     }
-    // The live replicas take turns, one at a time: the first in the group's order elects at
-    // once, and if none has won after LEADERLESS_FOR the next one has its turn, and so on
-    // round the replicas (a replica that just arrived by a move may lack the last entries
-    // and lose every election it starts). One candidate at a time: two that elect on the
-    // same beat split the votes every time.
     let live: Vec<NodeId> = election_order(order, &voters)
         .filter(|r| Some(*r) != current_leader && (*r == me || cluster.liveness().is_up(*r)))
         .collect();
-    // A group with no known leader gives its first replica LEADERLESS_FOR before anyone.
-    let first = if current_leader.is_none() {
-        LEADERLESS_FOR
-    } else {
-        Duration::ZERO
-    };
+    // The first live replica in the group's order replaces a leader seen down at once.
+    let replacing = current_leader.is_some()
+        && live.first() == Some(&me)
+        && seen.elected.is_none_or(|t| t < since);
+    // Otherwise the live replicas take turns by the clock the nodes share, one replica per
+    // 2 s turn, round the group: two candidates at once split the votes every time, and a
+    // replica that cannot win (one a move just added may lack the last entries) only spends
+    // its own turn. A group with no known leader waits LEADERLESS_FOR first.
     let waited = now.duration_since(since);
-    if waited < first || !my_turn(&live, me, waited - first) {
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let turn =
+        (current_leader.is_some() || waited >= LEADERLESS_FOR) && my_turn(&live, me, id, wall);
+    if !(replacing || turn) {
         return;
     }
     if seen
@@ -211,14 +214,16 @@ async fn look_at(
     }
 }
 
-/// Whether `me` has the turn to elect among `live` (in election order), `into` the turns:
-/// each lasts [`LEADERLESS_FOR`], round the live replicas.
-fn my_turn(live: &[NodeId], me: NodeId, into: Duration) -> bool {
+/// Whether `me` has the turn to elect `group` among `live` (in election order) at wall-clock
+/// time `wall`: turns last [`LEADERLESS_FOR`] and go round the live replicas, each group
+/// starting at a different one.
+fn my_turn(live: &[NodeId], me: NodeId, group: GroupId, wall: Duration) -> bool {
     if live.is_empty() {
         return false;
     }
-    let turn = (into.as_millis() / LEADERLESS_FOR.as_millis()) as usize;
-    live[turn % live.len()] == me
+    let turn = (wall.as_millis() / LEADERLESS_FOR.as_millis()) as u64;
+    let at = turn.wrapping_add(group) % live.len() as u64;
+    live[at as usize] == me
 }
 
 /// Who may elect a group, in turn: the voters of its Raft membership as this replica knows it,
@@ -243,15 +248,18 @@ mod tests {
     fn one_replica_at_a_time_has_the_turn_to_elect() {
         let live = [7, 3, 5];
         let at = |turns: u32| LEADERLESS_FOR * turns + Duration::from_millis(100);
-        for turn in 0..7u32 {
-            let electing: Vec<u64> = live
-                .iter()
-                .copied()
-                .filter(|n| my_turn(&live, *n, at(turn)))
-                .collect();
-            assert_eq!(electing, vec![live[turn as usize % 3]], "turn {turn}");
+        for group in [0u64, 1, 4] {
+            for turn in 0..7u32 {
+                let electing: Vec<u64> = live
+                    .iter()
+                    .copied()
+                    .filter(|n| my_turn(&live, *n, group, at(turn)))
+                    .collect();
+                let expected = live[(turn as usize + group as usize) % 3];
+                assert_eq!(electing, vec![expected], "group {group}, turn {turn}");
+            }
         }
-        assert!(!my_turn(&[], 1, at(0)));
+        assert!(!my_turn(&[], 1, 0, at(0)));
     }
 
     #[test]
