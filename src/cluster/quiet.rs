@@ -4,17 +4,15 @@
 //! group would elect all the time); instead the nodes' liveness pings, one per peer for every
 //! group, stand in for their heartbeats: when a group's leader is seen down, the first live
 //! voter in the group's order (the metadata's replicas, then voters a move part-way added)
-//! starts an election at once; while none wins, the live voters take 2 s turns by the clock
-//! the nodes share, one at a time, round the group (two candidates at once split the votes).
-//! A group with no known leader (just created, or the whole cluster restarted) gets turns
-//! after 2 s.
+//! starts an election, and the next ones take their turn, 2 s apart, while none wins. A group with no known leader (just created, or the whole cluster
+//! restarted) is elected the same way.
 
 use super::raft_types::{GroupId, NodeId, Raft};
 use super::Cluster;
 use openraft::ServerState;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
@@ -25,9 +23,8 @@ const CHECK_EVERY: Duration = Duration::from_millis(250);
 const BUSY_FOR: Duration = Duration::from_secs(3);
 /// How long a group may go without a known leader before its first live replica elects.
 const LEADERLESS_FOR: Duration = Duration::from_secs(2);
-/// The least time between two elections a node starts in one group (its turn lasts
-/// LEADERLESS_FOR: it elects once per turn).
-const ELECT_EVERY: Duration = Duration::from_millis(1900);
+/// The least time between two elections a node starts in one group.
+const ELECT_EVERY: Duration = Duration::from_secs(1);
 
 /// What the watcher remembers of one group.
 struct Seen {
@@ -181,29 +178,27 @@ async fn look_at(
     if current_leader.is_none() && now.duration_since(since) < LEADERLESS_FOR {
         return;
     }
+    // The live replicas take turns: the first in the group's order elects at once, the next
+    // one only after the first has had LEADERLESS_FOR to win, and so on (a replica that just
+    // arrived by a move may lack the last entries and lose every election it starts).
     let live: Vec<NodeId> = election_order(order, &voters)
         .filter(|r| Some(*r) != current_leader && (*r == me || cluster.liveness().is_up(*r)))
         .collect();
-    // The first live replica in the group's order replaces a leader seen down at once.
-    let replacing = current_leader.is_some()
-        && live.first() == Some(&me)
-        && seen.elected.is_none_or(|t| t < since);
-    // Otherwise the live replicas take turns by the clock the nodes share, one replica per
-    // 2 s turn, round the group: two candidates at once split the votes every time, and a
-    // replica that cannot win (one a move just added may lack the last entries) only spends
-    // its own turn. A group with no known leader waits LEADERLESS_FOR first.
-    let waited = now.duration_since(since);
-    let wall = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let turn =
-        (current_leader.is_some() || waited >= LEADERLESS_FOR) && my_turn(&live, me, id, wall);
-    if !(replacing || turn) {
+    let Some(rank) = live.iter().position(|r| *r == me) else {
         return;
-    }
-    if seen
-        .elected
-        .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
+    };
+    let waited = now.duration_since(since);
+    // A group with no known leader gives its first replica LEADERLESS_FOR before anyone.
+    let first = if current_leader.is_none() {
+        LEADERLESS_FOR
+    } else {
+        Duration::ZERO
+    };
+    let turn = first + LEADERLESS_FOR * u32::try_from(rank).unwrap_or(u32::MAX);
+    if waited < turn
+        || seen
+            .elected
+            .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
     {
         return;
     }
@@ -212,18 +207,6 @@ async fn look_at(
     if let Err(e) = raft.trigger().elect().await {
         debug!(group = id, error = %e, "election not started");
     }
-}
-
-/// Whether `me` has the turn to elect `group` among `live` (in election order) at wall-clock
-/// time `wall`: turns last [`LEADERLESS_FOR`] and go round the live replicas, each group
-/// starting at a different one.
-fn my_turn(live: &[NodeId], me: NodeId, group: GroupId, wall: Duration) -> bool {
-    if live.is_empty() {
-        return false;
-    }
-    let turn = (wall.as_millis() / LEADERLESS_FOR.as_millis()) as u64;
-    let at = turn.wrapping_add(group) % live.len() as u64;
-    live[at as usize] == me
 }
 
 /// Who may elect a group, in turn: the voters of its Raft membership as this replica knows it,
@@ -241,26 +224,7 @@ fn election_order<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::{election_order, my_turn, LEADERLESS_FOR};
-    use std::time::Duration;
-
-    #[test]
-    fn one_replica_at_a_time_has_the_turn_to_elect() {
-        let live = [7, 3, 5];
-        let at = |turns: u32| LEADERLESS_FOR * turns + Duration::from_millis(100);
-        for group in [0u64, 1, 4] {
-            for turn in 0..7u32 {
-                let electing: Vec<u64> = live
-                    .iter()
-                    .copied()
-                    .filter(|n| my_turn(&live, *n, group, at(turn)))
-                    .collect();
-                let expected = live[(turn as usize + group as usize) % 3];
-                assert_eq!(electing, vec![expected], "group {group}, turn {turn}");
-            }
-        }
-        assert!(!my_turn(&[], 1, 0, at(0)));
-    }
+    use super::election_order;
 
     #[test]
     fn a_moving_groups_voters_elect_in_the_metadatas_order_then_the_added_ones() {
