@@ -23,7 +23,9 @@ const CHECK_EVERY: Duration = Duration::from_millis(250);
 const BUSY_FOR: Duration = Duration::from_secs(3);
 /// How long a group may go without a known leader before its first live replica elects.
 const LEADERLESS_FOR: Duration = Duration::from_secs(2);
-/// The least time between two elections a node starts in one group.
+/// The mean time between two elections a node starts in one group; each wait is drawn
+/// between half and one and a half times it, so two replicas past their turns do not elect
+/// on the same beat (they would split the votes every time).
 const ELECT_EVERY: Duration = Duration::from_secs(1);
 
 /// What the watcher remembers of one group.
@@ -33,6 +35,8 @@ struct Seen {
     /// Since when the group has had no known leader (or a leader seen down).
     leaderless: Option<Instant>,
     elected: Option<Instant>,
+    /// How long after `elected` this node may elect again.
+    elect_again: Duration,
     heartbeat: bool,
 }
 
@@ -80,6 +84,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 changed: now,
                 leaderless: None,
                 elected: None,
+                elect_again: ELECT_EVERY,
                 heartbeat: true,
             });
             let group = Group {
@@ -188,8 +193,11 @@ async fn look_at(
         return;
     };
     let waited = now.duration_since(since);
-    // A group with no known leader gives its first replica LEADERLESS_FOR before anyone.
-    let first = if current_leader.is_none() {
+    // Only the first replica replaces a leader seen down at once; a group with no known
+    // leader gives its first replica LEADERLESS_FOR, and the others always count from there
+    // (a replica that still knew the old leader would otherwise elect together with the
+    // first of one that did not).
+    let first = if current_leader.is_none() || rank > 0 {
         LEADERLESS_FOR
     } else {
         Duration::ZERO
@@ -198,15 +206,24 @@ async fn look_at(
     if waited < turn
         || seen
             .elected
-            .is_some_and(|t| now.duration_since(t) < ELECT_EVERY)
+            .is_some_and(|t| now.duration_since(t) < seen.elect_again)
     {
         return;
     }
     seen.elected = Some(now);
+    seen.elect_again = jittered(ELECT_EVERY, id);
     info!(group = id, leader = ?current_leader, "group has no live leader: electing");
     if let Err(e) = raft.trigger().elect().await {
         debug!(group = id, error = %e, "election not started");
     }
+}
+
+/// `mean` scaled by a factor drawn between 0.5 and 1.5 (each node draws its own).
+fn jittered(mean: Duration, group: GroupId) -> Duration {
+    use std::hash::BuildHasher;
+    let draw = std::collections::hash_map::RandomState::new().hash_one((group, Instant::now()));
+    let factor = 0.5 + (draw % 1000) as f64 / 1000.0;
+    mean.mul_f64(factor)
 }
 
 /// Who may elect a group, in turn: the voters of its Raft membership as this replica knows it,
@@ -224,7 +241,17 @@ fn election_order<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::election_order;
+    use super::{election_order, jittered};
+    use std::time::Duration;
+
+    #[test]
+    fn waits_between_elections_are_drawn_around_the_mean() {
+        let mean = Duration::from_secs(1);
+        let draws: Vec<Duration> = (0..200).map(|g| jittered(mean, g)).collect();
+        assert!(draws.iter().all(|d| *d >= mean / 2 && *d <= mean * 3 / 2));
+        let distinct: std::collections::BTreeSet<Duration> = draws.into_iter().collect();
+        assert!(distinct.len() > 50, "{} distinct waits", distinct.len());
+    }
 
     #[test]
     fn a_moving_groups_voters_elect_in_the_metadatas_order_then_the_added_ones() {
