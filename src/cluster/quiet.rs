@@ -23,9 +23,10 @@ const CHECK_EVERY: Duration = Duration::from_millis(250);
 const BUSY_FOR: Duration = Duration::from_secs(3);
 /// How long a group may go without a known leader before its first live replica elects.
 const LEADERLESS_FOR: Duration = Duration::from_secs(2);
-/// The mean time between two elections a node starts in one group; each wait is drawn
-/// between half and one and a half times it, so two replicas past their turns do not elect
-/// on the same beat (they would split the votes every time).
+/// The mean time between a node's first two elections in one group (doubling after each
+/// one it starts, up to 8×); each wait is drawn between half and one and a half times it, so
+/// two replicas past their turns do not elect on the same beat (they would split the votes
+/// every time).
 const ELECT_EVERY: Duration = Duration::from_secs(1);
 
 /// What the watcher remembers of one group.
@@ -37,6 +38,8 @@ struct Seen {
     elected: Option<Instant>,
     /// How long after `elected` this node may elect again.
     elect_again: Duration,
+    /// Elections this node started since the group last had a leader.
+    elections: u32,
     heartbeat: bool,
 }
 
@@ -85,6 +88,7 @@ pub async fn watch(cluster: Arc<Cluster>, shutdown: CancellationToken) {
                 leaderless: None,
                 elected: None,
                 elect_again: ELECT_EVERY,
+                elections: 0,
                 heartbeat: true,
             });
             let group = Group {
@@ -148,6 +152,7 @@ async fn look_at(
     }
     if leading {
         seen.leaderless = None;
+        seen.elections = 0;
         let returned = order.iter().any(|r| {
             peers_up
                 .get(r)
@@ -175,6 +180,7 @@ async fn look_at(
         && current_leader.is_some_and(|l| l == me || (holds(l) && cluster.liveness().is_up(l)));
     if leader_up {
         seen.leaderless = None;
+        seen.elections = 0;
         return;
     }
     let since = *seen.leaderless.get_or_insert(now);
@@ -211,7 +217,11 @@ async fn look_at(
         return;
     }
     seen.elected = Some(now);
-    seen.elect_again = jittered(ELECT_EVERY, id);
+    // A replica that keeps losing backs off (1, 2, 4, then 8 s on average): it may lack the
+    // last entries and never win, and each of its elections would cut short the candidacy of
+    // one that can (Raft without a pre-vote).
+    seen.elections = seen.elections.saturating_add(1);
+    seen.elect_again = jittered(ELECT_EVERY * (1 << (seen.elections - 1).min(3)), id);
     info!(group = id, leader = ?current_leader, "group has no live leader: electing");
     if let Err(e) = raft.trigger().elect().await {
         debug!(group = id, error = %e, "election not started");
