@@ -119,8 +119,9 @@ async fn prepare_at(session: &Session, cql: &str, level: Consistency) -> Prepare
 }
 
 /// Loads `partitions` partitions of `BULK_ROWS` rows into `TABLES[table]`; every write must
-/// be acknowledged (each tried at most three times, and again only after an error a client
-/// may see while a fresh table's groups elect their leaders). Returns the keys written.
+/// be acknowledged (each tried at most nine times, and again only after an error a client
+/// may see while a fresh table's groups elect their leaders or are placed). Returns the keys
+/// written.
 pub async fn bulk_load(
     session: &Session,
     insert: &PreparedStatement,
@@ -139,9 +140,12 @@ pub async fn bulk_load(
                     .await
                 {
                     Ok(_) => return (retries, None),
-                    Err(e) if retryable(&e) && retries < 2 => {
+                    // A group whose leader just moved itself away may take several seconds
+                    // to elect another (its replicas' elections can collide): a client sees
+                    // WriteTimeout, retryable, meanwhile.
+                    Err(e) if retryable(&e) && retries < 8 => {
                         retries += 1;
-                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        tokio::time::sleep(Duration::from_millis(300)).await;
                     }
                     Err(e) => {
                         return (retries, Some(format!("{} ({pk}, {c}): {e}", TABLES[table])))
