@@ -44,12 +44,17 @@ impl<'a> MeteredShards<'a> {
     }
 
     /// The partition of `token` in `table` when the table has a throughput and its budget
-    /// admits the request (`None`: nothing to admit or pay).
-    fn admit(&self, table: TableId, token: i64) -> Result<Option<PartitionOf>, ShardError> {
+    /// admits the request (`None`: nothing to admit or pay). The token is only computed for
+    /// a table with a throughput: the unlimited tables' path stays as it was.
+    fn admit(
+        &self,
+        table: TableId,
+        token: impl FnOnce() -> i64,
+    ) -> Result<Option<PartitionOf>, ShardError> {
         if !self.budgets.limits(table) {
             return Ok(None);
         }
-        let Ok(at) = self.storage.partition_of(table, token) else {
+        let Ok(at) = self.storage.partition_of(table, token()) else {
             return Ok(None);
         };
         self.budgets
@@ -92,8 +97,8 @@ impl Shards for MeteredShards<'_> {
     fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError> {
         let mut admitted = Vec::with_capacity(writes.len());
         for (table, m) in writes {
-            let token = storage::token::partition_token(&m.partition_key);
-            admitted.push(self.admit(*table, token)?);
+            admitted
+                .push(self.admit(*table, || storage::token::partition_token(&m.partition_key))?);
         }
         self.inner.get().apply(writes)?;
         for ((table, m), at) in writes.iter().zip(admitted) {
@@ -108,7 +113,7 @@ impl Shards for MeteredShards<'_> {
         partition_key: &[Vec<u8>],
         slice: &Slice,
     ) -> Result<PartitionSlice, ShardError> {
-        let at = self.admit(table, storage::token::partition_token(partition_key))?;
+        let at = self.admit(table, || storage::token::partition_token(partition_key))?;
         let read = self.inner.get().read(table, partition_key, slice)?;
         let bytes = statics_bytes(read.static_cells.values())
             + read.rows.iter().map(row_bytes).sum::<u64>();
@@ -127,7 +132,7 @@ impl Shards for MeteredShards<'_> {
         let from = cursor
             .and_then(Cursor::scan_token)
             .unwrap_or(range.start.saturating_add(1));
-        let at = self.admit(table, from)?;
+        let at = self.admit(table, || from)?;
         let page = self.inner.get().scan(table, range, limit, cursor)?;
         let (mut bytes, mut rows) = (0u64, 0u64);
         for p in &page.partitions {
@@ -147,7 +152,7 @@ impl Shards for MeteredShards<'_> {
         decide: &mut CasDecision<'_>,
     ) -> Result<bool, CasError> {
         let at = self
-            .admit(table, storage::token::partition_token(partition_key))
+            .admit(table, || storage::token::partition_token(partition_key))
             .map_err(CasError::Apply)?;
         let written = Cell::new(None::<u64>);
         let mut metered = |shards: &dyn Shards| {
