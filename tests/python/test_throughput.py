@@ -59,6 +59,22 @@ def retry_after_ms(message: str) -> int:
     raise AssertionError(f"no RetryAfterMs in {message!r}")
 
 
+def budgets(session, ks: str, table: str) -> list:
+    """The table's physical partitions' RU/s budgets, once its partitions are settled (a new
+    table's store is cut at its groups' ends in the background just after CREATE)."""
+    query = (f"SELECT id, ru_budget FROM system_views.physical_partitions "
+             f"WHERE keyspace_name = '{ks}' AND table_name = '{table}'")
+    last = None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        rows = [(r.id, r.ru_budget) for r in session.execute(query)]
+        if rows == last:
+            return [b for _, b in rows]
+        last = rows
+        time.sleep(0.3)
+    return [b for _, b in last or []]
+
+
 @pytest.fixture
 def ks(raw):
     name = fresh_name("ru")
@@ -113,9 +129,11 @@ def test_options_and_their_limits(raw, ks):
     raw.execute(f"ALTER TABLE {ks}.m WITH cosmosdb_provisioned_throughput = 500")
     row = raw.execute(f"SELECT extensions FROM system_schema.tables WHERE keyspace_name = '{ks}' AND table_name = 'm'").one()
     assert dict(row.extensions) == {"cosmosdb_provisioned_throughput": b"500"}
-    budgets = raw.execute(f"SELECT table_name, ru_budget FROM system_views.physical_partitions WHERE keyspace_name = '{ks}'")
-    by_table = {r.table_name: r.ru_budget for r in budgets}
-    assert by_table["m"] == 500.0 and by_table["a"] == 4000.0 and by_table["p"] == 1200.0
+    # Each table's throughput is divided equally among its physical partitions.
+    for table, limit in (("m", 500.0), ("a", 4000.0), ("p", 1200.0)):
+        shares = budgets(raw, ks, table)
+        assert shares and sum(shares) == pytest.approx(limit), (table, shares)
+        assert all(b == pytest.approx(limit / len(shares)) for b in shares), (table, shares)
 
 
 def load(session, statement, args, seconds: float):
@@ -136,6 +154,7 @@ def load(session, statement, args, seconds: float):
 def test_a_table_over_its_budget_is_refused_with_cosmos_message(raw, ks):
     raw.execute(f"CREATE TABLE {ks}.hot (k int PRIMARY KEY, v text) WITH cosmosdb_provisioned_throughput = 400")
     raw.execute(f"CREATE TABLE {ks}.calm (k int PRIMARY KEY, v text) WITH cosmosdb_provisioned_throughput = 10000")
+    assert sum(budgets(raw, ks, "hot")) == pytest.approx(400.0)
     hot = raw.prepare(f"INSERT INTO {ks}.hot (k, v) VALUES (?, 'v')")
     calm = raw.prepare(f"INSERT INTO {ks}.calm (k, v) VALUES (?, 'v')")
     admitted, refused, elapsed = load(raw, hot, lambda i: (i,), 2.0)
@@ -157,10 +176,10 @@ def test_a_table_over_its_budget_is_refused_with_cosmos_message(raw, ks):
     time.sleep(wait / 1000 + 0.05)
     raw.execute(hot, (100000,))
     assert raw.execute(f"SELECT v FROM {ks}.hot WHERE k = 100000").one().v == "v"
-    used = raw.execute(f"SELECT ru_budget, ru_last_minute FROM system_views.physical_partitions "
-                       f"WHERE keyspace_name = '{ks}' AND table_name = 'hot'").one()
-    assert used.ru_budget == 400.0
-    assert used.ru_last_minute >= admitted * 5
+    used = list(raw.execute(f"SELECT ru_budget, ru_last_minute FROM system_views.physical_partitions "
+                            f"WHERE keyspace_name = '{ks}' AND table_name = 'hot'"))
+    assert sum(u.ru_budget for u in used) == pytest.approx(400.0)
+    assert sum(u.ru_last_minute for u in used) >= admitted * 5
 
 
 def test_autoscale_and_keyspace_shared_throughput(raw):
@@ -170,9 +189,11 @@ def test_autoscale_and_keyspace_shared_throughput(raw):
         raw.execute(f"CREATE TABLE {ks}.a (k int PRIMARY KEY, v text)")
         raw.execute(f"CREATE TABLE {ks}.b (k int PRIMARY KEY, v text)")
         raw.execute(f"CREATE TABLE {ks}.own (k int PRIMARY KEY, v text) WITH cosmosdb_autoscale_max_throughput = 1000")
-        # Two tables of one partition share 400 RU/s; the one with its own throughput keeps it.
-        rows = raw.execute(f"SELECT table_name, ru_budget FROM system_views.physical_partitions WHERE keyspace_name = '{ks}'")
-        assert {r.table_name: r.ru_budget for r in rows} == {"a": 200.0, "b": 200.0, "own": 1000.0}
+        # Two tables share 400 RU/s over all their partitions; the one with its own keeps it.
+        a, b, own = (budgets(raw, ks, t) for t in ("a", "b", "own"))
+        assert sum(a) + sum(b) == pytest.approx(400.0), (a, b)
+        assert all(x == pytest.approx(400.0 / (len(a) + len(b))) for x in a + b), (a, b)
+        assert sum(own) == pytest.approx(1000.0), own
         a = raw.prepare(f"INSERT INTO {ks}.a (k, v) VALUES (?, 'v')")
         admitted, refused, elapsed = load(raw, a, lambda i: (i,), 1.5)
         assert refused and admitted * 5 <= 200 * (elapsed + 1) + 5, (admitted, elapsed)
@@ -184,28 +205,30 @@ def test_autoscale_and_keyspace_shared_throughput(raw):
 
 
 def test_raising_throughput_splits_physical_partitions(raw, ks):
-    raw.execute(f"CREATE TABLE {ks}.big (k int PRIMARY KEY, v int) WITH cosmosdb_provisioned_throughput = 1000")
+    raw.execute(f"CREATE TABLE {ks}.big (k int PRIMARY KEY, v int) WITH cosmosdb_provisioned_throughput = 10000")
     for k in range(200):
         raw.execute(f"INSERT INTO {ks}.big (k, v) VALUES ({k}, {k})")
     query = (f"SELECT id, ru_budget FROM system_views.physical_partitions "
              f"WHERE keyspace_name = '{ks}' AND table_name = 'big'")
-    assert len(list(raw.execute(query))) == 1
-    raw.execute(f"ALTER TABLE {ks}.big WITH cosmosdb_provisioned_throughput = 25000")
+    # A throughput two partitions past what the table's partitions may carry (10,000 each).
+    before = len(budgets(raw, ks, "big"))
+    limit = (before + 1) * 10000 + 5000
+    raw.execute(f"ALTER TABLE {ks}.big WITH cosmosdb_provisioned_throughput = {limit}")
     deadline = time.monotonic() + 60
     parts = []
     while time.monotonic() < deadline:
         parts = list(raw.execute(query))
-        if len(parts) >= 3:
+        if len(parts) >= before + 2:
             break
         time.sleep(0.2)
-    assert len(parts) >= 3, parts
+    assert len(parts) >= before + 2, (before, parts)
     assert all(p.ru_budget <= 10000.0 for p in parts), parts
-    assert sum(p.ru_budget for p in parts) == pytest.approx(25000.0)
+    assert sum(p.ru_budget for p in parts) == pytest.approx(limit)
     # Every row is still there; lowering the throughput is immediate.
     assert raw.execute(f"SELECT count(*) FROM {ks}.big").one()[0] == 200
     raw.execute(f"ALTER TABLE {ks}.big WITH cosmosdb_provisioned_throughput = 400")
-    budgets = [p.ru_budget for p in raw.execute(query)]
-    assert budgets and all(b == pytest.approx(400.0 / len(budgets)) for b in budgets)
+    lowered = [p.ru_budget for p in raw.execute(query)]
+    assert lowered and all(b == pytest.approx(400.0 / len(lowered)) for b in lowered)
 
 
 def test_server_side_retry_waits_instead_of_refusing(request, tmp_path):
@@ -239,12 +262,16 @@ def test_ringdb_partitions_prints_budgets_and_use(server, raw, ks):
     from conftest import ringdb_bin
     raw.execute(f"CREATE TABLE {ks}.shown (k int PRIMARY KEY) WITH cosmosdb_provisioned_throughput = 700")
     raw.execute(f"CREATE TABLE {ks}.free (k int PRIMARY KEY)")
+    budgets(raw, ks, "shown")
     raw.execute(f"INSERT INTO {ks}.shown (k) VALUES (1)")
     out = subprocess.run([str(ringdb_bin()), "partitions", "--server", f"{server.host}:{server.port}"],
                          capture_output=True, text=True, timeout=30, check=True).stdout
     header = out.splitlines()[0].split()
     assert header[-7:] == ["RU/s", "RU", "last", "s", "RU", "last", "min"], header
-    rows = {ln.split()[1]: ln.split() for ln in out.splitlines()[1:] if ln.startswith(ks)}
-    shown, free = rows["shown"], rows["free"]
-    assert shown[-3] == "700" and float(shown[-1]) >= 5.0, shown
-    assert free[-3:] == ["-", "-", "-"], free
+    lines = [ln.split() for ln in out.splitlines()[1:] if ln.startswith(ks)]
+    shown = [ln for ln in lines if ln[1] == "shown"]
+    free = [ln for ln in lines if ln[1] == "free"]
+    assert shown and free, out
+    assert sum(float(ln[-3]) for ln in shown) == pytest.approx(700, abs=len(shown)), shown
+    assert sum(float(ln[-1]) for ln in shown) >= 5.0, shown
+    assert all(ln[-3:] == ["-", "-", "-"] for ln in free), free
