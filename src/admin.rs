@@ -101,17 +101,10 @@ pub fn partitions_from_dir(config: Config) -> Result<(), AdminError> {
             let Ok(parts) = node.storage().physical_partitions(id) else {
                 continue;
             };
-            let count = parts.len();
             for p in parts {
-                let at = storage::PartitionOf {
-                    id: p.id,
-                    start: p.start_token,
-                    end: p.end_token,
-                    count,
-                };
                 let ru = node
                     .budgets()
-                    .partition_use(node.storage(), id, at)
+                    .partition_use(node.storage(), id, p.end_token)
                     .map(|u| (u.budget, u.last_second, u.last_minute));
                 lines.push(Line {
                     keyspace: ks.name.clone(),

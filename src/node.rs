@@ -254,11 +254,6 @@ impl Node {
         level: cql::request::Consistency,
     ) -> crate::throughput::MeteredShards<'_> {
         use cql::request::Consistency;
-        let read_factor = if matches!(level, Consistency::Serial | Consistency::LocalSerial) {
-            2.0
-        } else {
-            1.0
-        };
         let inner = match self.cluster.get().filter(|_| self.has_peers()) {
             Some(c) => match c.shards_at(level) {
                 Some(shards) => crate::shard::ShardsAt::Owned(shards),
@@ -266,7 +261,26 @@ impl Node {
             },
             None => crate::shard::ShardsAt::Borrowed(&self.shards),
         };
-        crate::throughput::MeteredShards::new(inner, &self.storage, &self.budgets, read_factor)
+        // In a cluster, the groups' leaders keep the budgets.
+        let enforce = matches!(inner, crate::shard::ShardsAt::Borrowed(_));
+        // Reads at SERIAL cost twice as much, and in a cluster every linearizable read does
+        // (QUORUM and above: `crate::cluster::ClusterShards`).
+        let linearizable = if enforce {
+            matches!(level, Consistency::Serial | Consistency::LocalSerial)
+        } else {
+            !matches!(
+                level,
+                Consistency::One | Consistency::LocalOne | Consistency::Any
+            )
+        };
+        let read_factor = if linearizable { 2.0 } else { 1.0 };
+        crate::throughput::MeteredShards::new(
+            inner,
+            &self.storage,
+            &self.budgets,
+            read_factor,
+            enforce,
+        )
     }
 
     /// The budgets of provisioned throughput.

@@ -95,6 +95,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             super::replica_read::read_here(
                 cluster,
                 group,
+                table,
                 super::routing::partition_token(&partition_key),
                 linearizable,
                 |s| s.read_partition(table, &partition_key, &slice),
@@ -109,7 +110,7 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             cursor,
             linearizable,
         } => Response::Scan(
-            super::replica_read::read_here(cluster, group, range.end, linearizable, |s| {
+            super::replica_read::read_here(cluster, group, table, range.end, linearizable, |s| {
                 s.scan(table, range, limit, cursor.as_ref())
             })
             .await,

@@ -17,6 +17,7 @@ pub mod groups;
 pub mod handler;
 pub mod hooks;
 pub mod join;
+pub mod leader_budgets;
 pub mod leaders;
 pub mod liveness;
 pub mod log_store;

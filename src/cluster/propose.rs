@@ -3,6 +3,7 @@
 //! until the deadline while the group elects one.
 
 use super::codec::{decode, encode};
+use super::leader_budgets;
 use super::raft_types::{Command, GroupId, NodeId, Raft, Reply};
 use super::rpc::{ProposeFailure, Request, Response};
 use super::Cluster;
@@ -19,6 +20,9 @@ pub enum ProposeError {
     /// The group failed.
     #[error("group {0} failed: {1}")]
     Failed(GroupId, String),
+    /// The group's throughput budget is spent: retry after these milliseconds.
+    #[error("group {0} is over its throughput budget")]
+    Throttled(GroupId, u64),
 }
 
 /// Commits `command` through a local replica; `Err(NotLeader)` names the leader when known.
@@ -97,6 +101,9 @@ impl Cluster {
                 }
                 Err(ProposeFailure::Rejected(r)) => return Ok(Reply::Rejected(r)),
                 Err(ProposeFailure::Moved) => return Ok(Reply::Moved),
+                Err(ProposeFailure::Throttled(ms)) => {
+                    return Err(ProposeError::Throttled(group, ms))
+                }
                 Err(ProposeFailure::NotLeader(_)) | Err(ProposeFailure::NoGroup) => {
                     target = None;
                 }
@@ -121,7 +128,18 @@ impl Cluster {
     ) -> Result<Reply, ProposeFailure> {
         if let Some(raft) = self.group(group) {
             self.groups.wait_hand_over(group).await;
-            return propose_local(&raft, command).await;
+            // Only the leader keeps the group's throughput budget.
+            let leads = raft.metrics().borrow().current_leader == Some(self.me.id);
+            let bill = if leads {
+                leader_budgets::admit_command(self, group, &command)?
+            } else {
+                leader_budgets::Bill::default()
+            };
+            let reply = propose_local(&raft, command).await;
+            if matches!(reply, Ok(Reply::Done)) {
+                leader_budgets::pay(self, bill);
+            }
+            return reply;
         }
         let only_here = self.meta_shared.with(|s| {
             s.groups
@@ -133,7 +151,8 @@ impl Cluster {
         }
         // The only replica, without Raft: written in place, unless a Raft starts for it
         // (a move), which then takes the command.
-        match self
+        let bill = leader_budgets::admit_command(self, group, &command)?;
+        let reply = match self
             .groups
             .in_place(group, || self.apply_in_place(command.clone()))
         {
@@ -142,7 +161,11 @@ impl Cluster {
                 Some(raft) => propose_local(&raft, command).await,
                 None => Err(ProposeFailure::NoGroup),
             },
+        };
+        if matches!(reply, Ok(Reply::Done)) {
+            leader_budgets::pay(self, bill);
         }
+        reply
     }
 
     /// Applies `command` to this node's store for a group whose only replica it is.

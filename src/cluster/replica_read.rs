@@ -2,28 +2,41 @@
 //! read (QUORUM and above) is answered by the group's leader once a read index confirms its
 //! leadership and its store has applied everything committed before the read.
 
+use super::leader_budgets;
 use super::raft_types::GroupId;
 use super::rpc::ProposeFailure;
 use super::Cluster;
 use crate::shard::Rejected;
+use crate::throughput::request_units::ReadCost;
 use openraft::error::{CheckIsLeaderError, RaftError};
-use storage::{Storage, StorageError};
+use storage::{Storage, StorageError, TableId};
 
-/// Runs `read` on this node's replica of `group`; `last_token` is the highest token it reads.
+/// Runs `read` of `table` on this node's replica of `group`; `last_token` is the highest
+/// token it reads. A table with a throughput is read at the group's leader, which keeps its
+/// budget (`super::leader_budgets`).
 ///
 /// # Errors
-/// `NotLeader` (with the leader when known) for a linearizable read at a follower, `NoGroup`
-/// when this node holds no replica, `Moved` when the group split and no longer owns
-/// `last_token`, `Rejected`/`Failed` when the store fails.
-pub async fn read_here<T>(
+/// `NotLeader` (with the leader when known) for a linearizable or metered read at a
+/// follower, `NoGroup` when this node holds no replica, `Moved` when the group split and no
+/// longer owns `last_token`, `Throttled` when the budget is spent, `Rejected`/`Failed` when
+/// the store fails.
+pub async fn read_here<T: ReadCost>(
     cluster: &Cluster,
     group: GroupId,
+    table: TableId,
     last_token: i64,
     linearizable: bool,
     read: impl FnOnce(&Storage) -> Result<T, StorageError>,
 ) -> Result<T, ProposeFailure> {
+    let metered = leader_budgets::metered(cluster, table);
     match cluster.group(group) {
         Some(raft) => {
+            if metered && !linearizable {
+                let leader = raft.metrics().borrow().current_leader;
+                if leader != Some(cluster.me().id) {
+                    return Err(ProposeFailure::NotLeader(leader));
+                }
+            }
             if linearizable {
                 cluster.groups.wait_hand_over(group).await;
                 match raft.ensure_linearizable().await {
@@ -50,6 +63,9 @@ pub async fn read_here<T>(
     if !cluster.fences().owns(group, last_token) {
         return Err(ProposeFailure::Moved);
     }
+    if metered {
+        leader_budgets::admit_read(cluster, group, table)?;
+    }
     let rows = read(cluster.node().storage()).map_err(|e| match Rejected::of(&e) {
         Some(r) => ProposeFailure::Rejected(r),
         None => ProposeFailure::Failed(e.to_string()),
@@ -59,6 +75,9 @@ pub async fn read_here<T>(
     // read index and the store, under load, found the range already empty).
     if !keeps_range(cluster, group) {
         return Err(ProposeFailure::NoGroup);
+    }
+    if metered {
+        leader_budgets::pay_read(cluster, group, table, linearizable, &rows);
     }
     Ok(rows)
 }

@@ -108,6 +108,9 @@ pub enum ProposeFailure {
     Rejected(crate::shard::Rejected),
     /// The group no longer owns the token (it split); the coordinator routes again.
     Moved,
+    /// The physical partition's throughput budget is spent: retry after these milliseconds
+    /// (`super::leader_budgets`).
+    Throttled(u64),
 }
 
 /// The answer to a [`Request`].

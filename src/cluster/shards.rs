@@ -137,6 +137,9 @@ impl ClusterShards {
             Ok(Reply::Moved) => Ok(false),
             Ok(Reply::Rejected(r)) => Err(ShardError::Rejected(r)),
             Ok(Reply::Refused(m)) => Err(ShardError::Rejected(Rejected::Invalid(m))),
+            Err(super::propose::ProposeError::Throttled(_, retry_after_ms)) => {
+                Err(ShardError::Throttled { retry_after_ms })
+            }
             Ok(Reply::CasConflict) | Err(_) => Err(self.write_timeout(group)),
         }
     }
@@ -162,9 +165,11 @@ impl ClusterShards {
     /// Runs a read on a replica of `group`: this node's when it holds one, else (or when a
     /// linearizable read needs the leader) the one that answers. `None` when the group split
     /// and no longer owns `last_token` (route the read again).
-    fn read_group<T>(
+    #[allow(clippy::too_many_arguments)]
+    fn read_group<T: crate::throughput::request_units::ReadCost>(
         &self,
         group: &GroupInfo,
+        table: TableId,
         last_token: i64,
         deadline: Instant,
         local: impl Fn(&storage::Storage) -> Result<T, StorageError>,
@@ -184,7 +189,14 @@ impl ClusterShards {
                 });
                 let attempt = if to == me {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    let here = read_here(&self.cluster, group.id, last_token, linearizable, &local);
+                    let here = read_here(
+                        &self.cluster,
+                        group.id,
+                        table,
+                        last_token,
+                        linearizable,
+                        &local,
+                    );
                     tokio::time::timeout(left, here)
                         .await
                         .unwrap_or_else(|_| Err(ProposeFailure::Failed("timed out".into())))
@@ -195,6 +207,9 @@ impl ClusterShards {
                 match attempt {
                     Ok(v) => return Ok(Some(v)),
                     Err(ProposeFailure::Moved) => return Ok(None),
+                    Err(ProposeFailure::Throttled(retry_after_ms)) => {
+                        return Err(ShardError::Throttled { retry_after_ms })
+                    }
                     Err(ProposeFailure::Rejected(r)) => {
                         return Err(ShardError::Storage(r.into_storage()))
                     }
@@ -285,6 +300,7 @@ impl Shards for ClusterShards {
             let group = self.group(table, partition_key)?;
             let read = self.read_group(
                 &group,
+                table,
                 token,
                 deadline,
                 |s| s.read_partition(table, partition_key, slice),
@@ -350,6 +366,7 @@ impl Shards for ClusterShards {
                 let here = cursor.take();
                 let part = self.read_group(
                     &group,
+                    table,
                     stop,
                     deadline,
                     |s| s.scan(table, sub, left, here.as_ref()),
@@ -395,12 +412,33 @@ impl Shards for ClusterShards {
         let mut group = self.group(table, partition_key).map_err(CasError::Apply)?;
         if group.replicas == [self.cluster.me().id] {
             // The only replica is this node's store: its own compare-and-set holds the
-            // others off.
-            return self
-                .cluster
-                .node()
-                .shards()
-                .compare_and_set(table, partition_key, decide);
+            // others off (and this node keeps the group's budget).
+            let metered = super::leader_budgets::metered(&self.cluster, table);
+            if metered {
+                super::leader_budgets::admit_read(&self.cluster, group.id, table).map_err(|e| {
+                    match e {
+                        ProposeFailure::Throttled(retry_after_ms) => {
+                            CasError::Apply(ShardError::Throttled { retry_after_ms })
+                        }
+                        _ => CasError::Apply(self.write_timeout(&group)),
+                    }
+                })?;
+            }
+            let written = std::cell::Cell::new(None::<u64>);
+            let mut metered_decide = |shards: &dyn Shards| {
+                let m = decide(shards)?;
+                written.set(m.as_ref().map(|m| m.data_size() as u64));
+                Ok(m)
+            };
+            let applied = self.cluster.node().shards().compare_and_set(
+                table,
+                partition_key,
+                &mut metered_decide,
+            )?;
+            if let Some(bytes) = written.get().filter(|_| metered) {
+                super::leader_budgets::pay_write(&self.cluster, group.id, table, bytes);
+            }
+            return Ok(applied);
         }
         let serial = ClusterShards::new(self.cluster.clone(), Consistency::Serial);
         let deadline = Instant::now() + self.timeout(true);
@@ -429,6 +467,9 @@ impl Shards for ClusterShards {
                 Ok(Reply::Rejected(r)) => return Err(CasError::Apply(ShardError::Rejected(r))),
                 Ok(Reply::Refused(m)) => {
                     return Err(CasError::Apply(ShardError::Rejected(Rejected::Invalid(m))))
+                }
+                Err(super::propose::ProposeError::Throttled(_, retry_after_ms)) => {
+                    return Err(CasError::Apply(ShardError::Throttled { retry_after_ms }))
                 }
                 Ok(Reply::CasConflict | Reply::Moved) | Err(_) => {
                     return Err(CasError::Apply(ShardError::WriteTimeout {

@@ -6,6 +6,8 @@
 //! (`Command::Fence`), after which the group answers `Moved` for the right half's tokens and
 //! the new group's replicas start applying (they wait for it: `DataMachine`). Every replica
 //! cuts its own store at the same token, so a group's data is its own physical partitions.
+//! A table whose provisioned throughput needs more groups is cut the same way, by the leader
+//! of its widest group (`cut_for_throughput`).
 
 use super::raft_types::{Command, GroupId, GroupInfo, Reply, META_GROUP};
 use super::routing::ranges_of;
@@ -92,9 +94,55 @@ fn store_cuts(cluster: &Cluster, table: TableId) -> Vec<i64> {
         .unwrap_or_default()
 }
 
+/// For each table whose provisioned throughput needs more groups than it has (at most
+/// `max_ru_per_physical_partition` each), cuts this node's store in the middle of the
+/// table's widest group when this node leads it: the cut is then proposed as any other
+/// (one split per table and check, so a table ends with about as many groups as it needs).
+fn cut_for_throughput(cluster: &Cluster, led: &[Led]) {
+    let node = cluster.node();
+    let max = node.budgets().max_per_partition();
+    let catalog = node.catalog();
+    for ks in catalog.keyspaces.values() {
+        for t in ks.tables.values() {
+            let Some(throughput) = t.params.throughput else {
+                continue;
+            };
+            let table = crate::schema::table_id(t);
+            let needed = (f64::from(throughput.limit()) / max).ceil() as usize;
+            let groups = cluster.meta_state().with(|s| ranges_of(s, table));
+            if groups.is_empty() || groups.len() >= needed {
+                continue;
+            }
+            let widest = groups
+                .iter()
+                .max_by_key(|(start, g)| (i128::from(g.end) - i128::from(*start), -*start));
+            let Some((start, group)) = widest else {
+                continue;
+            };
+            if !led.iter().any(|l| l.group.id == group.id) {
+                continue;
+            }
+            let middle = (i128::from(*start) + i128::from(group.end)) / 2;
+            let Ok(at) = i64::try_from(middle) else {
+                continue;
+            };
+            if at <= *start || at >= group.end {
+                continue;
+            }
+            info!(%table, group = group.id, at, groups = groups.len(), needed, "cutting a group for throughput");
+            let cut = tokio::task::block_in_place(|| node.storage().split_at(table, at));
+            if let Err(e) = cut {
+                debug!(%table, error = %e, "a cut for throughput failed; retried");
+            }
+        }
+    }
+}
+
 async fn check(cluster: &Arc<Cluster>) {
     let mut cuts: std::collections::HashMap<TableId, Vec<i64>> = std::collections::HashMap::new();
-    for led in led_groups(cluster) {
+    let led = led_groups(cluster);
+    cut_for_throughput(cluster, &led);
+    for led in led {
         let group = led.group.id;
         if led.owes_fence {
             fence(cluster, group, led.group.end).await;

@@ -6,7 +6,7 @@ use crate::schema::table_id;
 use crate::schema::{is_system_keyspace, Catalog};
 use crate::throughput::Budgets;
 use cql::types::Value;
-use storage::Storage;
+use storage::{Storage, TableId};
 
 /// A generated row: (column name, value) pairs.
 pub(super) type NamedRow = Vec<(&'static str, Value)>;
@@ -57,12 +57,15 @@ pub(super) fn moves(
 /// `system_views.physical_partitions`: one row per physical partition of every user table,
 /// with the replicas and leader of its group in a cluster (this node's store is cut where
 /// the groups end, so each partition lies in one group; null on a single node), and its
-/// throughput budget and the request units it used (null without provisioned throughput).
+/// throughput budget and the request units it used (null without provisioned throughput):
+/// with `peers`, a group's (kept by its leader: this node's figures of use are its own), else
+/// the store's partition's.
 pub(super) fn physical_partitions(
     catalog: &Catalog,
     storage: &Storage,
     budgets: &Budgets,
     placements: &[Placement],
+    peers: bool,
 ) -> Vec<NamedRow> {
     let mut out = Vec::new();
     for t in user_tables(catalog) {
@@ -70,18 +73,19 @@ pub(super) fn physical_partitions(
         let Ok(parts) = storage.physical_partitions(id) else {
             continue;
         };
-        let count = parts.len();
         for p in parts {
-            let at = storage::PartitionOf {
-                id: p.id,
-                start: p.start_token,
-                end: p.end_token,
-                count,
-            };
-            let used = budgets.partition_use(storage, id, at);
             let placed = placements
                 .iter()
                 .find(|g| g.table == id && g.end >= p.end_token);
+            let used = match placed.filter(|_| peers) {
+                Some(g) => {
+                    let groups = |t: TableId| {
+                        Some(placements.iter().filter(|g| g.table == t).count()).filter(|n| *n > 0)
+                    };
+                    budgets.partition_use(&groups, id, g.end)
+                }
+                None => budgets.partition_use(storage, id, p.end_token),
+            };
             let mut row = vec![
                 ("keyspace_name", text(t.keyspace.clone())),
                 ("table_name", text(t.name.clone())),

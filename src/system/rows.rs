@@ -95,9 +95,13 @@ pub fn rows_for(
     table: &Table,
 ) -> Vec<Vec<Option<Bytes>>> {
     let named: Vec<NamedRow> = match (table.keyspace.as_str(), table.name.as_str()) {
-        ("system_views", "physical_partitions") => {
-            super::ring_tables::physical_partitions(catalog, storage, budgets, &cluster.placements)
-        }
+        ("system_views", "physical_partitions") => super::ring_tables::physical_partitions(
+            catalog,
+            storage,
+            budgets,
+            &cluster.placements,
+            !cluster.peers.is_empty(),
+        ),
         ("system", "size_estimates") => super::ring_tables::size_estimates(catalog, storage, false),
         ("system", "table_estimates") => super::ring_tables::size_estimates(catalog, storage, true),
         ("system_auth", "roles") => auth_roles(auth),

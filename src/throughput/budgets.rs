@@ -4,13 +4,35 @@
 //! share is a token bucket holding up to one second of it. A request is admitted while its
 //! partition's bucket is not empty, and pays its charge once it has run (the bucket may go
 //! below zero); the next requests then wait for the bucket to refill.
+//!
+//! A partition is named by its table and the token its range ends at; how many partitions a
+//! table has is asked of a [`PartitionCount`]: the store on a single node, the groups in a
+//! cluster (where each group's leader keeps its budget).
 
 use crate::schema::Catalog;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use storage::{PartitionOf, Storage, TableId};
+use storage::{Storage, TableId};
+
+/// How many physical partitions a table has.
+pub trait PartitionCount {
+    /// The count for `table`, `None` when it is unknown.
+    fn partitions(&self, table: TableId) -> Option<usize>;
+}
+
+impl PartitionCount for Storage {
+    fn partitions(&self, table: TableId) -> Option<usize> {
+        self.partition_of(table, 0).ok().map(|p| p.count)
+    }
+}
+
+impl<F: Fn(TableId) -> Option<usize>> PartitionCount for F {
+    fn partitions(&self, table: TableId) -> Option<usize> {
+        self(table)
+    }
+}
 
 /// How many seconds of consumption a bucket remembers (the last minute).
 const WINDOW: usize = 60;
@@ -78,7 +100,8 @@ pub struct Budgets {
     /// True when some table has a throughput (the rest of the path is skipped otherwise).
     any: AtomicBool,
     limits: RwLock<Arc<HashMap<TableId, Limit>>>,
-    buckets: Mutex<HashMap<(TableId, u64), Bucket>>,
+    /// By table and the end token of the partition's range.
+    buckets: Mutex<HashMap<(TableId, i64), Bucket>>,
 }
 
 impl Budgets {
@@ -136,9 +159,9 @@ impl Budgets {
                 .contains_key(&table)
     }
 
-    /// The RU/s of the physical partitions of `table` (one of `count`), or `None` when the
-    /// table has no throughput.
-    fn rate(&self, storage: &Storage, table: TableId, count: usize) -> Option<f64> {
+    /// The RU/s of each physical partition of `table`, or `None` when the table has no
+    /// throughput.
+    fn rate(&self, counts: &dyn PartitionCount, table: TableId) -> Option<f64> {
         if !self.any.load(Ordering::Relaxed) {
             return None;
         }
@@ -148,12 +171,11 @@ impl Budgets {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let (ru, partitions) = match limits.get(&table)? {
-            Limit::Own(ru) => (*ru, count),
+            Limit::Own(ru) => (*ru, counts.partitions(table).unwrap_or(1)),
             Limit::Shared(ru, tables) => {
                 let all = tables
                     .iter()
-                    .filter_map(|t| storage.partition_of(*t, 0).ok())
-                    .map(|p| p.count)
+                    .filter_map(|t| counts.partitions(*t))
                     .sum::<usize>();
                 (*ru, all.max(1))
             }
@@ -161,56 +183,50 @@ impl Budgets {
         Some((f64::from(ru) / partitions.max(1) as f64).min(self.max_per_partition))
     }
 
-    /// Runs `f` on the bucket of physical partition `at` of `table`, refilled to now, with
-    /// its rate; `None` when the table has no throughput.
+    /// Runs `f` on the bucket of the physical partition of `table` ending at `end`, refilled
+    /// to now, with its rate; `None` when the table has no throughput.
     fn with_bucket<R>(
         &self,
-        storage: &Storage,
+        counts: &dyn PartitionCount,
         table: TableId,
-        at: PartitionOf,
+        end: i64,
         f: impl FnOnce(&mut Bucket, f64, Instant) -> R,
     ) -> Option<R> {
-        let rate = self.rate(storage, table, at.count)?;
+        let rate = self.rate(counts, table)?;
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let bucket = buckets
-            .entry((table, at.id))
+            .entry((table, end))
             .or_insert_with(|| Bucket::new(rate, now));
         bucket.refill(rate, now);
         Some(f(bucket, rate, now))
     }
 
-    /// Admits a request to physical partition `at` of `table`: `Err` with the milliseconds
-    /// until its bucket refills when it is empty. With server-side retry, waits for the
-    /// bucket (on the calling thread: throttled tables' requests never run on a
-    /// connection's own task) while the wait fits in what is left of `retry_max`.
+    /// How long a request over budget may wait for it (server-side retry).
+    pub fn retry_max(&self) -> Duration {
+        self.retry_max
+    }
+
+    /// Admits a request to the physical partition of `table` ending at `end`: `Err` with the
+    /// milliseconds until its bucket refills when it is empty.
     ///
     /// # Errors
     /// The retry delay in milliseconds.
-    pub fn admit(&self, storage: &Storage, table: TableId, at: PartitionOf) -> Result<(), u64> {
-        let started = Instant::now();
-        loop {
-            let waiting = self.with_bucket(storage, table, at, |bucket, rate, _| {
-                (bucket.tokens <= 0.0)
-                    .then(|| ((-bucket.tokens / rate * 1000.0).ceil() as u64).max(1))
-            });
-            match waiting.flatten() {
-                None => return Ok(()),
-                Some(wait_ms)
-                    if started.elapsed() + Duration::from_millis(wait_ms) <= self.retry_max =>
-                {
-                    std::thread::sleep(Duration::from_millis(wait_ms));
-                }
-                Some(wait_ms) => return Err(wait_ms),
-            }
+    pub fn admit(&self, counts: &dyn PartitionCount, table: TableId, end: i64) -> Result<(), u64> {
+        let waiting = self.with_bucket(counts, table, end, |bucket, rate, _| {
+            (bucket.tokens <= 0.0).then(|| ((-bucket.tokens / rate * 1000.0).ceil() as u64).max(1))
+        });
+        match waiting.flatten() {
+            None => Ok(()),
+            Some(wait_ms) => Err(wait_ms),
         }
     }
 
-    /// Records `ru` spent on physical partition `at` of `table` (a table without throughput
-    /// keeps no bucket).
-    pub fn charge(&self, storage: &Storage, table: TableId, at: PartitionOf, ru: f64) {
+    /// Records `ru` spent on the physical partition of `table` ending at `end` (a table
+    /// without throughput keeps no bucket).
+    pub fn charge(&self, counts: &dyn PartitionCount, table: TableId, end: i64, ru: f64) {
         let second_of = |now: Instant| now.saturating_duration_since(self.started).as_secs();
-        self.with_bucket(storage, table, at, |bucket, _, now| {
+        self.with_bucket(counts, table, end, |bucket, _, now| {
             let second = second_of(now);
             bucket.tokens -= ru;
             let slot = &mut bucket.consumed[(second % WINDOW as u64) as usize];
@@ -221,21 +237,21 @@ impl Budgets {
         });
     }
 
-    /// The budget and recent use of physical partition `at` of `table`; `None` when the
-    /// table has no throughput.
+    /// The budget and recent use of the physical partition of `table` ending at `end`;
+    /// `None` when the table has no throughput.
     pub fn partition_use(
         &self,
-        storage: &Storage,
+        counts: &dyn PartitionCount,
         table: TableId,
-        at: PartitionOf,
+        end: i64,
     ) -> Option<PartitionUse> {
-        let budget = self.rate(storage, table, at.count)?;
+        let budget = self.rate(counts, table)?;
         let second = Instant::now()
             .saturating_duration_since(self.started)
             .as_secs();
         let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let (last_second, last_minute) = buckets
-            .get(&(table, at.id))
+            .get(&(table, end))
             .map(|b| {
                 (
                     b.consumed_since(second.saturating_sub(1)),

@@ -1,16 +1,19 @@
 //! `MeteredShards`: the [`Shards`] a request uses, with request units counted on the way
 //! ([`super::request_units`]): each read, scan page and write adds its charge to the request's
-//! tally, and on a table with provisioned throughput each is first admitted by its physical
-//! partition's budget ([`super::Budgets`]) and then paid from it.
+//! tally. On a single node, a table with provisioned throughput has each operation first
+//! admitted by its physical partition's budget ([`super::Budgets`]) and then paid from it; in
+//! a cluster the group's leader does that (`crate::cluster::leader_budgets`), and only the
+//! tally is kept here. A request over budget is run again when the wait fits in the
+//! server-side retry (`throttle_retry_max_ms`).
 
 use super::budgets::Budgets;
 use super::request_charge;
-use super::request_units as ru;
+use super::request_units::{self as ru, ReadCost};
 use crate::shard::{CasDecision, CasError, ShardError, Shards, ShardsAt};
 use std::cell::Cell;
+use std::time::{Duration, Instant};
 use storage::{
-    ColumnValue, Cursor, Mutation, PartitionOf, PartitionSlice, Row, ScanPage, Slice, Storage,
-    TableId, TableLayout, TokenRange,
+    Cursor, Mutation, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout, TokenRange,
 };
 
 /// A request's shards, metered.
@@ -18,23 +21,28 @@ pub struct MeteredShards<'a> {
     inner: ShardsAt<'a>,
     storage: &'a Storage,
     budgets: &'a Budgets,
-    /// 2 for reads at SERIAL / LOCAL_SERIAL, else 1.
+    /// 2 for reads at SERIAL / LOCAL_SERIAL (and linearizable reads in a cluster), else 1.
     read_factor: f64,
+    /// Whether budgets are kept here (a single node) rather than by groups' leaders.
+    enforce: bool,
 }
 
 impl<'a> MeteredShards<'a> {
-    /// Meters `inner`; reads cost `read_factor` times the model's price.
+    /// Meters `inner`; reads cost `read_factor` times the model's price. With `enforce`, the
+    /// budgets are kept here (this node's store is the table's only copy).
     pub fn new(
         inner: ShardsAt<'a>,
         storage: &'a Storage,
         budgets: &'a Budgets,
         read_factor: f64,
+        enforce: bool,
     ) -> MeteredShards<'a> {
         MeteredShards {
             inner,
             storage,
             budgets,
             read_factor,
+            enforce,
         }
     }
 
@@ -43,68 +51,68 @@ impl<'a> MeteredShards<'a> {
         self
     }
 
-    /// The partition of `token` in `table` when the table has a throughput and its budget
-    /// admits the request (`None`: nothing to admit or pay). The token is only computed for
-    /// a table with a throughput: the unlimited tables' path stays as it was.
+    /// The end token of the partition of `token` in `table` when its budget is kept here
+    /// and admits the request (`None`: nothing to admit or pay). The token is only computed
+    /// for a table with a throughput: the unlimited tables' path stays as it was.
     fn admit(
         &self,
         table: TableId,
         token: impl FnOnce() -> i64,
-    ) -> Result<Option<PartitionOf>, ShardError> {
-        if !self.budgets.limits(table) {
+    ) -> Result<Option<i64>, ShardError> {
+        if !self.enforce || !self.budgets.limits(table) {
             return Ok(None);
         }
         let Ok(at) = self.storage.partition_of(table, token()) else {
             return Ok(None);
         };
         self.budgets
-            .admit(self.storage, table, at)
+            .admit(self.storage, table, at.end)
             .map_err(|retry_after_ms| ShardError::Throttled { retry_after_ms })?;
-        Ok(Some(at))
+        Ok(Some(at.end))
     }
 
-    /// Adds `cost` to the request's charge, and pays it from `at`'s budget.
-    fn pay(&self, table: TableId, at: Option<PartitionOf>, cost: f64) {
+    /// Adds `cost` to the request's charge, and pays it from the budget of the partition
+    /// ending at `end`.
+    fn pay(&self, table: TableId, end: Option<i64>, cost: f64) {
         request_charge::add(cost);
-        if let Some(at) = at {
-            self.budgets.charge(self.storage, table, at, cost);
+        if let Some(end) = end {
+            self.budgets.charge(self.storage, table, end, cost);
         }
     }
-}
 
-/// Bytes of a column value as read.
-fn value_bytes(v: &ColumnValue) -> u64 {
-    match v {
-        ColumnValue::Simple(c) => c.value.len() as u64,
-        ColumnValue::Collection(items) => items
-            .iter()
-            .map(|(k, c)| (k.len() + c.value.len()) as u64)
-            .sum(),
+    /// Runs `op` again while it is refused for throughput and the wait still fits in the
+    /// server-side retry.
+    fn retrying<T>(&self, mut op: impl FnMut() -> Result<T, ShardError>) -> Result<T, ShardError> {
+        let started = Instant::now();
+        loop {
+            match op() {
+                Err(ShardError::Throttled { retry_after_ms })
+                    if started.elapsed() + Duration::from_millis(retry_after_ms)
+                        <= self.budgets.retry_max() =>
+                {
+                    std::thread::sleep(Duration::from_millis(retry_after_ms));
+                }
+                other => return other,
+            }
+        }
     }
-}
-
-/// Bytes of a row as read: its clustering values and its cells.
-fn row_bytes(r: &Row) -> u64 {
-    r.clustering.iter().map(|c| c.len() as u64).sum::<u64>()
-        + r.cells.values().map(value_bytes).sum::<u64>()
-}
-
-fn statics_bytes<'s>(cells: impl Iterator<Item = &'s ColumnValue>) -> u64 {
-    cells.map(value_bytes).sum()
 }
 
 impl Shards for MeteredShards<'_> {
     fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError> {
-        let mut admitted = Vec::with_capacity(writes.len());
-        for (table, m) in writes {
-            admitted
-                .push(self.admit(*table, || storage::token::partition_token(&m.partition_key))?);
-        }
-        self.inner.get().apply(writes)?;
-        for ((table, m), at) in writes.iter().zip(admitted) {
-            self.pay(*table, at, ru::write(m.data_size() as u64));
-        }
-        Ok(())
+        self.retrying(|| {
+            let mut admitted = Vec::with_capacity(writes.len());
+            for (table, m) in writes {
+                admitted.push(
+                    self.admit(*table, || storage::token::partition_token(&m.partition_key))?,
+                );
+            }
+            self.inner.get().apply(writes)?;
+            for ((table, m), end) in writes.iter().zip(admitted) {
+                self.pay(*table, end, ru::write(m.data_size() as u64));
+            }
+            Ok(())
+        })
     }
 
     fn read(
@@ -113,13 +121,12 @@ impl Shards for MeteredShards<'_> {
         partition_key: &[Vec<u8>],
         slice: &Slice,
     ) -> Result<PartitionSlice, ShardError> {
-        let at = self.admit(table, || storage::token::partition_token(partition_key))?;
-        let read = self.inner.get().read(table, partition_key, slice)?;
-        let bytes = statics_bytes(read.static_cells.values())
-            + read.rows.iter().map(row_bytes).sum::<u64>();
-        let cost = self.read_factor * ru::read(bytes, read.rows.len() as u64);
-        self.pay(table, at, cost);
-        Ok(read)
+        self.retrying(|| {
+            let end = self.admit(table, || storage::token::partition_token(partition_key))?;
+            let read = self.inner.get().read(table, partition_key, slice)?;
+            self.pay(table, end, self.read_factor * read.read_cost());
+            Ok(read)
+        })
     }
 
     fn scan(
@@ -132,17 +139,12 @@ impl Shards for MeteredShards<'_> {
         let from = cursor
             .and_then(Cursor::scan_token)
             .unwrap_or(range.start.saturating_add(1));
-        let at = self.admit(table, || from)?;
-        let page = self.inner.get().scan(table, range, limit, cursor)?;
-        let (mut bytes, mut rows) = (0u64, 0u64);
-        for p in &page.partitions {
-            bytes += p.partition_key.iter().map(|k| k.len() as u64).sum::<u64>()
-                + statics_bytes(p.static_cells.values())
-                + p.rows.iter().map(row_bytes).sum::<u64>();
-            rows += (p.rows.len() as u64).max(1);
-        }
-        self.pay(table, at, self.read_factor * ru::read(bytes, rows));
-        Ok(page)
+        self.retrying(|| {
+            let end = self.admit(table, || from)?;
+            let page = self.inner.get().scan(table, range, limit, cursor)?;
+            self.pay(table, end, self.read_factor * page.read_cost());
+            Ok(page)
+        })
     }
 
     fn compare_and_set(
@@ -151,23 +153,40 @@ impl Shards for MeteredShards<'_> {
         partition_key: &[Vec<u8>],
         decide: &mut CasDecision<'_>,
     ) -> Result<bool, CasError> {
-        let at = self
-            .admit(table, || storage::token::partition_token(partition_key))
-            .map_err(CasError::Apply)?;
-        let written = Cell::new(None::<u64>);
-        let mut metered = |shards: &dyn Shards| {
-            let m = decide(shards)?;
-            written.set(m.as_ref().map(|m| m.data_size() as u64));
-            Ok(m)
-        };
-        let applied = self
-            .inner
-            .get()
-            .compare_and_set(table, partition_key, &mut metered)?;
-        // The conditions' read, then the write when one was made.
-        let write = written.get().map_or(0.0, ru::conditional_write);
-        self.pay(table, at, self.read_factor * ru::read(0, 1) + write);
-        Ok(applied)
+        let started = Instant::now();
+        loop {
+            let written = Cell::new(None::<u64>);
+            let attempt = self
+                .admit(table, || storage::token::partition_token(partition_key))
+                .map_err(CasError::Apply)
+                .and_then(|end| {
+                    let mut metered = |shards: &dyn Shards| {
+                        let m = decide(shards)?;
+                        written.set(m.as_ref().map(|m| m.data_size() as u64));
+                        Ok(m)
+                    };
+                    let applied =
+                        self.inner
+                            .get()
+                            .compare_and_set(table, partition_key, &mut metered)?;
+                    Ok((end, applied))
+                });
+            match attempt {
+                Ok((end, applied)) => {
+                    // The conditions' read, then the write when one was made.
+                    let write = written.get().map_or(0.0, ru::conditional_write);
+                    self.pay(table, end, self.read_factor * ru::read(0, 1) + write);
+                    return Ok(applied);
+                }
+                Err(CasError::Apply(ShardError::Throttled { retry_after_ms }))
+                    if started.elapsed() + Duration::from_millis(retry_after_ms)
+                        <= self.budgets.retry_max() =>
+                {
+                    std::thread::sleep(Duration::from_millis(retry_after_ms));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     fn write_stalled(&self, table: TableId) -> bool {

@@ -12,6 +12,6 @@ pub mod request_charge;
 pub mod request_units;
 mod throughput_splits;
 
-pub use budgets::{rate_is_large, Budgets, PartitionUse};
+pub use budgets::{rate_is_large, Budgets, PartitionCount, PartitionUse};
 pub use metered::MeteredShards;
 pub use throughput_splits::split_for_throughput;

@@ -7,7 +7,10 @@
 //! - A write costs 5 RU per started KB of mutation data (at least 5).
 //! - A lightweight transaction's write costs twice that, on top of the reads its conditions
 //!   made.
-//! - Reads at SERIAL or LOCAL_SERIAL cost twice as much.
+//! - Reads at SERIAL or LOCAL_SERIAL cost twice as much, and so do linearizable reads in a
+//!   cluster (QUORUM and above).
+
+use storage::{ColumnValue, PartitionSlice, Row, ScanPage};
 
 /// Bytes in the model's kilobyte.
 const KB: u64 = 1024;
@@ -34,6 +37,50 @@ pub fn write(bytes: u64) -> f64 {
 /// The cost of a lightweight transaction's write of `bytes` bytes.
 pub fn conditional_write(bytes: u64) -> f64 {
     2.0 * write(bytes)
+}
+
+/// Bytes of a column value as read.
+fn value_bytes(v: &ColumnValue) -> u64 {
+    match v {
+        ColumnValue::Simple(c) => c.value.len() as u64,
+        ColumnValue::Collection(items) => items
+            .iter()
+            .map(|(k, c)| (k.len() + c.value.len()) as u64)
+            .sum(),
+    }
+}
+
+/// Bytes of a row as read: its clustering values and its cells.
+fn row_bytes(r: &Row) -> u64 {
+    r.clustering.iter().map(|c| c.len() as u64).sum::<u64>()
+        + r.cells.values().map(value_bytes).sum::<u64>()
+}
+
+/// What a read returned, priced by the model.
+pub trait ReadCost {
+    /// Its cost at the model's price (before a linearizable read's factor).
+    fn read_cost(&self) -> f64;
+}
+
+impl ReadCost for PartitionSlice {
+    fn read_cost(&self) -> f64 {
+        let bytes = self.static_cells.values().map(value_bytes).sum::<u64>()
+            + self.rows.iter().map(row_bytes).sum::<u64>();
+        read(bytes, self.rows.len() as u64)
+    }
+}
+
+impl ReadCost for ScanPage {
+    fn read_cost(&self) -> f64 {
+        let (mut bytes, mut rows) = (0u64, 0u64);
+        for p in &self.partitions {
+            bytes += p.partition_key.iter().map(|k| k.len() as u64).sum::<u64>()
+                + p.static_cells.values().map(value_bytes).sum::<u64>()
+                + p.rows.iter().map(row_bytes).sum::<u64>();
+            rows += (p.rows.len() as u64).max(1);
+        }
+        read(bytes, rows)
+    }
 }
 
 #[cfg(test)]
