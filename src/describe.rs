@@ -45,10 +45,17 @@ fn text_cell(s: &str) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(s.as_bytes()))
 }
 
-/// `CREATE KEYSPACE` for a keyspace.
-pub fn keyspace_statement(ks: &Keyspace) -> String {
+/// `CREATE KEYSPACE` for a keyspace; with `internals`, its Cosmos DB throughput too.
+pub fn keyspace_statement(ks: &Keyspace, internals: bool) -> String {
+    let throughput = match (internals, ks.params.throughput) {
+        (true, Some(t)) => {
+            let (name, value) = t.option();
+            format!("  AND {name} = {value}")
+        }
+        _ => String::new(),
+    };
     format!(
-        "CREATE KEYSPACE {} WITH replication = {}  AND durable_writes = {};",
+        "CREATE KEYSPACE {} WITH replication = {}  AND durable_writes = {}{throughput};",
         ident(&ks.name),
         text_map(&ks.params.replication),
         ks.params.durable_writes
@@ -193,7 +200,7 @@ fn keyspace_elements(ks: &Keyspace, only: bool, internals: bool) -> Vec<Element>
     let ks_stmt = if virt {
         format!("/*\nWarning: Keyspace {} is a virtual keyspace and cannot be recreated with CQL.\nStructure, for reference:\nVIRTUAL KEYSPACE {};\n*/", ident(&ks.name), ident(&ks.name))
     } else {
-        keyspace_statement(ks)
+        keyspace_statement(ks, internals)
     };
     out.push((ks.name.clone(), "keyspace", ks.name.clone(), ks_stmt));
     if only {

@@ -113,9 +113,12 @@ fn cut_for_throughput(cluster: &Cluster, led: &[Led]) {
             if groups.is_empty() || groups.len() >= needed {
                 continue;
             }
-            let widest = groups
-                .iter()
-                .max_by_key(|(start, g)| (i128::from(g.end) - i128::from(*start), -*start));
+            let widest = groups.iter().max_by_key(|(start, g)| {
+                (
+                    i128::from(g.end) - i128::from(*start),
+                    std::cmp::Reverse(*start),
+                )
+            });
             let Some((start, group)) = widest else {
                 continue;
             };

@@ -274,6 +274,130 @@ def test_cqlsh_at_node2_reads_rows_written_at_node1(ring, keyspace, tmp_path):
     assert "(5 rows)" in out, out
 
 
+def fallthrough_sessions(ring: list[RingServer]):
+    """One driver per node (that node alone), whose errors come back as the server sent them."""
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+    from cassandra.policies import FallthroughRetryPolicy, WhiteListRoundRobinPolicy
+    clusters = []
+    for node in ring:
+        profile = ExecutionProfile(retry_policy=FallthroughRetryPolicy(),
+                                   load_balancing_policy=WhiteListRoundRobinPolicy([node.host]))
+        clusters.append(Cluster([node.host], port=node.port, connect_timeout=10,
+                                control_connection_timeout=10,
+                                execution_profiles={EXEC_PROFILE_DEFAULT: profile}))
+    return clusters, [c.connect() for c in clusters]
+
+
+def partition_budgets(session, ks: str, table: str) -> list:
+    """The RU/s budgets and last-minute use this node reports for the table's physical
+    partitions (one per group)."""
+    return [(r.ru_budget, r.ru_last_minute) for r in session.execute(
+        "SELECT ru_budget, ru_last_minute FROM system_views.physical_partitions "
+        f"WHERE keyspace_name = '{ks}' AND table_name = '{table}'")]
+
+
+def test_a_tables_budget_holds_whichever_nodes_coordinate(ring, keyspace, capsys):
+    """Each group's leader keeps its share of the table's throughput: writes sent through all
+    three nodes at once are admitted at the table's RU/s, not three times it."""
+    from cassandra import ConsistencyLevel
+    from cassandra.protocol import OverloadedErrorMessage
+    ks, _ = keyspace
+    budget = 600
+    clusters, sessions = fallthrough_sessions(ring)
+    try:
+        sessions[0].execute(f"CREATE TABLE {ks}.metered (k int PRIMARY KEY, v text) "
+                            f"WITH cosmosdb_provisioned_throughput = {budget}")
+        inserts = [s.prepare(f"INSERT INTO {ks}.metered (k, v) VALUES (?, 'v')") for s in sessions]
+        for insert in inserts:
+            insert.consistency_level = ConsistencyLevel.QUORUM
+        # The new table's groups elect their leaders; wait until a write goes through.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                sessions[0].execute(inserts[0], (-1,))
+                break
+            except Exception:
+                assert time.monotonic() < deadline, "no write to the new table within 30s"
+                time.sleep(0.2)
+        time.sleep(1.5)  # every group's bucket full again
+        admitted, refused, other = 0, [], []
+        start = time.monotonic()
+        k = 0
+        while time.monotonic() - start < 5.0:
+            futures = []
+            for _ in range(8):
+                for s, insert in zip(sessions, inserts):
+                    futures.append(s.execute_async(insert, (k,)))
+                    k += 1
+            for f in futures:
+                try:
+                    f.result()
+                    admitted += 1
+                except OverloadedErrorMessage as e:
+                    refused.append(e.message)
+                except Exception as e:  # a timeout under load is neither admitted nor refused
+                    other.append(repr(e))
+        elapsed = time.monotonic() - start
+        with capsys.disabled():
+            print(f"\n[test_cluster] {budget} RU/s table through 3 coordinators: {admitted} writes "
+                  f"admitted ({admitted * 5 / elapsed:.0f} RU/s), {len(refused)} refused, "
+                  f"{len(other)} other errors in {elapsed:.1f}s")
+        assert refused, f"{admitted} writes in {elapsed:.1f}s and none refused"
+        # Buckets start with one second of budget; the writes in flight when one empties are
+        # admitted (each pays once it has committed).
+        in_flight = 8 * len(sessions)
+        assert admitted * 5 <= budget * (elapsed + 1) + 5 * in_flight, (admitted, elapsed)
+        message = refused[0]
+        assert message.startswith("Request rate is large: ActivityID="), message
+        retry = [t.split("=") for t in message.split(",") if t.split("=")[0].strip() == "RetryAfterMs"]
+        assert len(retry) == 1 and retry[0][1].isdigit() and 0 < int(retry[0][1]) <= 2000, message
+        # Every node reports the same budgets; the leaders' use adds up to what was admitted.
+        views = [partition_budgets(s, ks, "metered") for s in sessions]
+        for v in views:
+            assert sum(b for b, _ in v) == pytest.approx(budget), views
+        used = sum(u for v in views for _, u in v)
+        assert used >= admitted * 5, (used, admitted)
+        # Reads of a metered table (served by the leaders) return the rows, at ONE too.
+        time.sleep(1.5)
+        one = stmt(f"SELECT v FROM {ks}.metered WHERE k = -1", ConsistencyLevel.ONE)
+        for s in sessions:
+            assert s.execute(one).one().v == "v"
+    finally:
+        for c in clusters:
+            c.shutdown()
+
+
+def test_raising_a_tables_throughput_splits_its_groups(ring, keyspace):
+    from cassandra import ConsistencyLevel
+    ks, _ = keyspace
+    clusters, sessions = fallthrough_sessions(ring)
+    try:
+        s = sessions[0]
+        s.execute(f"CREATE TABLE {ks}.wide (k int PRIMARY KEY, v int) WITH cosmosdb_provisioned_throughput = 10000")
+        insert = stmt(f"INSERT INTO {ks}.wide (k, v) VALUES (%s, %s)", ConsistencyLevel.QUORUM)
+        for k in range(100):
+            write_new_table(s, insert, (k, k))
+        before = len(partition_budgets(s, ks, "wide"))
+        limit = (before + 2) * 10000 + 5000
+        s.execute(f"ALTER TABLE {ks}.wide WITH cosmosdb_provisioned_throughput = {limit}")
+        # Every node ends with at least three more groups, each budgeted at most 10,000 RU/s.
+        deadline = time.monotonic() + 60
+        views: list = []
+        while time.monotonic() < deadline:
+            views = [partition_budgets(x, ks, "wide") for x in sessions]
+            if all(len(v) >= before + 3 and sum(b for b, _ in v) == pytest.approx(limit)
+                   and all(b <= 10000.0 for b, _ in v) for v in views):
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"{before} groups, throughput {limit}: {views}")
+        count = stmt(f"SELECT count(*) FROM {ks}.wide", ConsistencyLevel.QUORUM)
+        assert s.execute(count).one()[0] == 100
+    finally:
+        for c in clusters:
+            c.shutdown()
+
+
 def test_quorum_writes_survive_a_killed_node_which_catches_up(ring, client, keyspace, capsys):
     from cassandra import ConsistencyLevel
     _, session = client

@@ -194,6 +194,14 @@ def test_autoscale_and_keyspace_shared_throughput(raw):
         assert sum(a) + sum(b) == pytest.approx(400.0), (a, b)
         assert all(x == pytest.approx(400.0 / (len(a) + len(b))) for x in a + b), (a, b)
         assert sum(own) == pytest.approx(1000.0), own
+        # DESCRIBE shows the options only WITH INTERNALS, as Cosmos DB does.
+        plain = "\n".join(r.create_statement for r in raw.execute(f"DESCRIBE KEYSPACE {ks}"))
+        assert "cosmosdb" not in plain, plain
+        inner = {r.name: r.create_statement
+                 for r in raw.execute(f"DESCRIBE KEYSPACE {ks} WITH INTERNALS")}
+        assert "AND cosmosdb_provisioned_throughput = 400;" in inner[ks], inner[ks]
+        assert "cosmosdb_autoscale_max_throughput = 1000" in inner["own"], inner["own"]
+        assert "cosmosdb" not in inner["a"], inner["a"]
         a = raw.prepare(f"INSERT INTO {ks}.a (k, v) VALUES (?, 'v')")
         admitted, refused, elapsed = load(raw, a, lambda i: (i,), 1.5)
         assert refused and admitted * 5 <= 200 * (elapsed + 1) + 5, (admitted, elapsed)
