@@ -138,13 +138,18 @@ pub async fn execute(cluster: &Cluster, group: GroupId, mv: Move) -> Result<(), 
             .any(|l| l == to);
         if !learner {
             // 1. The log before the applied position goes: the receiver gets the range's data.
-            let applied = raft.metrics().borrow().last_applied;
+            // A Raft just started for a group written in place (one replica) has applied
+            // nothing yet: with no log to purge, the receiver would replicate the (empty)
+            // log and never get the rows the store holds. The driver retries once the
+            // group has applied its first entry.
+            let Some(at) = raft.metrics().borrow().last_applied else {
+                return Err(failed("the group has applied nothing yet"));
+            };
+            let applied = Some(at);
             raft.trigger().snapshot().await.map_err(failed)?;
             wait_metrics(&raft, "the snapshot", |m| m.snapshot >= applied).await?;
-            if let Some(at) = applied {
-                raft.trigger().purge_log(at.index).await.map_err(failed)?;
-                wait_metrics(&raft, "the log purge", |m| m.purged >= applied).await?;
-            }
+            raft.trigger().purge_log(at.index).await.map_err(failed)?;
+            wait_metrics(&raft, "the log purge", |m| m.purged >= applied).await?;
         }
         // 2. The receiver as a learner, caught up.
         info!(group, to, "adding a replica as a learner");
