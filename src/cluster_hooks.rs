@@ -77,6 +77,21 @@ pub struct MoveStatus {
     pub elapsed_ms: u64,
 }
 
+/// One local Raft replica, as the metrics report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RaftGroupStatus {
+    /// The group (0: the metadata group).
+    pub group: u64,
+    /// Its current term.
+    pub term: u64,
+    /// The leader this replica knows of.
+    pub leader: Option<u64>,
+    /// Whether this node leads it.
+    pub leads: bool,
+    /// Entries logged here and not yet applied.
+    pub lag: u64,
+}
+
 /// How an operator changes a member's state (`ringdb decommission` and `ringdb removenode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeState {
@@ -109,6 +124,9 @@ pub trait ClusterHooks: Send + Sync {
 
     /// The replica moves in flight.
     fn moves(&self) -> Vec<MoveStatus>;
+
+    /// This node's Raft replicas (the metadata group's included).
+    fn raft_groups(&self) -> Vec<RaftGroupStatus>;
 
     /// Starts the member `host_id`'s leaving. Blocks until the metadata group records it.
     ///

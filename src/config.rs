@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 /// The default CQL native-protocol port.
 pub const DEFAULT_PORT: u16 = 9042;
 
+/// The default metrics address (ScyllaDB's Prometheus port).
+pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9180";
+
 /// Cassandra's default superuser name and password (`cassandra`/`cassandra`).
 pub const DEFAULT_SUPERUSER: &str = "cassandra";
 
@@ -258,6 +261,8 @@ pub struct Config {
     pub tls_client_ca_file: Option<PathBuf>,
     /// Address of an extra listener that speaks only TLS, beside the plain `listen` one.
     pub tls_listen: Option<SocketAddr>,
+    /// Address of the Prometheus metrics endpoint (`/metrics`); empty turns it off.
+    pub metrics_listen: String,
     /// When true, the main `listen` port speaks only TLS.
     pub tls_only: bool,
     /// Seconds a client gets to complete the TLS handshake before it is disconnected.
@@ -410,6 +415,7 @@ impl Default for Config {
             tls_key_file: None,
             tls_client_ca_file: None,
             tls_listen: None,
+            metrics_listen: DEFAULT_METRICS_LISTEN.to_string(),
             tls_only: false,
             tls_handshake_timeout_seconds: 10,
         }
@@ -453,6 +459,12 @@ impl Config {
         })
     }
 
+    /// The metrics endpoint's address; `None` when `metrics_listen` is empty (or invalid,
+    /// which [`Config::validate`] refuses).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_listen.parse().ok()
+    }
+
     /// Checks settings that only make sense together (auth and TLS).
     ///
     /// # Errors
@@ -460,6 +472,12 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.cluster_name.is_empty() {
             return Err("cluster_name can't be empty".into());
+        }
+        if !self.metrics_listen.is_empty() && self.metrics_address().is_none() {
+            return Err(format!(
+                "metrics_listen is {:?}: an address (host:port), or empty for none",
+                self.metrics_listen
+            ));
         }
         let internode_tls = [
             self.internode_tls_cert_file.is_some(),

@@ -22,6 +22,7 @@ pub mod describe;
 pub mod error;
 pub mod executor;
 pub mod host_memory;
+pub mod metrics;
 pub mod node;
 pub mod planner;
 pub mod prepared;

@@ -24,6 +24,9 @@ struct Cli {
     /// TOML file with settings (every setting a top-level key).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    /// Address of the Prometheus metrics endpoint (default 127.0.0.1:9180; "" for none).
+    #[arg(long, global = true)]
+    metrics_listen: Option<String>,
     /// Log level or filter (error, warn, info, debug, trace).
     #[arg(long, global = true)]
     log_level: Option<String>,
@@ -77,6 +80,9 @@ fn main() -> anyhow::Result<()> {
     };
     if let Some(listen) = cli.listen {
         config.listen = listen;
+    }
+    if let Some(metrics) = cli.metrics_listen {
+        config.metrics_listen = metrics;
     }
     if let Some(dir) = cli.data_dir {
         config.data_dir = dir;

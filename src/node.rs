@@ -52,6 +52,8 @@ pub struct Node {
     shards: LocalShards,
     /// Provisioned throughput: the budgets of the physical partitions.
     budgets: crate::throughput::Budgets,
+    /// The Prometheus series.
+    metrics: crate::metrics::Metrics,
     auth: crate::auth::Auth,
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// Node-wide request slots (`max_concurrent_requests`).
@@ -196,8 +198,12 @@ impl Node {
             std::time::Duration::from_millis(config.throttle_retry_max_ms),
         );
         budgets.refresh(&catalog);
+        let metrics = crate::metrics::Metrics::new()
+            .map_err(|e| NodeError::Startup(format!("the metrics: {e}")))?;
+        metrics.refresh(&catalog);
         Ok(Node {
             budgets,
+            metrics,
             reads_handed_over: AtomicU64::new(0),
             cluster: std::sync::OnceLock::new(),
             has_peers: std::sync::atomic::AtomicBool::new(false),
@@ -278,9 +284,23 @@ impl Node {
             inner,
             &self.storage,
             &self.budgets,
+            &self.metrics,
             read_factor,
             enforce,
         )
+    }
+
+    /// The Prometheus series.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// Requests running now (holding one of the node-wide request slots).
+    pub fn requests_in_flight(&self) -> usize {
+        self.config
+            .max_concurrent_requests
+            .max(1)
+            .saturating_sub(self.request_slots.available_permits())
     }
 
     /// The budgets of provisioned throughput.
@@ -349,6 +369,7 @@ impl Node {
                 crate::error::QueryError::Server("Could not persist the schema change".into())
             })?;
             self.budgets.refresh(&next);
+            self.metrics.refresh(&next);
             let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
             *current = Arc::new(next);
         }
@@ -429,6 +450,7 @@ impl Node {
             }
         })?;
         self.budgets.refresh(&next);
+        self.metrics.refresh(&next);
         *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         if let Some(change) = change {
             self.prepared.invalidate(change);

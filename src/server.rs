@@ -63,7 +63,16 @@ pub async fn serve(config: Config) -> Result<(), ServerError> {
     let native = std::net::SocketAddr::new(node.info().rpc_address, local.port());
     let stop_cluster = CancellationToken::new();
     let cluster = start_cluster(&node, native, stop_cluster.clone()).await?;
+    let stop_metrics = CancellationToken::new();
+    if let Some(addr) = node.config().metrics_address() {
+        tokio::spawn(crate::metrics::serve_metrics(
+            node.clone(),
+            addr,
+            stop_metrics.clone(),
+        ));
+    }
     run_with_tls(listener, tls_listener, node, shutdown_signal()).await;
+    stop_metrics.cancel();
     stop_cluster.cancel();
     if let Some(cluster) = cluster {
         cluster.stop().await;
@@ -156,12 +165,15 @@ pub async fn run_with_tls(
                 let reads = reads.clone();
                 let token = token.child_token();
                 tracker.spawn(async move {
+                    node.metrics().connections(1);
+                    let metrics_node = node.clone();
                     match tls {
                         Some(acceptor) => {
                             connection::run_tls(socket, peer, node, reads, acceptor, token).await
                         }
                         None => connection::run(socket, peer, node, reads, token).await,
                     }
+                    metrics_node.metrics().connections(-1);
                     drop(permit);
                 });
             }

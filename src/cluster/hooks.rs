@@ -183,6 +183,30 @@ impl ClusterHooks for NodeHooks {
         self.cluster.upgrade().is_some_and(|c| c.has_peers())
     }
 
+    fn raft_groups(&self) -> Vec<crate::cluster_hooks::RaftGroupStatus> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Vec::new();
+        };
+        let me = cluster.me().id;
+        let mut rafts = cluster.groups.all();
+        rafts.push((super::raft_types::META_GROUP, cluster.meta().clone()));
+        rafts
+            .into_iter()
+            .map(|(group, raft)| {
+                let m = raft.metrics().borrow().clone();
+                let logged = m.last_log_index.unwrap_or(0);
+                let applied = m.last_applied.map_or(0, |l| l.index);
+                crate::cluster_hooks::RaftGroupStatus {
+                    group,
+                    term: m.current_term,
+                    leader: m.current_leader,
+                    leads: m.current_leader == Some(me),
+                    lag: logged.saturating_sub(applied),
+                }
+            })
+            .collect()
+    }
+
     fn moves(&self) -> Vec<crate::cluster_hooks::MoveStatus> {
         let Some(cluster) = self.cluster.upgrade() else {
             return Vec::new();

@@ -88,6 +88,14 @@ impl ClusterShards {
             .count() as i32
     }
 
+    /// Counts a request for `group` that reached a node holding none of its replicas (the
+    /// driver did not route it by token).
+    fn count_non_replica(&self, group: &GroupInfo) {
+        if !group.replicas.contains(&self.cluster.me().id) {
+            self.cluster.node().metrics().non_replica();
+        }
+    }
+
     /// Unavailable when fewer than a majority of the group's replicas are alive (the level a
     /// request needs is always met by a majority: Raft commits and reads through one).
     fn check_alive(&self, group: &GroupInfo, needs_majority: bool) -> Result<(), ShardError> {
@@ -130,6 +138,7 @@ impl ClusterShards {
         deadline: Instant,
     ) -> Result<bool, ShardError> {
         self.check_alive(group, true)?;
+        self.count_non_replica(group);
         let now = now_seconds();
         let command = Command::Write { now, writes };
         match self.propose_until(group, command, deadline) {
@@ -296,8 +305,13 @@ impl Shards for ClusterShards {
     ) -> Result<PartitionSlice, ShardError> {
         let deadline = Instant::now() + self.timeout(false);
         let token = partition_token(partition_key);
+        let mut counted = false;
         loop {
             let group = self.group(table, partition_key)?;
+            if !counted {
+                self.count_non_replica(&group);
+                counted = true;
+            }
             let read = self.read_group(
                 &group,
                 table,

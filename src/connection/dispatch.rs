@@ -207,6 +207,7 @@ pub(super) fn dispatch(
     }
     // Bounded work: past the node-wide limit a request is refused, not queued.
     let Some(slot) = node.try_start_request() else {
+        node.metrics().error(cql::response::codes::OVERLOADED);
         session.send(
             version,
             stream,
@@ -221,7 +222,11 @@ pub(super) fn dispatch(
         Ok(route) => route,
         Err(e) => {
             drop(slot);
-            session.send(version, stream, &e.to_response());
+            let response = e.to_response();
+            if let cql::response::Response::Error(body) = &response {
+                node.metrics().error(body.code());
+            }
+            session.send(version, stream, &response);
             session.release_after_write(permit);
             return true;
         }
@@ -234,6 +239,7 @@ pub(super) fn dispatch(
             let session = session.clone();
             let node = node.clone();
             tokio::spawn(async move {
+                let counted = node.clone();
                 let work = tokio::task::spawn_blocking(move || {
                     let answer = executor::execute(&node, &ctx, request, known);
                     drop(slot);
@@ -245,7 +251,13 @@ pub(super) fn dispatch(
                         warn!(error = %e, "request task failed");
                         (internal_error(), Envelope::default())
                     }
-                    Err(_) => (kind.timeout_error().to_response(), Envelope::default()),
+                    Err(_) => {
+                        let error = kind.timeout_error().to_response();
+                        if let cql::response::Response::Error(body) = &error {
+                            counted.metrics().error(body.code());
+                        }
+                        (error, Envelope::default())
+                    }
                 };
                 session.apply_effects(&response);
                 session.send_answer(version, stream, &response, &envelope);

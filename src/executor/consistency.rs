@@ -8,7 +8,7 @@ use cql::ast::Statement;
 use cql::request::Consistency;
 
 /// True for INSERT/UPDATE/DELETE/BATCH statements that carry an IF clause.
-fn is_conditional(stmt: &Statement) -> bool {
+pub(crate) fn is_conditional(stmt: &Statement) -> bool {
     match stmt {
         Statement::Insert(i) => i.if_not_exists,
         Statement::Update(u) => u.conditions.is_some(),

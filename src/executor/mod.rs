@@ -28,6 +28,7 @@ pub mod literal;
 pub mod lwt;
 pub mod modify;
 pub mod numeric;
+mod observed;
 pub mod order;
 mod paging_state;
 mod prepare;
@@ -52,6 +53,7 @@ use std::sync::Arc;
 use values::Values;
 
 pub(crate) use apply::apply;
+pub(crate) use consistency::is_conditional;
 pub use consistency::{check_consistency, check_replicas};
 
 /// What the dispatch step already knows of a request, so nothing is looked up or parsed twice.
@@ -124,10 +126,17 @@ pub struct Answer {
 /// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response with the
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
+    let started = std::time::Instant::now();
+    let class = observed::observe(node.metrics(), ctx, &request, &known);
     let charged = !matches!(request, Request::Prepare(_));
     let ((response, spent), warnings) = crate::client_warnings::capture(|| {
         crate::throughput::request_charge::capture(|| respond(node, ctx, request, known))
     });
+    let error = match &response {
+        Response::Error(e) => Some(e.code()),
+        _ => None,
+    };
+    node.metrics().request(class, started.elapsed(), error);
     let mut envelope = Envelope::warned(warnings);
     // Cosmos DB's RequestCharge: the request units spent, an 8-byte big-endian double.
     if charged && matches!(response, Response::Result(_)) {

@@ -21,6 +21,7 @@ pub struct MeteredShards<'a> {
     inner: ShardsAt<'a>,
     storage: &'a Storage,
     budgets: &'a Budgets,
+    metrics: &'a crate::metrics::Metrics,
     /// 2 for reads at SERIAL / LOCAL_SERIAL (and linearizable reads in a cluster), else 1.
     read_factor: f64,
     /// Whether budgets are kept here (a single node) rather than by groups' leaders.
@@ -29,11 +30,13 @@ pub struct MeteredShards<'a> {
 
 impl<'a> MeteredShards<'a> {
     /// Meters `inner`; reads cost `read_factor` times the model's price. With `enforce`, the
-    /// budgets are kept here (this node's store is the table's only copy).
+    /// budgets are kept here (this node's store is the table's only copy). What is charged
+    /// and refused is counted in `metrics`.
     pub fn new(
         inner: ShardsAt<'a>,
         storage: &'a Storage,
         budgets: &'a Budgets,
+        metrics: &'a crate::metrics::Metrics,
         read_factor: f64,
         enforce: bool,
     ) -> MeteredShards<'a> {
@@ -41,6 +44,7 @@ impl<'a> MeteredShards<'a> {
             inner,
             storage,
             budgets,
+            metrics,
             read_factor,
             enforce,
         }
@@ -75,14 +79,19 @@ impl<'a> MeteredShards<'a> {
     /// ending at `end`.
     fn pay(&self, table: TableId, end: Option<i64>, cost: f64) {
         request_charge::add(cost);
+        self.metrics.request_units(table, cost);
         if let Some(end) = end {
             self.budgets.charge(self.storage, table, end, cost);
         }
     }
 
-    /// Runs `op` again while it is refused for throughput and the wait still fits in the
-    /// server-side retry.
-    fn retrying<T>(&self, mut op: impl FnMut() -> Result<T, ShardError>) -> Result<T, ShardError> {
+    /// Runs `op` on `table` again while it is refused for throughput and the wait still fits
+    /// in the server-side retry; a refusal that stands is counted.
+    fn retrying<T>(
+        &self,
+        table: TableId,
+        mut op: impl FnMut() -> Result<T, ShardError>,
+    ) -> Result<T, ShardError> {
         let started = Instant::now();
         loop {
             match op() {
@@ -92,6 +101,10 @@ impl<'a> MeteredShards<'a> {
                 {
                     std::thread::sleep(Duration::from_millis(retry_after_ms));
                 }
+                Err(e @ ShardError::Throttled { .. }) => {
+                    self.metrics.throttled(table);
+                    return Err(e);
+                }
                 other => return other,
             }
         }
@@ -100,7 +113,10 @@ impl<'a> MeteredShards<'a> {
 
 impl Shards for MeteredShards<'_> {
     fn apply(&self, writes: &[(TableId, &Mutation)]) -> Result<(), ShardError> {
-        self.retrying(|| {
+        let Some((first, _)) = writes.first() else {
+            return Ok(());
+        };
+        self.retrying(*first, || {
             let mut admitted = Vec::with_capacity(writes.len());
             for (table, m) in writes {
                 admitted.push(
@@ -121,7 +137,7 @@ impl Shards for MeteredShards<'_> {
         partition_key: &[Vec<u8>],
         slice: &Slice,
     ) -> Result<PartitionSlice, ShardError> {
-        self.retrying(|| {
+        self.retrying(table, || {
             let end = self.admit(table, || storage::token::partition_token(partition_key))?;
             let read = self.inner.get().read(table, partition_key, slice)?;
             self.pay(table, end, self.read_factor * read.read_cost());
@@ -139,7 +155,7 @@ impl Shards for MeteredShards<'_> {
         let from = cursor
             .and_then(Cursor::scan_token)
             .unwrap_or(range.start.saturating_add(1));
-        self.retrying(|| {
+        self.retrying(table, || {
             let end = self.admit(table, || from)?;
             let page = self.inner.get().scan(table, range, limit, cursor)?;
             self.pay(table, end, self.read_factor * page.read_cost());
@@ -184,7 +200,12 @@ impl Shards for MeteredShards<'_> {
                 {
                     std::thread::sleep(Duration::from_millis(retry_after_ms));
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if matches!(e, CasError::Apply(ShardError::Throttled { .. })) {
+                        self.metrics.throttled(table);
+                    }
+                    return Err(e);
+                }
             }
         }
     }

@@ -223,6 +223,13 @@ impl ItemCache {
         self.admit_new.load(Ordering::Relaxed)
     }
 
+    /// How many lookups found an item, and how many did not, since the cache was made.
+    pub(crate) fn hits_and_misses(&self) -> (u64, u64) {
+        self.cache
+            .as_ref()
+            .map_or((0, 0), |c| (c.hits(), c.misses()))
+    }
+
     /// Whether the cache keeps anything.
     pub(crate) fn enabled(&self) -> bool {
         self.cache.is_some()

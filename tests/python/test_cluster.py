@@ -121,6 +121,7 @@ def ring(request, tmp_path_factory) -> list[RingServer]:
     tmp = tmp_path_factory.mktemp("cluster")
     native = port_free_on_all(set())
     internode = port_free_on_all({native})
+    metrics = port_free_on_all({native, internode})
     nodes: list[RingServer] = []
     try:
         for i, host in enumerate(HOSTS, start=1):
@@ -129,10 +130,12 @@ def ring(request, tmp_path_factory) -> list[RingServer]:
             cfg = d / "cluster.toml"
             seeds = "" if i == 1 else f'"{HOSTS[0]}:{internode}"'
             cfg.write_text(f'internode_listen = "{host}:{internode}"\nseeds = [{seeds}]\n'
+                           f'metrics_listen = "{host}:{metrics}"\n'
                            "initial_physical_partitions = 6\n")
             node = RingServer(d / "data", d / "stderr.log", owner=request.node.nodeid, host=host,
                               port=native, extra_args=("--config", str(cfg)),
                               log_level=os.environ.get("RINGDB_LOG_LEVEL", LOG_LEVEL))
+            node.metrics_url = f"http://{host}:{metrics}/metrics"
             nodes.append(node)
             node.start()
         wait_formed(nodes)
@@ -393,6 +396,46 @@ def test_raising_a_tables_throughput_splits_its_groups(ring, keyspace):
             raise AssertionError(f"{before} groups, throughput {limit}: {views}")
         count = stmt(f"SELECT count(*) FROM {ks}.wide", ConsistencyLevel.QUORUM)
         assert s.execute(count).one()[0] == 100
+    finally:
+        for c in clusters:
+            c.shutdown()
+
+
+def scrape(node: RingServer) -> dict:
+    """The node's Prometheus samples by (name, sorted labels)."""
+    import urllib.request
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(node.metrics_url, timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def test_each_nodes_metrics_show_its_raft_groups_and_misrouted_requests(ring):
+    """Every node serves its own metrics: the Raft groups it holds and leads (each group led
+    by one node), their terms and log lag; writes sent to a node holding no replica of their
+    partition count as non-replica requests."""
+    from cassandra import ConsistencyLevel
+    samples = [scrape(n) for n in ring]
+    held = [s.get(("ringdb_raft_groups_held", ()), 0) for s in samples]
+    assert all(h > 0 for h in held), held
+    for s in samples:
+        terms = [v for (name, _), v in s.items() if name == "ringdb_raft_term"]
+        assert terms and all(t >= 1 for t in terms), terms
+        assert any(name == "ringdb_raft_log_lag" for name, _ in s)
+    clusters, sessions = fallthrough_sessions(ring)
+    try:
+        s = sessions[0]
+        s.execute("CREATE KEYSPACE IF NOT EXISTS single WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE IF NOT EXISTS single.t (k int PRIMARY KEY, v int)")
+        before = scrape(ring[0]).get(("ringdb_cql_non_replica_requests_total", ()), 0)
+        insert = stmt("INSERT INTO single.t (k, v) VALUES (%s, %s)", ConsistencyLevel.ONE)
+        for k in range(30):
+            write_new_table(s, insert, (k, k))
+        after = scrape(ring[0]).get(("ringdb_cql_non_replica_requests_total", ()), 0)
+        # RF 1 over three nodes: about two thirds of the keys live on another node.
+        assert 1 <= after - before <= 30 * 10, (before, after)
     finally:
         for c in clusters:
             c.shutdown()

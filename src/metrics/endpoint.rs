@@ -1,0 +1,49 @@
+//! The metrics address (`metrics_listen`, ScyllaDB's port 9180 by default): `/metrics` in
+//! Prometheus's text format, read fresh at each scrape.
+
+use crate::node::Node;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Prometheus's text format.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
+    let text = tokio::task::spawn_blocking(move || node.metrics().scrape(&node))
+        .await
+        .unwrap_or_default();
+    ([(header::CONTENT_TYPE, TEXT_FORMAT)], text)
+}
+
+/// The routes of the metrics address.
+fn routes(node: Arc<Node>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .with_state(node)
+}
+
+/// Serves the metrics address `addr` until `shutdown`. An address that cannot be bound (another
+/// ringdb on this host has it) is reported and left: the node serves CQL without it.
+pub async fn serve_metrics(node: Arc<Node>, addr: SocketAddr, shutdown: CancellationToken) {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            warn!(%addr, error = %e, "the metrics address cannot be bound; serving no metrics");
+            return;
+        }
+    };
+    info!(local = %listener.local_addr().unwrap_or(addr), "serving Prometheus metrics");
+    let served = axum::serve(listener, routes(node))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await;
+    if let Err(e) = served {
+        warn!(error = %e, "the metrics address stopped");
+    }
+}

@@ -1,0 +1,406 @@
+//! `Metrics`: the node's Prometheus series, named as ScyllaDB names its own (with the
+//! `ringdb_` prefix). What requests do is counted as they run; what the store and the cluster
+//! hold is read when the endpoint is scraped (`super::scrape`).
+
+use super::request_class::RequestClass;
+use cql::response::codes;
+use prometheus::{
+    Counter, CounterVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry,
+};
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::Duration;
+use storage::TableId;
+
+/// One table's series, resolved once per schema change (a request never looks up labels).
+#[derive(Clone)]
+struct TableSeries {
+    labels: [String; 2],
+    request_units: Counter,
+    throttled: IntCounter,
+}
+
+/// Gauges and counters set at each scrape from what the store and the cluster report.
+pub(super) struct ScrapedSeries {
+    pub(super) connections: IntGauge,
+    pub(super) in_flight: IntGauge,
+    pub(super) memtable_bytes: IntGauge,
+    pub(super) pending_flushes: IntGauge,
+    pub(super) running_compactions: IntGauge,
+    pub(super) compactions: IntCounter,
+    pub(super) compaction_seconds: Counter,
+    pub(super) disk_used: IntGauge,
+    pub(super) journal_bytes: IntGauge,
+    pub(super) disk_free: IntGauge,
+    pub(super) table_bytes: IntGaugeVec,
+    pub(super) partition_bytes: IntGaugeVec,
+    pub(super) physical_partitions: IntGaugeVec,
+    pub(super) splits_running: IntGauge,
+    pub(super) block_cache_bytes: IntGauge,
+    pub(super) item_cache_hits: IntCounter,
+    pub(super) item_cache_misses: IntCounter,
+    pub(super) items_read: IntCounter,
+    pub(super) groups_led: IntGauge,
+    pub(super) groups_held: IntGauge,
+    pub(super) raft_term: IntGaugeVec,
+    pub(super) raft_leader_changes: IntCounterVec,
+    /// The leader each local group had at the last scrape.
+    pub(super) leaders_seen: std::sync::Mutex<HashMap<u64, Option<u64>>>,
+    pub(super) raft_log_lag: IntGaugeVec,
+    pub(super) moves_running: IntGauge,
+    pub(super) move_bytes: IntGaugeVec,
+}
+
+/// The node's series and their registry.
+pub struct Metrics {
+    registry: Registry,
+    requests: Vec<IntCounter>,
+    latency: Vec<Histogram>,
+    errors: IntCounterVec,
+    unprepared: IntCounter,
+    unpaged: IntCounter,
+    filtered: IntCounter,
+    non_replica: IntCounter,
+    request_units: CounterVec,
+    throttled: IntCounterVec,
+    tables: RwLock<HashMap<TableId, TableSeries>>,
+    pub(super) scraped: ScrapedSeries,
+}
+
+/// Why a series could not be made (a bug: names and labels are fixed).
+pub type MetricsError = prometheus::Error;
+
+/// Latency buckets: 50 µs doubling up to about 13 s.
+fn latency_buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.000_05, 2.0, 19).unwrap_or_default()
+}
+
+/// The name of a CQL error code, as the `error` label shows it.
+fn error_name(code: i32) -> &'static str {
+    match code {
+        codes::SERVER_ERROR => "server_error",
+        codes::PROTOCOL_ERROR => "protocol_error",
+        codes::BAD_CREDENTIALS => "bad_credentials",
+        codes::UNAVAILABLE => "unavailable",
+        codes::OVERLOADED => "overloaded",
+        codes::IS_BOOTSTRAPPING => "is_bootstrapping",
+        codes::TRUNCATE_ERROR => "truncate_error",
+        codes::WRITE_TIMEOUT => "write_timeout",
+        codes::READ_TIMEOUT => "read_timeout",
+        codes::READ_FAILURE => "read_failure",
+        codes::FUNCTION_FAILURE => "function_failure",
+        codes::WRITE_FAILURE => "write_failure",
+        codes::SYNTAX_ERROR => "syntax_error",
+        codes::UNAUTHORIZED => "unauthorized",
+        codes::INVALID => "invalid",
+        codes::CONFIG_ERROR => "config_error",
+        codes::ALREADY_EXISTS => "already_exists",
+        codes::UNPREPARED => "unprepared",
+        _ => "other",
+    }
+}
+
+struct Maker<'a>(&'a Registry);
+
+impl Maker<'_> {
+    fn counter(&self, name: &str, help: &str) -> Result<IntCounter, MetricsError> {
+        let c = IntCounter::new(name, help)?;
+        self.0.register(Box::new(c.clone()))?;
+        Ok(c)
+    }
+
+    fn float_counter(&self, name: &str, help: &str) -> Result<Counter, MetricsError> {
+        let c = Counter::new(name, help)?;
+        self.0.register(Box::new(c.clone()))?;
+        Ok(c)
+    }
+
+    fn gauge(&self, name: &str, help: &str) -> Result<IntGauge, MetricsError> {
+        let g = IntGauge::new(name, help)?;
+        self.0.register(Box::new(g.clone()))?;
+        Ok(g)
+    }
+
+    fn counter_vec(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &[&str],
+    ) -> Result<IntCounterVec, MetricsError> {
+        let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+        self.0.register(Box::new(c.clone()))?;
+        Ok(c)
+    }
+
+    fn gauge_vec(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &[&str],
+    ) -> Result<IntGaugeVec, MetricsError> {
+        let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
+        self.0.register(Box::new(g.clone()))?;
+        Ok(g)
+    }
+}
+
+impl Metrics {
+    /// Every series, registered and at zero.
+    ///
+    /// # Errors
+    /// Only on a bug (a name or label the registry refuses).
+    pub fn new() -> Result<Metrics, MetricsError> {
+        let registry = Registry::new();
+        let m = Maker(&registry);
+        let requests_vec = m.counter_vec(
+            "ringdb_cql_requests_total",
+            "CQL requests (QUERY, PREPARE, EXECUTE, BATCH) answered, by what they do",
+            &["kind"],
+        )?;
+        let latency_vec = prometheus::HistogramVec::new(
+            HistogramOpts::new(
+                "ringdb_cql_request_latency_seconds",
+                "Time from a request's start to its answer, by what it does",
+            )
+            .buckets(latency_buckets()),
+            &["kind"],
+        )?;
+        registry.register(Box::new(latency_vec.clone()))?;
+        let requests = RequestClass::ALL
+            .iter()
+            .map(|c| requests_vec.with_label_values(&[c.label()]))
+            .collect();
+        let latency = RequestClass::ALL
+            .iter()
+            .map(|c| latency_vec.with_label_values(&[c.label()]))
+            .collect();
+        let request_units = CounterVec::new(
+            Opts::new(
+                "ringdb_request_units_total",
+                "Request units charged (the provisioned-throughput model), by table",
+            ),
+            &["keyspace", "table"],
+        )?;
+        registry.register(Box::new(request_units.clone()))?;
+        let scraped = ScrapedSeries {
+            connections: m.gauge("ringdb_cql_connections", "Open client connections")?,
+            in_flight: m.gauge("ringdb_cql_requests_in_flight", "Requests being run now")?,
+            memtable_bytes: m
+                .gauge("ringdb_memtable_bytes", "Bytes written and not yet flushed")?,
+            pending_flushes: m.gauge("ringdb_flushes_pending", "Memtable flushes queued")?,
+            running_compactions: m.gauge("ringdb_compactions_running", "Compactions running")?,
+            compactions: m.counter("ringdb_compactions_total", "Compactions finished")?,
+            compaction_seconds: m
+                .float_counter("ringdb_compaction_seconds_total", "Time spent compacting")?,
+            disk_used: m.gauge("ringdb_disk_used_bytes", "Bytes the store holds on disk")?,
+            journal_bytes: m.gauge("ringdb_journal_bytes", "Bytes of the write-ahead journals")?,
+            disk_free: m.gauge(
+                "ringdb_disk_free_bytes",
+                "Bytes free on the data directory's file system",
+            )?,
+            table_bytes: m.gauge_vec(
+                "ringdb_table_bytes",
+                "Bytes stored per table (keys and values, unflushed writes included)",
+                &["keyspace", "table"],
+            )?,
+            partition_bytes: m.gauge_vec(
+                "ringdb_physical_partition_bytes",
+                "Bytes stored per physical partition",
+                &["keyspace", "table", "partition"],
+            )?,
+            physical_partitions: m.gauge_vec(
+                "ringdb_physical_partitions",
+                "Physical partitions per table",
+                &["keyspace", "table"],
+            )?,
+            splits_running: m.gauge(
+                "ringdb_splits_running",
+                "Physical partitions being split now",
+            )?,
+            block_cache_bytes: m.gauge("ringdb_block_cache_bytes", "Bytes in the block cache")?,
+            item_cache_hits: m.counter(
+                "ringdb_item_cache_hits_total",
+                "Reads answered from the item cache",
+            )?,
+            item_cache_misses: m.counter(
+                "ringdb_item_cache_misses_total",
+                "Item cache lookups that found nothing",
+            )?,
+            items_read: m.counter(
+                "ringdb_storage_items_read_total",
+                "Stored items reads pulled from the LSM engine",
+            )?,
+            groups_led: m.gauge("ringdb_raft_groups_led", "Raft groups this node leads")?,
+            groups_held: m.gauge(
+                "ringdb_raft_groups_held",
+                "Raft groups this node holds a replica of",
+            )?,
+            raft_term: m.gauge_vec(
+                "ringdb_raft_term",
+                "Each local group's Raft term",
+                &["group"],
+            )?,
+            raft_leader_changes: m.counter_vec(
+                "ringdb_raft_leader_changes_total",
+                "Leaders each local group has had, as seen at scrapes",
+                &["group"],
+            )?,
+            leaders_seen: std::sync::Mutex::default(),
+            raft_log_lag: m.gauge_vec(
+                "ringdb_raft_log_lag",
+                "Entries each local replica has logged and not yet applied",
+                &["group"],
+            )?,
+            moves_running: m.gauge("ringdb_moves_running", "Replica moves in flight")?,
+            move_bytes: m.gauge_vec(
+                "ringdb_move_bytes_received",
+                "Bytes received so far by each replica move in flight",
+                &["group"],
+            )?,
+        };
+        Ok(Metrics {
+            requests,
+            latency,
+            errors: m.counter_vec(
+                "ringdb_cql_errors_total",
+                "Error answers, by protocol code (timeouts, unavailable and overloaded among them)",
+                &["code", "error"],
+            )?,
+            unprepared: m.counter(
+                "ringdb_cql_unprepared_queries_total",
+                "Reads and writes sent as QUERY rather than prepared and executed",
+            )?,
+            unpaged: m.counter(
+                "ringdb_cql_unpaged_select_queries_total",
+                "SELECTs run without paging",
+            )?,
+            filtered: m.counter(
+                "ringdb_cql_filtered_read_requests_total",
+                "SELECTs with ALLOW FILTERING",
+            )?,
+            non_replica: m.counter(
+                "ringdb_cql_non_replica_requests_total",
+                "Reads and writes that reached a node holding no replica of their partition",
+            )?,
+            throttled: m.counter_vec(
+                "ringdb_throttled_requests_total",
+                "Requests refused for a table's provisioned throughput, by table",
+                &["keyspace", "table"],
+            )?,
+            request_units,
+            tables: RwLock::default(),
+            scraped,
+            registry,
+        })
+    }
+
+    /// Records one answered request of `class` that took `took`, with its error code if any.
+    pub fn request(&self, class: RequestClass, took: Duration, error: Option<i32>) {
+        let i = class.index();
+        if let (Some(c), Some(h)) = (self.requests.get(i), self.latency.get(i)) {
+            c.inc();
+            h.observe(took.as_secs_f64());
+        }
+        if let Some(code) = error {
+            self.error(code);
+        }
+    }
+
+    /// Records an error answer of `code` given before a request ran (refused at the door,
+    /// timed out).
+    pub fn error(&self, code: i32) {
+        let code_label = format!("0x{code:04x}");
+        self.errors
+            .with_label_values(&[code_label.as_str(), error_name(code)])
+            .inc();
+    }
+
+    /// Counts a client connection opened (`1`) or closed (`-1`).
+    pub fn connections(&self, delta: i64) {
+        self.scraped.connections.add(delta);
+    }
+
+    /// Counts a read or write sent as QUERY rather than prepared.
+    pub fn unprepared(&self) {
+        self.unprepared.inc();
+    }
+
+    /// Counts a SELECT without paging.
+    pub fn unpaged(&self) {
+        self.unpaged.inc();
+    }
+
+    /// Counts a SELECT with ALLOW FILTERING.
+    pub fn filtered(&self) {
+        self.filtered.inc();
+    }
+
+    /// Counts a request that reached a node holding no replica of its partition.
+    pub fn non_replica(&self) {
+        self.non_replica.inc();
+    }
+
+    /// Adds `ru` request units to `table`'s count.
+    pub fn request_units(&self, table: TableId, ru: f64) {
+        let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tables.get(&table) {
+            t.request_units.inc_by(ru);
+        }
+    }
+
+    /// Counts a request refused for `table`'s throughput.
+    pub fn throttled(&self, table: TableId) {
+        let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tables.get(&table) {
+            t.throttled.inc();
+        }
+    }
+
+    /// Resolves the per-table series of every user table in `catalog` (called whenever it
+    /// changes); a dropped table's series go.
+    pub fn refresh(&self, catalog: &crate::schema::Catalog) {
+        let live: Vec<(TableId, [String; 2])> = catalog
+            .keyspaces
+            .values()
+            .filter(|k| !crate::schema::is_system_keyspace(&k.name))
+            .flat_map(|k| {
+                k.tables
+                    .values()
+                    .map(|t| (crate::schema::table_id(t), [k.name.clone(), t.name.clone()]))
+            })
+            .collect();
+        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        let gone: Vec<TableId> = tables
+            .keys()
+            .filter(|id| !live.iter().any(|(l, _)| l == *id))
+            .copied()
+            .collect();
+        for id in gone {
+            if let Some(series) = tables.remove(&id) {
+                let labels = [series.labels[0].as_str(), series.labels[1].as_str()];
+                // Absent already when a table of the same name replaced it: nothing to do.
+                let _ = self.request_units.remove_label_values(&labels);
+                let _ = self.throttled.remove_label_values(&labels);
+            }
+        }
+        for (id, names) in live {
+            tables.entry(id).or_insert_with(|| {
+                let labels = [names[0].as_str(), names[1].as_str()];
+                TableSeries {
+                    request_units: self.request_units.with_label_values(&labels),
+                    throttled: self.throttled.with_label_values(&labels),
+                    labels: names.clone(),
+                }
+            });
+        }
+    }
+
+    /// The registry's series in Prometheus's text format.
+    pub fn text(&self) -> String {
+        let families = self.registry.gather();
+        prometheus::TextEncoder::new()
+            .encode_to_string(&families)
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,59 @@
+//! `EngineStats`: what the LSM engine reports of its own work, for the server's metrics:
+//! unflushed bytes, flushes and compactions queued or running, disk space, and the item
+//! cache's hits and misses.
+
+use crate::engine::Storage;
+
+/// One reading of the engine's counters and gauges.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EngineStats {
+    /// Bytes written and not yet flushed (every memtable).
+    pub memtable_bytes: u64,
+    /// Memtable flushes queued.
+    pub pending_flushes: u64,
+    /// Compactions running.
+    pub running_compactions: u64,
+    /// Compactions finished since the store opened.
+    pub compactions_completed: u64,
+    /// Seconds spent compacting since the store opened.
+    pub compaction_seconds: f64,
+    /// Journal files on disk.
+    pub journals: u64,
+    /// Bytes on disk: tables' files and journals.
+    pub disk_bytes: u64,
+    /// Bytes of the journals.
+    pub journal_bytes: u64,
+    /// Bytes held by the block cache, and its capacity.
+    pub block_cache_bytes: u64,
+    /// The block cache's capacity in bytes.
+    pub block_cache_capacity: u64,
+    /// Reads answered from the item cache.
+    pub item_cache_hits: u64,
+    /// Reads the item cache could not answer.
+    pub item_cache_misses: u64,
+    /// Stored items all reads pulled from the engine.
+    pub items_read: u64,
+}
+
+impl Storage {
+    /// The engine's counters and gauges now.
+    pub fn engine_stats(&self) -> EngineStats {
+        let db = &self.inner.db;
+        let (hits, misses) = self.inner.item_cache.hits_and_misses();
+        EngineStats {
+            memtable_bytes: db.write_buffer_size(),
+            pending_flushes: db.outstanding_flushes() as u64,
+            running_compactions: db.active_compactions() as u64,
+            compactions_completed: db.compactions_completed() as u64,
+            compaction_seconds: db.time_compacting().as_secs_f64(),
+            journals: db.journal_count() as u64,
+            disk_bytes: db.disk_space().unwrap_or(0),
+            journal_bytes: db.journal_disk_space().unwrap_or(0),
+            block_cache_bytes: db.cache_size(),
+            block_cache_capacity: db.cache_capacity(),
+            item_cache_hits: hits,
+            item_cache_misses: misses,
+            items_read: self.items_read(),
+        }
+    }
+}
