@@ -14,8 +14,7 @@ pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9180";
 pub const DEFAULT_SUPERUSER: &str = "cassandra";
 
 /// When an acknowledged write is made durable (Cassandra's `commitlog_sync`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CommitlogSync {
     /// Written to the OS before the ack; fsynced in the background (Cassandra's default).
@@ -26,8 +25,7 @@ pub enum CommitlogSync {
 }
 
 /// Who may connect (Cassandra's `authenticator`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
 pub enum Authenticator {
     /// Anyone connects without credentials (the embedded quick start).
     #[default]
@@ -37,8 +35,7 @@ pub enum Authenticator {
 }
 
 /// What a logged-in role may do (Cassandra's `authorizer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, serde::Serialize)]
 pub enum Authorizer {
     /// Every statement is allowed.
     #[default]
@@ -48,8 +45,7 @@ pub enum Authorizer {
 }
 
 /// A secret setting: deserialised as a plain string, never printed by `Debug`.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -72,8 +68,7 @@ impl std::fmt::Debug for Secret {
 }
 
 /// Every setting of a ringdb node. Each key of the TOML file has the same name.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Address the CQL listener binds.
@@ -457,6 +452,30 @@ impl Config {
             path: path.to_path_buf(),
             source: Box::new(source),
         })
+    }
+
+    /// Every setting as `system_views.settings` shows it: (name, value), by name; passwords
+    /// redacted, unset settings left out.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let Ok(table) = toml::Table::try_from(self) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, String)> = table
+            .into_iter()
+            .map(|(name, value)| {
+                let shown = if name.contains("password") {
+                    "<redacted>".to_string()
+                } else {
+                    match value {
+                        toml::Value::String(s) => s,
+                        other => other.to_string(),
+                    }
+                };
+                (name, shown)
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// The metrics endpoint's address; `None` when `metrics_listen` is empty (or invalid,

@@ -82,11 +82,15 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
     if virtual_table {
         s.push_str("/*\nWarning: Table ");
         let _ = write!(s, "{}.{} is a virtual table and cannot be recreated with CQL.\nStructure, for reference:\n", ident(&t.keyspace), ident(&t.name));
-        s.push_str("VIRTUAL ");
     }
     let _ = writeln!(
         s,
-        "CREATE TABLE {}.{} (",
+        "{} {}.{} (",
+        if virtual_table {
+            "VIRTUAL TABLE"
+        } else {
+            "CREATE TABLE"
+        },
         ident(&t.keyspace),
         ident(&t.name)
     );
@@ -119,7 +123,8 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
     }
     s.push(')');
     if virtual_table {
-        s.push_str(";\n*/");
+        // As Cassandra 4.1 prints a virtual table: its comment, then the end of the remark.
+        let _ = write!(s, " WITH comment = {};\n*/", quote(&t.params.comment));
         return s;
     }
     let p = &t.params;

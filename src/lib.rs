@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod admin_leave;
 pub mod auth;
+pub mod client_registry;
 pub mod client_warnings;
 pub mod cluster;
 pub mod cluster_hooks;

@@ -54,6 +54,8 @@ pub struct Node {
     budgets: crate::throughput::Budgets,
     /// The Prometheus series.
     metrics: crate::metrics::Metrics,
+    /// The open client connections.
+    clients: crate::client_registry::ClientRegistry,
     auth: crate::auth::Auth,
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// Node-wide request slots (`max_concurrent_requests`).
@@ -204,6 +206,7 @@ impl Node {
         Ok(Node {
             budgets,
             metrics,
+            clients: crate::client_registry::ClientRegistry::default(),
             reads_handed_over: AtomicU64::new(0),
             cluster: std::sync::OnceLock::new(),
             has_peers: std::sync::atomic::AtomicBool::new(false),
@@ -293,6 +296,11 @@ impl Node {
     /// The Prometheus series.
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.metrics
+    }
+
+    /// The open client connections.
+    pub fn clients(&self) -> &crate::client_registry::ClientRegistry {
+        &self.clients
     }
 
     /// Requests running now (holding one of the node-wide request slots).

@@ -34,6 +34,12 @@ pub struct Session {
     closing: AtomicBool,
     version: AtomicU8,
     closed: CancellationToken,
+    /// The STARTUP options, once accepted.
+    options: OnceLock<Vec<(String, String)>>,
+    /// Requests received.
+    requests: std::sync::atomic::AtomicU64,
+    /// Whether the connection is over TLS.
+    tls: AtomicBool,
 }
 
 impl Session {
@@ -51,6 +57,39 @@ impl Session {
             closing: AtomicBool::new(false),
             version: AtomicU8::new(0),
             closed: CancellationToken::new(),
+            options: OnceLock::new(),
+            requests: std::sync::atomic::AtomicU64::new(0),
+            tls: AtomicBool::new(false),
+        }
+    }
+
+    /// Marks the connection as TLS.
+    pub(crate) fn set_tls(&self) {
+        self.tls.store(true, Ordering::Relaxed);
+    }
+
+    /// Counts one request received.
+    pub(crate) fn count_request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The connection as `system_views.clients` shows it.
+    pub fn client_info(&self) -> crate::client_registry::ClientInfo {
+        let stage = if self.is_ready() {
+            "ready"
+        } else if self.started.load(Ordering::Acquire) {
+            "authenticating"
+        } else {
+            "established"
+        };
+        crate::client_registry::ClientInfo {
+            peer: self.peer,
+            username: self.user().map(str::to_string),
+            stage,
+            protocol_version: self.version.load(Ordering::Acquire),
+            options: self.options.get().cloned().unwrap_or_default(),
+            requests: self.requests.load(Ordering::Relaxed),
+            tls: self.tls.load(Ordering::Relaxed),
         }
     }
 
@@ -351,6 +390,7 @@ impl Session {
                 .ok_or_else(|| format!("Unknown compression algorithm: {name}"))?;
             let _ = self.compression.set(c);
         }
+        let _ = self.options.set(options.to_vec());
         self.version.store(version, Ordering::Release);
         Ok(())
     }

@@ -139,6 +139,7 @@ pub(super) fn dispatch(
     answered: &mut Answered,
     backlog: usize,
 ) -> bool {
+    session.count_request();
     let header = frame.header;
     let version = header.version;
     let stream = header.stream;

@@ -34,7 +34,7 @@ pub async fn run(
 ) {
     let _ = socket.set_nodelay(true);
     let (reader, writer) = socket.into_split();
-    serve(reader, writer, peer, node, reads, shutdown).await;
+    serve(reader, writer, peer, node, reads, shutdown, false).await;
 }
 
 /// Serves one TLS connection: the handshake (bounded by `tls_handshake_timeout_seconds`;
@@ -65,7 +65,7 @@ pub async fn run_tls(
         }
     };
     let (reader, writer) = tokio::io::split(stream);
-    serve(reader, writer, peer, node, reads, shutdown).await;
+    serve(reader, writer, peer, node, reads, shutdown, true).await;
 }
 
 /// The connection loop over any byte stream (plain TCP halves or a split TLS stream).
@@ -76,6 +76,7 @@ async fn serve<R, W>(
     node: Arc<Node>,
     reads: Arc<ReadOffload>,
     shutdown: CancellationToken,
+    tls: bool,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -83,6 +84,10 @@ async fn serve<R, W>(
     let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer_task = tokio::spawn(write_loop(writer, rx));
     let session = Arc::new(Session::new(peer, tx.clone()));
+    if tls {
+        session.set_tls();
+    }
+    let _registered = node.clients().register(&session);
     let in_flight = Arc::new(Semaphore::new(node.config().max_requests_per_connection));
     let max_body = node.config().max_frame_bytes;
     let mut buf = BytesMut::with_capacity(16 * 1024);

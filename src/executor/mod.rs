@@ -27,6 +27,7 @@ pub mod keys;
 pub mod literal;
 pub mod lwt;
 pub mod modify;
+mod node_view;
 pub mod numeric;
 mod observed;
 pub mod order;
@@ -426,15 +427,23 @@ fn run_plan(
                 }
                 _ => crate::system::ClusterView::default(),
             };
-            let rows = crate::system::rows_for(
-                node.info(),
-                &view,
+            let table = v.table();
+            let local = if crate::system::describes_node(&table.keyspace, &table.name) {
+                node_view::node_view(node)
+            } else {
+                crate::system::NodeView::default()
+            };
+            let auth = node.auth().state();
+            let sources = crate::system::Sources {
+                info: node.info(),
+                cluster: &view,
                 catalog,
-                &node.auth().state(),
-                node.storage(),
-                node.budgets(),
-                v.table(),
-            );
+                auth: &auth,
+                storage: node.storage(),
+                budgets: node.budgets(),
+                node: &local,
+            };
+            let rows = crate::system::rows_for(&sources, v.table());
             Ok(ResultBody::Rows(v.execute(
                 rows,
                 values,
@@ -449,18 +458,29 @@ fn run_plan(
             }
             None => Err(QueryError::invalid("this node is not in a cluster")),
         },
-        Plan::Select(s) => s.execute(shards, values, inputs.page_size, inputs.paging_state),
+        Plan::Select(s) => {
+            let started = std::time::Instant::now();
+            let result = s.execute(shards, values, inputs.page_size, inputs.paging_state);
+            let op = if s.restrictions.partition.is_some() {
+                crate::metrics::Operation::Read
+            } else {
+                crate::metrics::Operation::Scan
+            };
+            let table = crate::schema::table_id(&s.table);
+            node.metrics().coordinator(table, op, started.elapsed());
+            result
+        }
         Plan::Modify(m) if m.conditions().is_some() => {
+            let started = std::time::Instant::now();
             let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);
-            Ok(ResultBody::Rows(lwt::execute(
-                shards,
-                &[m],
-                &[values],
-                ts,
-                false,
-            )?))
+            let result = lwt::execute(shards, &[m], &[values], ts, false);
+            let table = crate::schema::table_id(m.table());
+            let write = crate::metrics::Operation::Write;
+            node.metrics().coordinator(table, write, started.elapsed());
+            Ok(ResultBody::Rows(result?))
         }
         Plan::Modify(m) => {
+            let started = std::time::Instant::now();
             let mutations = m.mutations(values, inputs.timestamp, shards)?;
             apply(
                 shards,
@@ -469,6 +489,9 @@ fn run_plan(
                     .map(|x| (m.table().clone(), x))
                     .collect(),
             )?;
+            let table = crate::schema::table_id(m.table());
+            let write = crate::metrics::Operation::Write;
+            node.metrics().coordinator(table, write, started.elapsed());
             Ok(ResultBody::Void)
         }
         Plan::Batch(plans, timestamp) => {

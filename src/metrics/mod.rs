@@ -3,11 +3,13 @@
 //! `metrics_listen` ([`serve_metrics`]).
 
 mod endpoint;
+mod latency;
 mod request_class;
 mod scrape;
 mod series;
 
 pub use endpoint::serve_metrics;
+pub use latency::{LatencySummary, Operation, TableLatencies};
 pub use request_class::RequestClass;
 pub use series::{Metrics, MetricsError};
 

@@ -2,6 +2,7 @@
 //! `ringdb_` prefix). What requests do is counted as they run; what the store and the cluster
 //! hold is read when the endpoint is scraped (`super::scrape`).
 
+use super::latency::{Operation, TableLatencies};
 use super::request_class::RequestClass;
 use cql::response::codes;
 use prometheus::{
@@ -9,7 +10,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry,
 };
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use storage::TableId;
 
@@ -19,6 +20,7 @@ struct TableSeries {
     labels: [String; 2],
     request_units: Counter,
     throttled: IntCounter,
+    latencies: Arc<TableLatencies>,
 }
 
 /// Gauges and counters set at each scrape from what the store and the cluster report.
@@ -316,6 +318,19 @@ impl Metrics {
             .inc();
     }
 
+    /// Requests answered since the node started.
+    pub fn requests_answered(&self) -> u64 {
+        self.requests.iter().map(IntCounter::get).sum()
+    }
+
+    /// Error answers of `code` since the node started.
+    pub fn errors_of(&self, code: i32) -> u64 {
+        let code_label = format!("0x{code:04x}");
+        self.errors
+            .get_metric_with_label_values(&[code_label.as_str(), error_name(code)])
+            .map_or(0, |c| c.get())
+    }
+
     /// Counts a client connection opened (`1`) or closed (`-1`).
     pub fn connections(&self, delta: i64) {
         self.scraped.connections.add(delta);
@@ -341,12 +356,36 @@ impl Metrics {
         self.non_replica.inc();
     }
 
-    /// Adds `ru` request units to `table`'s count.
-    pub fn request_units(&self, table: TableId, ru: f64) {
+    /// Records `op` on `table`'s shards: it took `took` and cost `ru` request units.
+    pub fn local(&self, table: TableId, op: Operation, took: Duration, ru: f64) {
         let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = tables.get(&table) {
             t.request_units.inc_by(ru);
+            t.latencies.local(op).record(took);
         }
+    }
+
+    /// Records a request doing `op` on `table` that took `took` from start to answer.
+    pub fn coordinator(&self, table: TableId, op: Operation, took: Duration) {
+        let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tables.get(&table) {
+            t.latencies.coordinator(op).record(took);
+        }
+    }
+
+    /// Every user table's (keyspace, table) names and latency histograms.
+    pub fn table_latencies(&self) -> Vec<(String, String, Arc<TableLatencies>)> {
+        let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+        tables
+            .values()
+            .map(|t| {
+                (
+                    t.labels[0].clone(),
+                    t.labels[1].clone(),
+                    t.latencies.clone(),
+                )
+            })
+            .collect()
     }
 
     /// Counts a request refused for `table`'s throughput.
@@ -390,6 +429,7 @@ impl Metrics {
                 TableSeries {
                     request_units: self.request_units.with_label_values(&labels),
                     throttled: self.throttled.with_label_values(&labels),
+                    latencies: Arc::default(),
                     labels: names.clone(),
                 }
             });

@@ -124,6 +124,42 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
             bytes bigint);
          CREATE TABLE system_views.moves (group_id bigint PRIMARY KEY, keyspace_name text,
             table_name text, from_node uuid, to_node uuid, bytes_received bigint,
-            bytes_total bigint, elapsed_ms bigint);",
+            bytes_total bigint, elapsed_ms bigint);
+         CREATE TABLE system_views.settings (name text PRIMARY KEY, value text);
+         CREATE TABLE system_views.clients (address inet, port int,
+            client_options frozen<map<text, text>>, connection_stage text, driver_name text,
+            driver_version text, hostname text, protocol_version int, request_count bigint,
+            ssl_cipher_suite text, ssl_enabled boolean, ssl_protocol text, username text,
+            PRIMARY KEY ((address), port));
+         CREATE TABLE system_views.caches (name text PRIMARY KEY, capacity_bytes bigint,
+            entry_count int, hit_count bigint, hit_ratio double,
+            recent_hit_rate_per_second bigint, recent_request_rate_per_second bigint,
+            request_count bigint, size_bytes bigint);
+         CREATE TABLE system_views.thread_pools (name text PRIMARY KEY, active_tasks int,
+            active_tasks_limit int, blocked_tasks bigint, blocked_tasks_all_time bigint,
+            completed_tasks bigint, pending_tasks int);
+         CREATE TABLE system_views.sstable_tasks (keyspace_name text, table_name text,
+            task_id uuid, completion_ratio double, kind text, progress bigint, total bigint,
+            unit text, PRIMARY KEY ((keyspace_name), table_name, task_id));
+         CREATE TABLE system_views.disk_usage (keyspace_name text, table_name text,
+            mebibytes bigint, PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.local_read_latency (keyspace_name text, table_name text,
+            count bigint, max_ms double, p50th_ms double, p99th_ms double, per_second double,
+            PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.local_write_latency (keyspace_name text, table_name text,
+            count bigint, max_ms double, p50th_ms double, p99th_ms double, per_second double,
+            PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.local_scan_latency (keyspace_name text, table_name text,
+            count bigint, max_ms double, p50th_ms double, p99th_ms double, per_second double,
+            PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.coordinator_read_latency (keyspace_name text,
+            table_name text, count bigint, max_ms double, p50th_ms double, p99th_ms double,
+            per_second double, PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.coordinator_write_latency (keyspace_name text,
+            table_name text, count bigint, max_ms double, p50th_ms double, p99th_ms double,
+            per_second double, PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.coordinator_scan_latency (keyspace_name text,
+            table_name text, count bigint, max_ms double, p50th_ms double, p99th_ms double,
+            per_second double, PRIMARY KEY ((keyspace_name, table_name)));",
     ),
 ];

@@ -3,10 +3,12 @@
 //! from the catalog on every read.
 
 mod definitions;
+mod node_views;
 mod ring_tables;
 mod rows;
 
-pub use rows::{rows_for, ClusterView, NodeInfo};
+pub use node_views::{describes_node, NodeView, ThreadPool};
+pub use rows::{rows_for, ClusterView, NodeInfo, Sources};
 
 use crate::schema::{Catalog, Keyspace, KeyspaceParams, TableParams};
 use cql::ast::Statement;
@@ -32,7 +34,7 @@ pub fn describes_cluster(table: &crate::schema::Table) -> bool {
         ("system", "local" | "peers" | "peers_v2")
             | (
                 "system_views",
-                "cluster_nodes" | "physical_partitions" | "moves"
+                "cluster_nodes" | "physical_partitions" | "moves" | "sstable_tasks"
             )
     )
 }

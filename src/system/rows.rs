@@ -83,17 +83,38 @@ fn text_list<S: AsRef<str>>(items: &[S]) -> Value {
     Value::List(items.iter().map(|s| text(s.as_ref())).collect())
 }
 
+/// What the system tables are generated from.
+pub struct Sources<'a> {
+    /// This node's facts.
+    pub info: &'a NodeInfo,
+    /// The cluster as this node sees it.
+    pub cluster: &'a ClusterView,
+    /// The schema.
+    pub catalog: &'a Catalog,
+    /// Roles and permissions.
+    pub auth: &'a AuthState,
+    /// The store.
+    pub storage: &'a storage::Storage,
+    /// The throughput budgets.
+    pub budgets: &'a crate::throughput::Budgets,
+    /// The node's own views' data.
+    pub node: &'a super::NodeView,
+}
+
 /// The rows of a system table, each in `table.columns` order, sorted by primary key;
 /// `None` when the table holds no generated data.
-pub fn rows_for(
-    info: &NodeInfo,
-    cluster: &ClusterView,
-    catalog: &Catalog,
-    auth: &AuthState,
-    storage: &storage::Storage,
-    budgets: &crate::throughput::Budgets,
-    table: &Table,
-) -> Vec<Vec<Option<Bytes>>> {
+pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>> {
+    let Sources {
+        info,
+        cluster,
+        catalog,
+        auth,
+        storage,
+        budgets,
+        node,
+    } = *sources;
+    use super::node_views as views;
+    use crate::metrics::Operation::{Read, Scan, Write};
     let named: Vec<NamedRow> = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system_views", "physical_partitions") => super::ring_tables::physical_partitions(
             catalog,
@@ -114,6 +135,18 @@ pub fn rows_for(
         ("system", "peers_v2") => cluster.peers.iter().map(peer_v2_row).collect(),
         ("system_views", "cluster_nodes") => cluster.nodes.iter().map(node_row).collect(),
         ("system_views", "moves") => super::ring_tables::moves(catalog, &cluster.moves),
+        ("system_views", "settings") => views::settings(node),
+        ("system_views", "clients") => views::clients(node),
+        ("system_views", "caches") => views::caches(node),
+        ("system_views", "thread_pools") => views::thread_pools(node),
+        ("system_views", "sstable_tasks") => views::sstable_tasks(catalog, storage, &cluster.moves),
+        ("system_views", "disk_usage") => views::disk_usage(catalog, storage),
+        ("system_views", "local_read_latency") => views::latency(node, true, Read),
+        ("system_views", "local_write_latency") => views::latency(node, true, Write),
+        ("system_views", "local_scan_latency") => views::latency(node, true, Scan),
+        ("system_views", "coordinator_read_latency") => views::latency(node, false, Read),
+        ("system_views", "coordinator_write_latency") => views::latency(node, false, Write),
+        ("system_views", "coordinator_scan_latency") => views::latency(node, false, Scan),
         ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
         ("system_schema", "tables") => schema_tables(catalog),
         ("system_schema", "columns") => schema_columns(catalog, false),

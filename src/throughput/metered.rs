@@ -9,6 +9,7 @@
 use super::budgets::Budgets;
 use super::request_charge;
 use super::request_units::{self as ru, ReadCost};
+use crate::metrics::Operation;
 use crate::shard::{CasDecision, CasError, ShardError, Shards, ShardsAt};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -76,10 +77,10 @@ impl<'a> MeteredShards<'a> {
     }
 
     /// Adds `cost` to the request's charge, and pays it from the budget of the partition
-    /// ending at `end`.
-    fn pay(&self, table: TableId, end: Option<i64>, cost: f64) {
+    /// ending at `end`; `op` took `took` (the table's local latency).
+    fn pay(&self, table: TableId, end: Option<i64>, cost: f64, op: Operation, took: Duration) {
         request_charge::add(cost);
-        self.metrics.request_units(table, cost);
+        self.metrics.local(table, op, took, cost);
         if let Some(end) = end {
             self.budgets.charge(self.storage, table, end, cost);
         }
@@ -123,9 +124,12 @@ impl Shards for MeteredShards<'_> {
                     self.admit(*table, || storage::token::partition_token(&m.partition_key))?,
                 );
             }
+            let started = Instant::now();
             self.inner.get().apply(writes)?;
+            let took = started.elapsed();
             for ((table, m), end) in writes.iter().zip(admitted) {
-                self.pay(*table, end, ru::write(m.data_size() as u64));
+                let cost = ru::write(m.data_size() as u64);
+                self.pay(*table, end, cost, Operation::Write, took);
             }
             Ok(())
         })
@@ -139,8 +143,10 @@ impl Shards for MeteredShards<'_> {
     ) -> Result<PartitionSlice, ShardError> {
         self.retrying(table, || {
             let end = self.admit(table, || storage::token::partition_token(partition_key))?;
+            let started = Instant::now();
             let read = self.inner.get().read(table, partition_key, slice)?;
-            self.pay(table, end, self.read_factor * read.read_cost());
+            let cost = self.read_factor * read.read_cost();
+            self.pay(table, end, cost, Operation::Read, started.elapsed());
             Ok(read)
         })
     }
@@ -157,8 +163,10 @@ impl Shards for MeteredShards<'_> {
             .unwrap_or(range.start.saturating_add(1));
         self.retrying(table, || {
             let end = self.admit(table, || from)?;
+            let started = Instant::now();
             let page = self.inner.get().scan(table, range, limit, cursor)?;
-            self.pay(table, end, self.read_factor * page.read_cost());
+            let cost = self.read_factor * page.read_cost();
+            self.pay(table, end, cost, Operation::Scan, started.elapsed());
             Ok(page)
         })
     }
@@ -171,6 +179,7 @@ impl Shards for MeteredShards<'_> {
     ) -> Result<bool, CasError> {
         let started = Instant::now();
         loop {
+            let attempt_started = Instant::now();
             let written = Cell::new(None::<u64>);
             let attempt = self
                 .admit(table, || storage::token::partition_token(partition_key))
@@ -191,7 +200,14 @@ impl Shards for MeteredShards<'_> {
                 Ok((end, applied)) => {
                     // The conditions' read, then the write when one was made.
                     let write = written.get().map_or(0.0, ru::conditional_write);
-                    self.pay(table, end, self.read_factor * ru::read(0, 1) + write);
+                    let cost = self.read_factor * ru::read(0, 1) + write;
+                    self.pay(
+                        table,
+                        end,
+                        cost,
+                        Operation::Write,
+                        attempt_started.elapsed(),
+                    );
                     return Ok(applied);
                 }
                 Err(CasError::Apply(ShardError::Throttled { retry_after_ms }))

@@ -23,10 +23,14 @@ pub struct EngineStats {
     pub disk_bytes: u64,
     /// Bytes of the journals.
     pub journal_bytes: u64,
-    /// Bytes held by the block cache, and its capacity.
+    /// Bytes held by the block cache.
     pub block_cache_bytes: u64,
     /// The block cache's capacity in bytes.
     pub block_cache_capacity: u64,
+    /// Bytes held by the item cache.
+    pub item_cache_bytes: u64,
+    /// The item cache's capacity in bytes.
+    pub item_cache_capacity: u64,
     /// Reads answered from the item cache.
     pub item_cache_hits: u64,
     /// Reads the item cache could not answer.
@@ -40,6 +44,7 @@ impl Storage {
     pub fn engine_stats(&self) -> EngineStats {
         let db = &self.inner.db;
         let (hits, misses) = self.inner.item_cache.hits_and_misses();
+        let (item_bytes, item_capacity) = self.inner.item_cache.bytes_and_capacity();
         EngineStats {
             memtable_bytes: db.write_buffer_size(),
             pending_flushes: db.outstanding_flushes() as u64,
@@ -51,6 +56,8 @@ impl Storage {
             journal_bytes: db.journal_disk_space().unwrap_or(0),
             block_cache_bytes: db.cache_size(),
             block_cache_capacity: db.cache_capacity(),
+            item_cache_bytes: item_bytes,
+            item_cache_capacity: item_capacity,
             item_cache_hits: hits,
             item_cache_misses: misses,
             items_read: self.items_read(),

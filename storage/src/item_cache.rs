@@ -223,6 +223,13 @@ impl ItemCache {
         self.admit_new.load(Ordering::Relaxed)
     }
 
+    /// The bytes the cache holds, and its capacity.
+    pub(crate) fn bytes_and_capacity(&self) -> (u64, u64) {
+        self.cache
+            .as_ref()
+            .map_or((0, 0), |c| (c.weight(), c.capacity()))
+    }
+
     /// How many lookups found an item, and how many did not, since the cache was made.
     pub(crate) fn hits_and_misses(&self) -> (u64, u64) {
         self.cache

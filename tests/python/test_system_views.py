@@ -1,0 +1,123 @@
+"""Cassandra 4.1's node views in `system_views`, read through the python driver and cqlsh:
+settings, clients, caches, thread_pools, sstable_tasks, disk_usage and the local and
+coordinator latency tables, checked against a known workload. Filtering on them needs no
+ALLOW FILTERING (as in Cassandra 4.1), and DESCRIBE shows them as virtual tables.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import fresh_name, run_cqlsh
+
+pytestmark = pytest.mark.dml
+
+
+@pytest.fixture(scope="module")
+def table(session):
+    ks = fresh_name("views")
+    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
+    yield ks, "t"
+    session.execute(f"DROP KEYSPACE {ks}")
+
+
+def one(session, cql, *args):
+    return session.execute(cql, args).one()
+
+
+def test_settings_list_every_setting_with_passwords_redacted(server, session):
+    rows = {r.name: r.value for r in session.execute("SELECT name, value FROM system_views.settings")}
+    assert rows["listen"] == f"{server.host}:{server.port}"
+    assert rows["superuser_password"] == "<redacted>"
+    assert rows["commitlog_sync"] == "periodic"
+    assert rows["max_ru_per_physical_partition"] == "10000"
+    # A filter on a regular column: ALLOW FILTERING is implied on virtual tables.
+    by_value = list(session.execute("SELECT name FROM system_views.settings WHERE value = 'periodic'"))
+    assert "commitlog_sync" in [r.name for r in by_value]
+
+
+def test_clients_show_this_driver_and_its_requests(session):
+    mine = [r for r in session.execute("SELECT * FROM system_views.clients")
+            if r.driver_name == "Apache Cassandra Python Driver"]
+    assert mine, "the python driver's connections are listed"
+    c = mine[0]
+    assert c.connection_stage == "ready"
+    assert c.protocol_version in (4, 5)
+    assert c.client_options["CQL_VERSION"].startswith("3.")
+    assert c.driver_version
+    assert c.ssl_enabled is False
+    before = {(r.address, r.port): r.request_count for r in session.execute("SELECT * FROM system_views.clients")}
+    for _ in range(5):
+        session.execute("SELECT key FROM system.local")
+    after = {(r.address, r.port): r.request_count for r in session.execute("SELECT * FROM system_views.clients")}
+    grown = sum(after[k] - before[k] for k in before if k in after)
+    assert grown >= 5, (before, after)
+
+
+def test_latency_tables_count_a_known_workload(session, table):
+    ks, t = table
+    insert = session.prepare(f"INSERT INTO {ks}.{t} (k, v) VALUES (?, ?)")
+    select = session.prepare(f"SELECT v FROM {ks}.{t} WHERE k = ?")
+    for k in range(30):
+        session.execute(insert, (k, "v" * 50))
+    for k in range(12):
+        assert session.execute(select, (k,)).one().v == "v" * 50
+    assert len(list(session.execute(f"SELECT k FROM {ks}.{t}"))) == 30
+
+    def counts(view):
+        r = one(session, f"SELECT * FROM system_views.{view} WHERE keyspace_name = %s AND table_name = %s", ks, t)
+        assert r is not None, view
+        assert 0 <= r.p50th_ms <= r.p99th_ms <= r.max_ms, (view, r)
+        return r.count
+
+    assert counts("local_write_latency") == 30
+    assert counts("coordinator_write_latency") == 30
+    assert counts("local_read_latency") == 12
+    assert counts("coordinator_read_latency") == 12
+    assert counts("coordinator_scan_latency") == 1
+    assert counts("local_scan_latency") >= 1
+
+
+def test_caches_thread_pools_disk_and_tasks(session, table):
+    ks, t = table
+    session.execute(f"INSERT INTO {ks}.{t} (k, v) VALUES (1000, 'hot')")
+    read = session.prepare(f"SELECT v FROM {ks}.{t} WHERE k = ?")
+    before = one(session, "SELECT hit_count, request_count FROM system_views.caches WHERE name = 'items'")
+    for _ in range(10):
+        assert session.execute(read, (1000,)).one().v == "hot"
+    after = one(session, "SELECT * FROM system_views.caches WHERE name = 'items'")
+    assert after.request_count > before.request_count
+    assert after.hit_count > before.hit_count
+    assert 0.0 <= after.hit_ratio <= 1.0
+    assert after.capacity_bytes > 0
+    blocks = one(session, "SELECT capacity_bytes FROM system_views.caches WHERE name = 'blocks'")
+    assert blocks.capacity_bytes > 0
+
+    pools = {r.name: r for r in session.execute("SELECT * FROM system_views.thread_pools")}
+    native = pools["Native-Transport-Requests"]
+    assert native.active_tasks >= 1 and native.active_tasks_limit == 4096
+    assert native.completed_tasks > 40
+    assert {"ReadThreads", "CompactionExecutor", "MemtableFlushWriter"} <= set(pools)
+
+    usage = one(session, "SELECT mebibytes FROM system_views.disk_usage WHERE keyspace_name = %s AND table_name = %s", ks, t)
+    assert usage.mebibytes >= 1
+    # No split or move runs now: the table reads empty, with Cassandra's columns.
+    rs = session.execute("SELECT * FROM system_views.sstable_tasks")
+    assert list(rs) == []
+    assert rs.column_names == ["keyspace_name", "table_name", "task_id", "completion_ratio",
+                               "kind", "progress", "total", "unit"]
+
+
+def test_cqlsh_reads_and_describes_the_views(server, tmp_path):
+    out = run_cqlsh(server, "-e", "SELECT name, value FROM system_views.settings WHERE name = 'listen'",
+                    home=tmp_path / "cqlsh").stdout
+    assert f"{server.host}:{server.port}" in out and "(1 rows)" in out, out
+    out = run_cqlsh(server, "-e", "SELECT driver_name, connection_stage FROM system_views.clients",
+                    home=tmp_path / "cqlsh").stdout
+    assert "ready" in out, out
+    out = run_cqlsh(server, "-e", "DESCRIBE TABLE system_views.local_read_latency",
+                    home=tmp_path / "cqlsh").stdout
+    assert "VIRTUAL TABLE system_views.local_read_latency" in out, out
+    assert "p99th_ms double" in out, out
