@@ -258,6 +258,12 @@ pub struct Config {
     pub tls_listen: Option<SocketAddr>,
     /// Address of the Prometheus metrics endpoint (`/metrics`); empty turns it off.
     pub metrics_listen: String,
+    /// The share of requests traced without asking (0.0 to 1.0), as `nodetool
+    /// settraceprobability`.
+    pub trace_probability: f64,
+    /// Requests taking at least this many milliseconds are kept in `system_traces.sessions`
+    /// (0: none).
+    pub slow_query_log_ms: u64,
     /// When true, the main `listen` port speaks only TLS.
     pub tls_only: bool,
     /// Seconds a client gets to complete the TLS handshake before it is disconnected.
@@ -411,6 +417,8 @@ impl Default for Config {
             tls_client_ca_file: None,
             tls_listen: None,
             metrics_listen: DEFAULT_METRICS_LISTEN.to_string(),
+            trace_probability: 0.0,
+            slow_query_log_ms: 0,
             tls_only: false,
             tls_handshake_timeout_seconds: 10,
         }
@@ -491,6 +499,12 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.cluster_name.is_empty() {
             return Err("cluster_name can't be empty".into());
+        }
+        if !(0.0..=1.0).contains(&self.trace_probability) {
+            return Err(format!(
+                "trace_probability is {}; it must be between 0.0 and 1.0",
+                self.trace_probability
+            ));
         }
         if !self.metrics_listen.is_empty() && self.metrics_address().is_none() {
             return Err(format!(

@@ -13,4 +13,6 @@ pub struct SessionContext {
     pub peer: SocketAddr,
     /// The role that logged in; `None` for anonymous sessions (`AllowAllAuthenticator`).
     pub user: Option<Arc<str>>,
+    /// The request's frame asked for it to be traced.
+    pub traced: bool,
 }

@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod node;
 pub mod planner;
 pub mod prepared;
+pub mod query_trace;
 pub mod schema;
 pub mod server;
 pub mod session;

@@ -56,6 +56,8 @@ pub struct Node {
     metrics: crate::metrics::Metrics,
     /// The open client connections.
     clients: crate::client_registry::ClientRegistry,
+    /// Traced requests (`system_traces`).
+    traces: crate::query_trace::Traces,
     auth: crate::auth::Auth,
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// Node-wide request slots (`max_concurrent_requests`).
@@ -207,6 +209,7 @@ impl Node {
             budgets,
             metrics,
             clients: crate::client_registry::ClientRegistry::default(),
+            traces: crate::query_trace::Traces::default(),
             reads_handed_over: AtomicU64::new(0),
             cluster: std::sync::OnceLock::new(),
             has_peers: std::sync::atomic::AtomicBool::new(false),
@@ -296,6 +299,11 @@ impl Node {
     /// The Prometheus series.
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.metrics
+    }
+
+    /// Traced requests (`system_traces`).
+    pub fn traces(&self) -> &crate::query_trace::Traces {
+        &self.traces
     }
 
     /// The open client connections.

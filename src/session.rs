@@ -132,6 +132,7 @@ impl Session {
             keyspace: self.keyspace.lock().map(|k| k.clone()).unwrap_or(None),
             peer: self.peer,
             user: self.user.get().cloned(),
+            traced: false,
         }
     }
 

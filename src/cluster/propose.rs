@@ -232,6 +232,7 @@ impl Cluster {
         let Some(addr) = self.address_of(to) else {
             return Err(ProposeFailure::NotLeader(None));
         };
+        crate::query_trace::event(|| format!("Forwarding to group {group}'s leader at {addr}"));
         let left = deadline.saturating_duration_since(Instant::now());
         let payload = encode(&Request::Propose(group, command.clone()))
             .map_err(|e| ProposeFailure::Failed(e.to_string()))?;

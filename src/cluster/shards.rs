@@ -139,6 +139,14 @@ impl ClusterShards {
     ) -> Result<bool, ShardError> {
         self.check_alive(group, true)?;
         self.count_non_replica(group);
+        crate::query_trace::event(|| {
+            format!(
+                "Committing {} writes to group {} (replicas {:?})",
+                writes.len(),
+                group.id,
+                group.replicas
+            )
+        });
         let now = now_seconds();
         let command = Command::Write { now, writes };
         match self.propose_until(group, command, deadline) {
@@ -247,6 +255,7 @@ impl ClusterShards {
             .cluster
             .address_of(to)
             .ok_or(ProposeFailure::NotLeader(None))?;
+        crate::query_trace::event(|| format!("Sending the read to the replica at {addr}"));
         let payload = encode(&request).map_err(|e| ProposeFailure::Failed(e.to_string()))?;
         let left = deadline
             .saturating_duration_since(Instant::now())

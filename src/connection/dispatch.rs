@@ -218,7 +218,8 @@ pub(super) fn dispatch(
         session.release_after_write(permit);
         return true;
     };
-    let ctx = session.context();
+    let mut ctx = session.context();
+    ctx.traced = header.flags & frame::flags::TRACING != 0;
     let route = match route(node, &ctx, &request, payload.as_ref()) {
         Ok(route) => route,
         Err(e) => {

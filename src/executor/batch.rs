@@ -48,6 +48,7 @@ pub(super) fn batch(
             keyspace: ctx_ks,
             peer: ctx.peer,
             user: ctx.user.clone(),
+            traced: ctx.traced,
         };
         crate::auth::authorize(node.auth(), &catalog, &inner_ctx, &stmt)?;
         let mut markers = Markers::default();

@@ -36,6 +36,7 @@ mod prepare;
 pub mod select;
 pub mod selection;
 pub mod time;
+mod traced;
 pub mod values;
 pub mod virtual_select;
 
@@ -128,17 +129,43 @@ pub struct Answer {
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
     let started = std::time::Instant::now();
+    let started_at = std::time::SystemTime::now();
     let class = observed::observe(node.metrics(), ctx, &request, &known);
     let charged = !matches!(request, Request::Prepare(_));
-    let ((response, spent), warnings) = crate::client_warnings::capture(|| {
-        crate::throughput::request_charge::capture(|| respond(node, ctx, request, known))
+    let slow_log = node.config().slow_query_log_ms;
+    let recorded = traced::traced(ctx.traced, node.config().trace_probability);
+    let described = (recorded || slow_log > 0).then(|| traced::describe(&request, &known));
+    let first_event = described.as_ref().map(traced::Described::first_event);
+    let (((response, spent), warnings), events) = crate::query_trace::capture(recorded, || {
+        if let Some(first) = first_event {
+            crate::query_trace::event(|| first);
+        }
+        let answered = crate::client_warnings::capture(|| {
+            crate::throughput::request_charge::capture(|| respond(node, ctx, request, known))
+        });
+        crate::query_trace::event(|| "Request complete".to_string());
+        answered
     });
+    let took = started.elapsed();
     let error = match &response {
         Response::Error(e) => Some(e.code()),
         _ => None,
     };
-    node.metrics().request(class, started.elapsed(), error);
+    node.metrics().request(class, took, error);
+    let slow = slow_log > 0 && took >= std::time::Duration::from_millis(slow_log);
+    let tracing_id = match described {
+        Some(d) if events.is_some() || slow => Some(traced::keep(
+            node,
+            ctx.peer.ip(),
+            d,
+            started_at,
+            took,
+            events.unwrap_or_default(),
+        )),
+        _ => None,
+    };
     let mut envelope = Envelope::warned(warnings);
+    envelope.tracing_id = tracing_id.filter(|_| ctx.traced);
     // Cosmos DB's RequestCharge: the request units spent, an 8-byte big-endian double.
     if charged && matches!(response, Response::Result(_)) {
         envelope
@@ -222,6 +249,7 @@ fn execute_prepared(
         keyspace: prepared.keyspace.clone().or_else(|| ctx.keyspace.clone()),
         peer: ctx.peer,
         user: ctx.user.clone(),
+        traced: ctx.traced,
     };
     let mut result = run_prepared(node, &ctx, &prepared, &Inputs::of(params))?;
     // Skip metadata only when the client's copy (from PREPARE) is still exact.
@@ -434,7 +462,13 @@ fn run_plan(
                 crate::system::NodeView::default()
             };
             let auth = node.auth().state();
+            let traces = if table.keyspace == "system_traces" {
+                node.traces().all()
+            } else {
+                Vec::new()
+            };
             let sources = crate::system::Sources {
+                traces: &traces,
                 info: node.info(),
                 cluster: &view,
                 catalog,

@@ -373,6 +373,15 @@ impl Metrics {
         }
     }
 
+    /// `keyspace.table` of a user table (for traces).
+    pub fn table_name(&self, table: TableId) -> String {
+        let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+        tables.get(&table).map_or_else(
+            || table.to_string(),
+            |t| format!("{}.{}", t.labels[0], t.labels[1]),
+        )
+    }
+
     /// Every user table's (keyspace, table) names and latency histograms.
     pub fn table_latencies(&self) -> Vec<(String, String, Arc<TableLatencies>)> {
         let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());

@@ -6,6 +6,7 @@ mod definitions;
 mod node_views;
 mod ring_tables;
 mod rows;
+mod trace_tables;
 
 pub use node_views::{describes_node, NodeView, ThreadPool};
 pub use rows::{rows_for, ClusterView, NodeInfo, Sources};

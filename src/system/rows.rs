@@ -99,6 +99,8 @@ pub struct Sources<'a> {
     pub budgets: &'a crate::throughput::Budgets,
     /// The node's own views' data.
     pub node: &'a super::NodeView,
+    /// The traced requests (read for `system_traces` only).
+    pub traces: &'a [crate::query_trace::TraceSession],
 }
 
 /// The rows of a system table, each in `table.columns` order, sorted by primary key;
@@ -112,6 +114,7 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         storage,
         budgets,
         node,
+        traces,
     } = *sources;
     use super::node_views as views;
     use crate::metrics::Operation::{Read, Scan, Write};
@@ -135,6 +138,8 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         ("system", "peers_v2") => cluster.peers.iter().map(peer_v2_row).collect(),
         ("system_views", "cluster_nodes") => cluster.nodes.iter().map(node_row).collect(),
         ("system_views", "moves") => super::ring_tables::moves(catalog, &cluster.moves),
+        ("system_traces", "sessions") => super::trace_tables::sessions(traces),
+        ("system_traces", "events") => super::trace_tables::events(traces),
         ("system_views", "settings") => views::settings(node),
         ("system_views", "clients") => views::clients(node),
         ("system_views", "caches") => views::caches(node),

@@ -86,6 +86,20 @@ impl<'a> MeteredShards<'a> {
         }
     }
 
+    /// A traced request's event: which physical partition of `table` holds `token`.
+    fn trace_partition(&self, what: &str, table: TableId, token: i64) {
+        crate::query_trace::event(|| {
+            let part = self
+                .storage
+                .partition_of(table, token)
+                .map_or_else(|_| "?".to_string(), |p| p.id.to_string());
+            format!(
+                "{what} {} at token {token}, physical partition {part}",
+                self.metrics.table_name(table)
+            )
+        });
+    }
+
     /// Runs `op` on `table` again while it is refused for throughput and the wait still fits
     /// in the server-side retry; a refusal that stands is counted.
     fn retrying<T>(
@@ -124,9 +138,16 @@ impl Shards for MeteredShards<'_> {
                     self.admit(*table, || storage::token::partition_token(&m.partition_key))?,
                 );
             }
+            if crate::query_trace::active() {
+                for (table, m) in writes {
+                    let token = storage::token::partition_token(&m.partition_key);
+                    self.trace_partition("Writing to", *table, token);
+                }
+            }
             let started = Instant::now();
             self.inner.get().apply(writes)?;
             let took = started.elapsed();
+            crate::query_trace::event(|| format!("Wrote {} mutations", writes.len()));
             for ((table, m), end) in writes.iter().zip(admitted) {
                 let cost = ru::write(m.data_size() as u64);
                 self.pay(*table, end, cost, Operation::Write, took);
@@ -143,9 +164,16 @@ impl Shards for MeteredShards<'_> {
     ) -> Result<PartitionSlice, ShardError> {
         self.retrying(table, || {
             let end = self.admit(table, || storage::token::partition_token(partition_key))?;
+            if crate::query_trace::active() {
+                let token = storage::token::partition_token(partition_key);
+                self.trace_partition("Reading", table, token);
+            }
             let started = Instant::now();
             let read = self.inner.get().read(table, partition_key, slice)?;
             let cost = self.read_factor * read.read_cost();
+            crate::query_trace::event(|| {
+                format!("Read {} live rows ({cost} request units)", read.rows.len())
+            });
             self.pay(table, end, cost, Operation::Read, started.elapsed());
             Ok(read)
         })
@@ -163,9 +191,19 @@ impl Shards for MeteredShards<'_> {
             .unwrap_or(range.start.saturating_add(1));
         self.retrying(table, || {
             let end = self.admit(table, || from)?;
+            if crate::query_trace::active() {
+                self.trace_partition("Scanning", table, from);
+            }
             let started = Instant::now();
             let page = self.inner.get().scan(table, range, limit, cursor)?;
             let cost = self.read_factor * page.read_cost();
+            crate::query_trace::event(|| {
+                let rows: usize = page.partitions.iter().map(|p| p.rows.len()).sum();
+                format!(
+                    "Scanned {} partitions and {rows} live rows ({cost} request units)",
+                    page.partitions.len()
+                )
+            });
             self.pay(table, end, cost, Operation::Scan, started.elapsed());
             Ok(page)
         })

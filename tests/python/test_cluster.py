@@ -441,6 +441,28 @@ def test_each_nodes_metrics_show_its_raft_groups_and_misrouted_requests(ring):
             c.shutdown()
 
 
+def test_a_traced_write_shows_its_group_and_forwarding(ring, keyspace):
+    """A write traced through node 1 shows the group it commits to; one whose group node 1
+    does not lead shows it forwarded to the leader's address."""
+    from cassandra import ConsistencyLevel
+    ks, _ = keyspace
+    c = connect(ring[0], only=True)
+    try:
+        s = c.connect()
+        s.execute(f"CREATE TABLE IF NOT EXISTS {ks}.traced (k int PRIMARY KEY, v int)")
+        insert = stmt(f"INSERT INTO {ks}.traced (k, v) VALUES (%s, %s)", ConsistencyLevel.QUORUM)
+        write_new_table(s, insert, (0, 0))
+        steps: list[str] = []
+        for k in range(20):
+            rs = s.execute(insert, (k, k), trace=True)
+            steps += [e.description for e in rs.get_query_trace(max_wait_sec=5).events]
+        assert any(x.startswith("Committing 1 writes to group") for x in steps), steps
+        # Six groups led by three nodes: some of twenty keys go to another node's group.
+        assert any(x.startswith("Forwarding to group") for x in steps), steps
+    finally:
+        c.shutdown()
+
+
 def test_quorum_writes_survive_a_killed_node_which_catches_up(ring, client, keyspace, capsys):
     from cassandra import ConsistencyLevel
     _, session = client

@@ -14,6 +14,8 @@ pub struct Envelope {
     pub warnings: Vec<String>,
     /// The custom payload: keys and values.
     pub custom_payload: Vec<(String, Vec<u8>)>,
+    /// The tracing session of a request that asked to be traced.
+    pub tracing_id: Option<uuid::Uuid>,
 }
 
 impl Envelope {
@@ -22,16 +24,22 @@ impl Envelope {
         Envelope {
             warnings,
             custom_payload: Vec::new(),
+            tracing_id: None,
         }
     }
 
     /// The header flags this envelope sets in a frame of `version` (protocol v3 has neither
-    /// warnings nor custom payloads: they are dropped there).
+    /// warnings nor custom payloads: they are dropped there; a tracing id goes in any).
     pub fn flags(&self, version: u8) -> u8 {
+        let tracing = if self.tracing_id.is_some() {
+            flags::TRACING
+        } else {
+            0
+        };
         if version < 4 {
-            return 0;
+            return tracing;
         }
-        let mut f = 0;
+        let mut f = tracing;
         if !self.warnings.is_empty() {
             f |= flags::WARNING;
         }
@@ -44,6 +52,9 @@ impl Envelope {
     /// Writes the parts [`Envelope::flags`] announces, in the protocol's order.
     pub fn encode(&self, version: u8, out: &mut impl BufMut) {
         let f = self.flags(version);
+        if let Some(id) = self.tracing_id {
+            wire::write_uuid(out, id);
+        }
         if f & flags::WARNING != 0 {
             wire::write_string_list(out, &self.warnings);
         }
@@ -58,14 +69,16 @@ impl Envelope {
     }
 
     /// Reads the parts a response frame's `frame_flags` announce from the front of `body`,
-    /// leaving the message. A tracing id is read past and dropped.
+    /// leaving the message.
     ///
     /// # Errors
     /// A malformed part.
     pub fn decode(frame_flags: u8, body: &mut &[u8]) -> Result<Envelope, WireError> {
-        if frame_flags & flags::TRACING != 0 {
-            wire::read_uuid(body)?;
-        }
+        let tracing_id = if frame_flags & flags::TRACING != 0 {
+            Some(wire::read_uuid(body)?)
+        } else {
+            None
+        };
         let warnings = if frame_flags & flags::WARNING != 0 {
             wire::read_string_list(body)?
         } else {
@@ -82,6 +95,7 @@ impl Envelope {
         Ok(Envelope {
             warnings,
             custom_payload,
+            tracing_id,
         })
     }
 }
@@ -112,6 +126,7 @@ mod tests {
         let e = Envelope {
             warnings: vec!["w".into()],
             custom_payload: vec![("RequestCharge".into(), 1.5f64.to_be_bytes().to_vec())],
+            tracing_id: None,
         };
         assert_eq!(e.flags(4), flags::WARNING | flags::CUSTOM_PAYLOAD);
         let mut out = Vec::new();
@@ -123,17 +138,20 @@ mod tests {
     }
 
     #[test]
-    fn a_tracing_id_is_read_past() {
+    fn a_tracing_id_comes_first_in_every_version() {
         let mut out = Vec::new();
         out.extend_from_slice(&[7u8; 16]);
         wire::write_string_list(&mut out, &["w"]);
         out.extend_from_slice(&[0, 0]); // an empty [bytes map]
         let mut body = &out[..];
         let all = flags::TRACING | flags::WARNING | flags::CUSTOM_PAYLOAD;
-        assert_eq!(
-            Envelope::decode(all, &mut body),
-            Ok(Envelope::warned(vec!["w".into()]))
-        );
+        let mut traced = Envelope::warned(vec!["w".into()]);
+        traced.tracing_id = Some(uuid::Uuid::from_bytes([7; 16]));
+        assert_eq!(Envelope::decode(all, &mut body), Ok(traced.clone()));
+        assert_eq!(traced.flags(3), flags::TRACING);
+        let mut v3 = Vec::new();
+        traced.encode(3, &mut v3);
+        assert_eq!(v3, [7u8; 16]);
         assert!(body.is_empty());
         let mut short = &out[..10];
         assert!(Envelope::decode(all, &mut short).is_err());
