@@ -129,12 +129,12 @@ pub struct Answer {
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
     let started = std::time::Instant::now();
-    let started_at = std::time::SystemTime::now();
     let class = observed::observe(node.metrics(), ctx, &request, &known);
     let charged = !matches!(request, Request::Prepare(_));
     let slow_log = node.config().slow_query_log_ms;
     let recorded = traced::traced(ctx.traced, node.config().trace_probability);
     let described = (recorded || slow_log > 0).then(|| traced::describe(&request, &known));
+    let started_at = described.as_ref().map(|_| std::time::SystemTime::now());
     let first_event = described.as_ref().map(traced::Described::first_event);
     let (((response, spent), warnings), events) = crate::query_trace::capture(recorded, || {
         if let Some(first) = first_event {
@@ -158,7 +158,7 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
             node,
             ctx.peer.ip(),
             d,
-            started_at,
+            started_at.unwrap_or_else(std::time::SystemTime::now),
             took,
             events.unwrap_or_default(),
         )),
@@ -501,7 +501,7 @@ fn run_plan(
                 crate::metrics::Operation::Scan
             };
             let table = crate::schema::table_id(&s.table);
-            node.metrics().coordinator(table, op, started.elapsed());
+            node.metrics().coordinator(table, op, started);
             result
         }
         Plan::Modify(m) if m.conditions().is_some() => {
@@ -510,7 +510,7 @@ fn run_plan(
             let result = lwt::execute(shards, &[m], &[values], ts, false);
             let table = crate::schema::table_id(m.table());
             let write = crate::metrics::Operation::Write;
-            node.metrics().coordinator(table, write, started.elapsed());
+            node.metrics().coordinator(table, write, started);
             Ok(ResultBody::Rows(result?))
         }
         Plan::Modify(m) => {
@@ -525,7 +525,7 @@ fn run_plan(
             )?;
             let table = crate::schema::table_id(m.table());
             let write = crate::metrics::Operation::Write;
-            node.metrics().coordinator(table, write, started.elapsed());
+            node.metrics().coordinator(table, write, started);
             Ok(ResultBody::Void)
         }
         Plan::Batch(plans, timestamp) => {

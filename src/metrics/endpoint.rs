@@ -1,5 +1,5 @@
 //! The metrics address (`metrics_listen`, ScyllaDB's port 9180 by default): `/metrics` in
-//! Prometheus's text format, read fresh at each scrape.
+//! Prometheus's text format, read fresh at each scrape, and the status page (`/`).
 
 use crate::node::Node;
 use axum::extract::State;
@@ -22,10 +22,26 @@ async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, TEXT_FORMAT)], text)
 }
 
-/// The routes of the metrics address.
+async fn status_page() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        super::status_page::PAGE,
+    )
+}
+
+async fn status_json(State(node): State<Arc<Node>>) -> impl IntoResponse {
+    let json = tokio::task::spawn_blocking(move || super::status_page::status_json(&node))
+        .await
+        .unwrap_or_default();
+    ([(header::CONTENT_TYPE, "application/json")], json)
+}
+
+/// The routes of the metrics address: the series, the status page and its data.
 fn routes(node: Arc<Node>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
+        .route("/", get(status_page))
+        .route("/status.json", get(status_json))
         .with_state(node)
 }
 

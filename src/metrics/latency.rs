@@ -89,20 +89,32 @@ pub struct LatencySummary {
     pub per_second: f64,
 }
 
-/// One latency histogram.
-pub struct Latency {
-    started: Instant,
+/// Stripes a histogram is cut into: each thread records into one, so that threads on other
+/// cores do not fight over the same cache lines.
+const STRIPES: usize = 4;
+
+/// The stripe of the calling thread.
+fn stripe_index() -> usize {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        static STRIPE: usize = (NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES as u64) as usize;
+    }
+    STRIPE.with(|s| *s)
+}
+
+/// One stripe's counts.
+#[repr(align(64))]
+struct Stripe {
     buckets: Vec<AtomicU64>,
     count: AtomicU64,
     max_ns: AtomicU64,
-    /// Per second of the last minute: (second since `started`, operations).
+    /// Per second of the last minute: (second since the histogram started, operations).
     seconds: Vec<(AtomicU64, AtomicU64)>,
 }
 
-impl Default for Latency {
-    fn default() -> Latency {
-        Latency {
-            started: Instant::now(),
+impl Default for Stripe {
+    fn default() -> Stripe {
+        Stripe {
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             count: AtomicU64::new(0),
             max_ns: AtomicU64::new(0),
@@ -113,20 +125,42 @@ impl Default for Latency {
     }
 }
 
+/// One latency histogram.
+pub struct Latency {
+    started: Instant,
+    stripes: Vec<Stripe>,
+}
+
+impl Default for Latency {
+    fn default() -> Latency {
+        Latency {
+            started: Instant::now(),
+            stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
+        }
+    }
+}
+
 impl Latency {
-    /// Records one operation that took `took`.
-    pub fn record(&self, took: Duration) {
+    /// Records one operation that took `took`, ending at `now`.
+    pub fn record(&self, took: Duration, now: Instant) {
+        let Some(stripe) = self.stripes.get(stripe_index()) else {
+            return;
+        };
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        if let Some(b) = self.buckets.get(bucket_of(ns)) {
+        if let Some(b) = stripe.buckets.get(bucket_of(ns)) {
             b.fetch_add(1, Ordering::Relaxed);
         }
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.max_ns.fetch_max(ns, Ordering::Relaxed);
-        let second = self.started.elapsed().as_secs();
-        if let Some((stamp, n)) = self.seconds.get((second % WINDOW as u64) as usize) {
+        stripe.count.fetch_add(1, Ordering::Relaxed);
+        if ns > stripe.max_ns.load(Ordering::Relaxed) {
+            stripe.max_ns.fetch_max(ns, Ordering::Relaxed);
+        }
+        let second = now.saturating_duration_since(self.started).as_secs();
+        if let Some((stamp, n)) = stripe.seconds.get((second % WINDOW as u64) as usize) {
             // A slot from an older minute restarts (a count racing the restart may be lost:
             // the rate is an estimate).
-            if stamp.swap(second, Ordering::Relaxed) != second {
+            if stamp.load(Ordering::Relaxed) != second
+                && stamp.swap(second, Ordering::Relaxed) != second
+            {
                 n.store(0, Ordering::Relaxed);
             }
             n.fetch_add(1, Ordering::Relaxed);
@@ -135,11 +169,12 @@ impl Latency {
 
     /// The histogram now.
     pub fn summary(&self) -> LatencySummary {
-        let counts: Vec<u64> = self
-            .buckets
-            .iter()
-            .map(|b| b.load(Ordering::Relaxed))
-            .collect();
+        let mut counts = vec![0u64; BUCKETS];
+        for stripe in &self.stripes {
+            for (c, b) in counts.iter_mut().zip(&stripe.buckets) {
+                *c += b.load(Ordering::Relaxed);
+            }
+        }
         let total: u64 = counts.iter().sum();
         let quantile = |q: f64| -> f64 {
             if total == 0 {
@@ -158,8 +193,9 @@ impl Latency {
         let now = self.started.elapsed().as_secs();
         let window = now.min(WINDOW as u64 - 1).max(1);
         let recent: u64 = self
-            .seconds
+            .stripes
             .iter()
+            .flat_map(|stripe| stripe.seconds.iter())
             .filter(|(s, _)| {
                 let s = s.load(Ordering::Relaxed);
                 s != u64::MAX && s < now && now - s <= window
@@ -168,9 +204,19 @@ impl Latency {
             .sum();
         let round = |v: f64| (v * 1000.0).round() / 1000.0;
         // A bucket's top may pass the largest time recorded in it.
-        let max_ms = self.max_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        let max_ns = self
+            .stripes
+            .iter()
+            .map(|s| s.max_ns.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        let max_ms = max_ns as f64 / 1e6;
         LatencySummary {
-            count: self.count.load(Ordering::Relaxed),
+            count: self
+                .stripes
+                .iter()
+                .map(|s| s.count.load(Ordering::Relaxed))
+                .sum(),
             p50_ms: round(quantile(0.5).min(max_ms)),
             p99_ms: round(quantile(0.99).min(max_ms)),
             max_ms: round(max_ms),
@@ -219,11 +265,14 @@ mod tests {
     #[test]
     fn a_summary_gives_percentiles_and_the_maximum() {
         let l = Latency::default();
+        let now = Instant::now();
         for _ in 0..98 {
-            l.record(Duration::from_micros(100));
+            l.record(Duration::from_micros(100), now);
         }
-        l.record(Duration::from_millis(10));
-        l.record(Duration::from_millis(50));
+        l.record(Duration::from_millis(10), now);
+        std::thread::scope(|s| {
+            s.spawn(|| l.record(Duration::from_millis(50), now));
+        });
         let s = l.summary();
         assert_eq!(s.count, 100);
         assert!((0.1..=0.125).contains(&s.p50_ms), "{s:?}");

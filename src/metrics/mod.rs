@@ -7,6 +7,7 @@ mod latency;
 mod request_class;
 mod scrape;
 mod series;
+mod status_page;
 
 pub use endpoint::serve_metrics;
 pub use latency::{LatencySummary, Operation, TableLatencies};

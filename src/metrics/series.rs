@@ -11,7 +11,7 @@ use prometheus::{
 };
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use storage::TableId;
 
 /// One table's series, resolved once per schema change (a request never looks up labels).
@@ -318,6 +318,11 @@ impl Metrics {
             .inc();
     }
 
+    /// Requests of `class` answered since the node started.
+    pub fn requests_of(&self, class: RequestClass) -> u64 {
+        self.requests.get(class.index()).map_or(0, IntCounter::get)
+    }
+
     /// Requests answered since the node started.
     pub fn requests_answered(&self) -> u64 {
         self.requests.iter().map(IntCounter::get).sum()
@@ -356,20 +361,23 @@ impl Metrics {
         self.non_replica.inc();
     }
 
-    /// Records `op` on `table`'s shards: it took `took` and cost `ru` request units.
-    pub fn local(&self, table: TableId, op: Operation, took: Duration, ru: f64) {
+    /// Records `op` on `table`'s shards, started at `started` (it ends now), that cost `ru`
+    /// request units.
+    pub fn local(&self, table: TableId, op: Operation, started: Instant, ru: f64) {
+        let now = Instant::now();
         let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = tables.get(&table) {
             t.request_units.inc_by(ru);
-            t.latencies.local(op).record(took);
+            t.latencies.local(op).record(now - started, now);
         }
     }
 
-    /// Records a request doing `op` on `table` that took `took` from start to answer.
-    pub fn coordinator(&self, table: TableId, op: Operation, took: Duration) {
+    /// Records a request doing `op` on `table`, started at `started` (it is answered now).
+    pub fn coordinator(&self, table: TableId, op: Operation, started: Instant) {
+        let now = Instant::now();
         let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = tables.get(&table) {
-            t.latencies.coordinator(op).record(took);
+            t.latencies.coordinator(op).record(now - started, now);
         }
     }
 

@@ -77,10 +77,10 @@ impl<'a> MeteredShards<'a> {
     }
 
     /// Adds `cost` to the request's charge, and pays it from the budget of the partition
-    /// ending at `end`; `op` took `took` (the table's local latency).
-    fn pay(&self, table: TableId, end: Option<i64>, cost: f64, op: Operation, took: Duration) {
+    /// ending at `end`; `op` started at `started` (the table's local latency).
+    fn pay(&self, table: TableId, end: Option<i64>, cost: f64, op: Operation, started: Instant) {
         request_charge::add(cost);
-        self.metrics.local(table, op, took, cost);
+        self.metrics.local(table, op, started, cost);
         if let Some(end) = end {
             self.budgets.charge(self.storage, table, end, cost);
         }
@@ -146,11 +146,10 @@ impl Shards for MeteredShards<'_> {
             }
             let started = Instant::now();
             self.inner.get().apply(writes)?;
-            let took = started.elapsed();
             crate::query_trace::event(|| format!("Wrote {} mutations", writes.len()));
             for ((table, m), end) in writes.iter().zip(admitted) {
                 let cost = ru::write(m.data_size() as u64);
-                self.pay(*table, end, cost, Operation::Write, took);
+                self.pay(*table, end, cost, Operation::Write, started);
             }
             Ok(())
         })
@@ -174,7 +173,7 @@ impl Shards for MeteredShards<'_> {
             crate::query_trace::event(|| {
                 format!("Read {} live rows ({cost} request units)", read.rows.len())
             });
-            self.pay(table, end, cost, Operation::Read, started.elapsed());
+            self.pay(table, end, cost, Operation::Read, started);
             Ok(read)
         })
     }
@@ -204,7 +203,7 @@ impl Shards for MeteredShards<'_> {
                     page.partitions.len()
                 )
             });
-            self.pay(table, end, cost, Operation::Scan, started.elapsed());
+            self.pay(table, end, cost, Operation::Scan, started);
             Ok(page)
         })
     }
@@ -239,13 +238,7 @@ impl Shards for MeteredShards<'_> {
                     // The conditions' read, then the write when one was made.
                     let write = written.get().map_or(0.0, ru::conditional_write);
                     let cost = self.read_factor * ru::read(0, 1) + write;
-                    self.pay(
-                        table,
-                        end,
-                        cost,
-                        Operation::Write,
-                        attempt_started.elapsed(),
-                    );
+                    self.pay(table, end, cost, Operation::Write, attempt_started);
                     return Ok(applied);
                 }
                 Err(CasError::Apply(ShardError::Throttled { retry_after_ms }))
