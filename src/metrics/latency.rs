@@ -46,12 +46,41 @@ pub enum Operation {
     Scan,
 }
 
+/// A sum kept in stripes (each thread adds to its own): request units, in thousandths.
+#[derive(Default)]
+pub struct StripedSum {
+    stripes: [PaddedCount; STRIPES],
+}
+
+#[derive(Default)]
+#[repr(align(64))]
+struct PaddedCount(AtomicU64);
+
+impl StripedSum {
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        if let Some(s) = self.stripes.get(stripe_index()) {
+            s.0.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The sum so far.
+    pub fn total(&self) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| s.0.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
 /// One table's histograms: local (the operation on the shards) and coordinator (the whole
-/// request), each by operation.
+/// request), each by operation; and its request units (thousandths).
 #[derive(Default)]
 pub struct TableLatencies {
     local: [Latency; 3],
     coordinator: [Latency; 3],
+    /// Request units charged, in thousandths.
+    pub request_units_milli: StripedSum,
 }
 
 impl TableLatencies {

@@ -19,6 +19,7 @@ impl Metrics {
     /// Prometheus's text format.
     pub fn scrape(&self, node: &crate::node::Node) -> String {
         scrape::read(node, &self.scraped);
+        self.publish_request_units();
         self.text()
     }
 }

@@ -67,11 +67,20 @@ pub struct Metrics {
     request_units: CounterVec,
     throttled: IntCounterVec,
     tables: RwLock<HashMap<TableId, TableSeries>>,
+    /// Changes whenever `tables` does (unique across nodes in one process), so that each
+    /// thread's cache of them is rebuilt.
+    generation: std::sync::atomic::AtomicU64,
     pub(super) scraped: ScrapedSeries,
 }
 
 /// Why a series could not be made (a bug: names and labels are fixed).
 pub type MetricsError = prometheus::Error;
+
+/// A generation number no other `Metrics` of this process has had.
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Latency buckets: 50 µs doubling up to about 13 s.
 fn latency_buckets() -> Vec<f64> {
@@ -292,6 +301,7 @@ impl Metrics {
             )?,
             request_units,
             tables: RwLock::default(),
+            generation: std::sync::atomic::AtomicU64::new(next_generation()),
             scraped,
             registry,
         })
@@ -361,23 +371,58 @@ impl Metrics {
         self.non_replica.inc();
     }
 
+    /// Runs `f` on `table`'s histograms, found through this thread's cache of them (a
+    /// request takes no lock: the cache is rebuilt when the tables change).
+    fn with_table(&self, table: TableId, f: impl FnOnce(&TableLatencies)) {
+        thread_local! {
+            static CACHE: std::cell::RefCell<(u64, HashMap<TableId, Arc<TableLatencies>>)> =
+                std::cell::RefCell::new((0, HashMap::new()));
+        }
+        let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.0 != generation {
+                cache.0 = generation;
+                cache.1.clear();
+            }
+            if !cache.1.contains_key(&table) {
+                let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+                let Some(t) = tables.get(&table) else {
+                    return;
+                };
+                cache.1.insert(table, t.latencies.clone());
+            }
+            if let Some(t) = cache.1.get(&table) {
+                f(t);
+            }
+        });
+    }
+
     /// Records `op` on `table`'s shards, started at `started` (it ends now), that cost `ru`
     /// request units.
     pub fn local(&self, table: TableId, op: Operation, started: Instant, ru: f64) {
         let now = Instant::now();
-        let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = tables.get(&table) {
-            t.request_units.inc_by(ru);
-            t.latencies.local(op).record(now - started, now);
-        }
+        self.with_table(table, |t| {
+            t.request_units_milli.add((ru * 1000.0).round() as u64);
+            t.local(op).record(now - started, now);
+        });
     }
 
     /// Records a request doing `op` on `table`, started at `started` (it is answered now).
     pub fn coordinator(&self, table: TableId, op: Operation, started: Instant) {
         let now = Instant::now();
+        self.with_table(table, |t| t.coordinator(op).record(now - started, now));
+    }
+
+    /// Raises each table's request-unit counter to what its stripes hold (at a scrape).
+    pub(super) fn publish_request_units(&self) {
         let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = tables.get(&table) {
-            t.latencies.coordinator(op).record(now - started, now);
+        for t in tables.values() {
+            let total = t.latencies.request_units_milli.total() as f64 / 1000.0;
+            let now = t.request_units.get();
+            if total > now {
+                t.request_units.inc_by(total - now);
+            }
         }
     }
 
@@ -451,6 +496,8 @@ impl Metrics {
                 }
             });
         }
+        self.generation
+            .store(next_generation(), std::sync::atomic::Ordering::Release);
     }
 
     /// The registry's series in Prometheus's text format.
