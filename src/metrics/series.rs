@@ -385,16 +385,17 @@ impl Metrics {
                 cache.0 = generation;
                 cache.1.clear();
             }
-            if !cache.1.contains_key(&table) {
-                let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
-                let Some(t) = tables.get(&table) else {
-                    return;
-                };
-                cache.1.insert(table, t.latencies.clone());
-            }
-            if let Some(t) = cache.1.get(&table) {
-                f(t);
-            }
+            let found = match cache.1.entry(table) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+                    let Some(t) = tables.get(&table) else {
+                        return;
+                    };
+                    v.insert(t.latencies.clone())
+                }
+            };
+            f(found);
         });
     }
 
