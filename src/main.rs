@@ -54,6 +54,15 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9042")]
         server: SocketAddr,
     },
+    /// Print each table's physical partitions, bytes, logical partitions and local latencies,
+    /// as `nodetool tablestats`, from a running server.
+    Tablestats {
+        /// `KEYSPACE` or `KEYSPACE.TABLE` (default: every table).
+        table: Option<String>,
+        /// Address of a running ringdb (its CQL port).
+        #[arg(long, default_value = "127.0.0.1:9042")]
+        server: SocketAddr,
+    },
     /// Take a live node out of the cluster: its physical partitions' replicas move to the
     /// other nodes, then it leaves. Shows the progress; returns once it has left.
     Decommission {
@@ -120,6 +129,10 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Status { server } => {
             ringdb::admin::status_from_server(server)?;
+            Ok(())
+        }
+        Command::Tablestats { table, server } => {
+            ringdb::admin_tablestats::tablestats(server, table.as_deref())?;
             Ok(())
         }
         Command::Decommission { server } => {

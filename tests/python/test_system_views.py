@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import fresh_name, run_cqlsh
+import re
+import subprocess
+
+from conftest import fresh_name, ringdb_bin, run_cqlsh
 
 pytestmark = pytest.mark.dml
 
@@ -121,3 +124,29 @@ def test_cqlsh_reads_and_describes_the_views(server, tmp_path):
                     home=tmp_path / "cqlsh").stdout
     assert "VIRTUAL TABLE system_views.local_read_latency" in out, out
     assert "p99th_ms double" in out, out
+
+
+def test_ringdb_tablestats_prints_a_tables_figures(server, session, table):
+    ks, t = table
+    other = fresh_name("other")
+    session.execute(f"CREATE TABLE {ks}.{other} (k int PRIMARY KEY)")
+    read = session.prepare(f"SELECT v FROM {ks}.{t} WHERE k = ?")
+    before = one(session, "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = %s AND table_name = %s", ks, t).count
+    for k in range(7):
+        session.execute(read, (k,))
+    out = subprocess.run([str(ringdb_bin()), "tablestats", f"{ks}.{t}", "--server", f"{server.host}:{server.port}"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert f"Keyspace: {ks}" in text and f"\tTable: {t}" in text, text
+    assert other not in text, "a table outside the filter"
+    assert "1 tables" in text
+    reads = int(re.search(r"Local read count: (\d+)", text).group(1))
+    assert reads >= before + 7, text
+    parts = list(session.execute("SELECT bytes FROM system_views.physical_partitions WHERE keyspace_name = %s AND table_name = %s", (ks, t)))
+    shown = int(re.search(r"Physical partitions: (\d+)", text).group(1))
+    assert shown == len(parts), text
+    # The keyspace alone lists both tables.
+    both = subprocess.run([str(ringdb_bin()), "tablestats", ks, "--server", f"{server.host}:{server.port}"],
+                          capture_output=True, text=True, timeout=60).stdout
+    assert f"\tTable: {other}" in both and "2 tables" in both, both
