@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod admin_leave;
+pub mod admin_operations;
 pub mod admin_tablestats;
 pub mod auth;
 pub mod client_registry;

@@ -63,6 +63,22 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9042")]
         server: SocketAddr,
     },
+    /// Write every table's (or the named ones') memtables to disk on a running node.
+    Flush {
+        /// `KEYSPACE` or `KEYSPACE.TABLE` (default: every table).
+        table: Option<String>,
+        /// The node's metrics address.
+        #[arg(long, default_value = "127.0.0.1:9180")]
+        metrics: SocketAddr,
+    },
+    /// Compact every table's (or the named ones') physical partitions on a running node.
+    Compact {
+        /// `KEYSPACE` or `KEYSPACE.TABLE` (default: every table).
+        table: Option<String>,
+        /// The node's metrics address.
+        #[arg(long, default_value = "127.0.0.1:9180")]
+        metrics: SocketAddr,
+    },
     /// Take a live node out of the cluster: its physical partitions' replicas move to the
     /// other nodes, then it leaves. Shows the progress; returns once it has left.
     Decommission {
@@ -129,6 +145,14 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Status { server } => {
             ringdb::admin::status_from_server(server)?;
+            Ok(())
+        }
+        Command::Flush { table, metrics } => {
+            ringdb::admin_operations::run(metrics, "flush", table.as_deref())?;
+            Ok(())
+        }
+        Command::Compact { table, metrics } => {
+            ringdb::admin_operations::run(metrics, "compact", table.as_deref())?;
             Ok(())
         }
         Command::Tablestats { table, server } => {

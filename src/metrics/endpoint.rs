@@ -2,10 +2,10 @@
 //! Prometheus's text format, read fresh at each scrape, and the status page (`/`).
 
 use crate::node::Node;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use axum::Router;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,12 +36,41 @@ async fn status_json(State(node): State<Arc<Node>>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], json)
 }
 
-/// The routes of the metrics address: the series, the status page and its data.
+/// `?table=KS` or `?table=KS.TABLE`.
+#[derive(serde::Deserialize)]
+struct Target {
+    table: Option<String>,
+}
+
+async fn operate(node: Arc<Node>, op: super::operations::Operation, target: Target) -> Response {
+    let done = tokio::task::spawn_blocking(move || {
+        super::operations::run(&node, op, target.table.as_deref())
+    })
+    .await
+    .unwrap_or_else(|e| Err(e.to_string()));
+    match done {
+        Ok(report) => (StatusCode::OK, report).into_response(),
+        Err(why) => (StatusCode::BAD_REQUEST, why).into_response(),
+    }
+}
+
+async fn flush(State(node): State<Arc<Node>>, Query(target): Query<Target>) -> Response {
+    operate(node, super::operations::Operation::Flush, target).await
+}
+
+async fn compact(State(node): State<Arc<Node>>, Query(target): Query<Target>) -> Response {
+    operate(node, super::operations::Operation::Compact, target).await
+}
+
+/// The routes of the metrics address: the series, the status page and its data, and the
+/// administrator's operations.
 fn routes(node: Arc<Node>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/", get(status_page))
         .route("/status.json", get(status_json))
+        .route("/admin/flush", post(flush))
+        .route("/admin/compact", post(compact))
         .with_state(node)
 }
 

@@ -4,6 +4,7 @@
 
 mod endpoint;
 mod latency;
+mod operations;
 mod request_class;
 mod scrape;
 mod series;

@@ -157,3 +157,33 @@ def test_an_invalid_metrics_address_is_refused_at_startup(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "metrics_listen" in r.stderr + r.stdout, r.stderr
+
+
+def test_ringdb_flush_and_compact_through_the_metrics_address(served, session):
+    srv, url = served
+    metrics_addr = url.split("/")[2]
+    ks = fresh_name("ops")
+    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
+    insert = session.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
+    for k in range(300):
+        session.execute(insert, (k, "m" * 300))
+    before = value(scrape(url), "ringdb_memtable_bytes")
+    assert before >= 300 * 300
+
+    def ringdb(*args):
+        return subprocess.run([str(ringdb_bin()), *args, "--metrics", metrics_addr],
+                              capture_output=True, text=True, timeout=120)
+
+    flushed = ringdb("flush", f"{ks}.t")
+    assert flushed.returncode == 0, flushed.stderr
+    assert f"{ks}.t: flushed" in flushed.stdout
+    assert value(scrape(url), "ringdb_memtable_bytes") < before
+    compacted = ringdb("compact", ks)
+    assert compacted.returncode == 0, compacted.stderr
+    assert f"{ks}.t: compacted" in compacted.stdout
+    # The rows are all there after both.
+    assert session.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == 300
+    missing = ringdb("flush", f"{ks}.nosuchtable")
+    assert missing.returncode != 0 and "no table matches" in missing.stderr, missing
