@@ -34,6 +34,7 @@ pub mod schema;
 pub mod server;
 pub mod session;
 pub mod shard;
+pub mod snapshots;
 pub mod system;
 pub mod throughput;
 pub mod tls;

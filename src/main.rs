@@ -79,6 +79,19 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9180")]
         metrics: SocketAddr,
     },
+    /// Snapshot a running node's data directory into `snapshots/NAME` (flushed, hard-linked).
+    Snapshot {
+        /// The snapshot's name.
+        name: String,
+        /// The node's metrics address.
+        #[arg(long, default_value = "127.0.0.1:9180")]
+        metrics: SocketAddr,
+    },
+    /// Put the snapshot NAME back into the data directory (`--data-dir`) of a stopped node.
+    Restore {
+        /// The snapshot's name.
+        name: String,
+    },
     /// Take a live node out of the cluster: its physical partitions' replicas move to the
     /// other nodes, then it leaves. Shows the progress; returns once it has left.
     Decommission {
@@ -148,11 +161,25 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Flush { table, metrics } => {
-            ringdb::admin_operations::run(metrics, "flush", table.as_deref())?;
+            let param = table.as_deref().map(|t| ("table", t));
+            ringdb::admin_operations::run(metrics, "flush", param)?;
             Ok(())
         }
         Command::Compact { table, metrics } => {
-            ringdb::admin_operations::run(metrics, "compact", table.as_deref())?;
+            let param = table.as_deref().map(|t| ("table", t));
+            ringdb::admin_operations::run(metrics, "compact", param)?;
+            Ok(())
+        }
+        Command::Snapshot { name, metrics } => {
+            ringdb::admin_operations::run(metrics, "snapshot", Some(("name", &name)))?;
+            Ok(())
+        }
+        Command::Restore { name } => {
+            let files = ringdb::snapshots::restore(&config.data_dir, &name)?;
+            println!(
+                "restored snapshot {name} into {}: {files} files",
+                config.data_dir.display()
+            );
             Ok(())
         }
         Command::Tablestats { table, server } => {

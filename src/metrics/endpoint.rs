@@ -62,6 +62,27 @@ async fn compact(State(node): State<Arc<Node>>, Query(target): Query<Target>) ->
     operate(node, super::operations::Operation::Compact, target).await
 }
 
+/// `?name=NAME`.
+#[derive(serde::Deserialize)]
+struct Named {
+    name: String,
+}
+
+async fn snapshot(State(node): State<Arc<Node>>, Query(named): Query<Named>) -> Response {
+    let done = tokio::task::spawn_blocking(move || crate::snapshots::take(&node, &named.name))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    match done {
+        Ok(t) => (
+            StatusCode::OK,
+            format!("snapshot taken: {} files, {} bytes\n", t.files, t.bytes),
+        )
+            .into_response(),
+        Err(why) => (StatusCode::BAD_REQUEST, why).into_response(),
+    }
+}
+
 /// The routes of the metrics address: the series, the status page and its data, and the
 /// administrator's operations.
 fn routes(node: Arc<Node>) -> Router {
@@ -71,6 +92,7 @@ fn routes(node: Arc<Node>) -> Router {
         .route("/status.json", get(status_json))
         .route("/admin/flush", post(flush))
         .route("/admin/compact", post(compact))
+        .route("/admin/snapshot", post(snapshot))
         .with_state(node)
 }
 

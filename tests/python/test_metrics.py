@@ -187,3 +187,50 @@ def test_ringdb_flush_and_compact_through_the_metrics_address(served, session):
     assert session.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == 300
     missing = ringdb("flush", f"{ks}.nosuchtable")
     assert missing.returncode != 0 and "no table matches" in missing.stderr, missing
+
+
+def test_snapshot_and_restore_round_trip_a_table(request, tmp_path):
+    port = free_port()
+    srv = RingServer(tmp_path / "data", tmp_path / "stderr.log", request.node.nodeid,
+                     extra_args=("--metrics-listen", f"127.0.0.1:{port}")).start()
+    cluster = make_cluster(srv)
+    try:
+        s = cluster.connect()
+        s.execute("CREATE KEYSPACE snap WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE snap.t (k int PRIMARY KEY, v text)")
+        insert = s.prepare("INSERT INTO snap.t (k, v) VALUES (?, ?)")
+        for k in range(100):
+            s.execute(insert, (k, f"before-{k}"))
+        taken = subprocess.run([str(ringdb_bin()), "snapshot", "first", "--metrics", f"127.0.0.1:{port}"],
+                               capture_output=True, text=True, timeout=120)
+        assert taken.returncode == 0, taken.stderr
+        assert "snapshot taken" in taken.stdout
+        again = subprocess.run([str(ringdb_bin()), "snapshot", "first", "--metrics", f"127.0.0.1:{port}"],
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode != 0 and "exists already" in again.stderr
+        # After the snapshot: more rows, changed rows, deleted rows.
+        for k in range(100, 150):
+            s.execute(insert, (k, "after"))
+        for k in range(10):
+            s.execute(insert, (k, "changed"))
+        s.execute("DELETE FROM snap.t WHERE k = 50")
+        assert s.execute("SELECT count(*) FROM snap.t").one()[0] == 149
+    finally:
+        cluster.shutdown()
+    stop_and_check(srv)
+    restored = subprocess.run([str(ringdb_bin()), "restore", "first", "--data-dir", str(srv.data_dir)],
+                              capture_output=True, text=True, timeout=120)
+    assert restored.returncode == 0, restored.stderr
+    srv.start()
+    cluster = make_cluster(srv)
+    try:
+        s = cluster.connect()
+        rows = {r.k: r.v for r in s.execute("SELECT k, v FROM snap.t")}
+        assert rows == {k: f"before-{k}" for k in range(100)}
+    finally:
+        cluster.shutdown()
+        stop_and_check(srv)
+    missing = subprocess.run([str(ringdb_bin()), "restore", "nosuch", "--data-dir", str(srv.data_dir)],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0 and "no snapshot named" in missing.stderr
