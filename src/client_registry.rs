@@ -1,7 +1,6 @@
 //! `ClientRegistry`: the node's open client connections, for `system_views.clients` (what
 //! each connected as, with which driver, how many requests it sent).
 
-use crate::session::Session;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,11 +35,17 @@ impl ClientInfo {
     }
 }
 
+/// A connection the registry lists (a session).
+pub trait Client: Send + Sync {
+    /// The connection as `system_views.clients` shows it.
+    fn client_info(&self) -> ClientInfo;
+}
+
 /// The open connections.
 #[derive(Default)]
 pub struct ClientRegistry {
     next: AtomicU64,
-    open: Mutex<HashMap<u64, Weak<Session>>>,
+    open: Mutex<HashMap<u64, Weak<dyn Client>>>,
 }
 
 /// A registered connection; dropping it takes the connection off the registry.
@@ -57,17 +62,17 @@ impl Drop for Registration<'_> {
 }
 
 impl ClientRegistry {
-    /// Registers `session` until the returned registration is dropped.
-    pub fn register(&self, session: &Arc<Session>) -> Registration<'_> {
+    /// Registers `client` until the returned registration is dropped.
+    pub fn register(&self, client: Arc<dyn Client>) -> Registration<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.insert(id, Arc::downgrade(session));
+        open.insert(id, Arc::downgrade(&client));
         Registration { registry: self, id }
     }
 
     /// Every open connection, by address.
     pub fn all(&self) -> Vec<ClientInfo> {
-        let sessions: Vec<Arc<Session>> = {
+        let sessions: Vec<Arc<dyn Client>> = {
             let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
             open.values().filter_map(Weak::upgrade).collect()
         };

@@ -26,6 +26,7 @@ pub mod error;
 pub mod executor;
 pub mod host_memory;
 pub mod metrics;
+pub mod metrics_http;
 pub mod node;
 pub mod planner;
 pub mod prepared;

@@ -65,7 +65,7 @@ pub async fn serve(config: Config) -> Result<(), ServerError> {
     let cluster = start_cluster(&node, native, stop_cluster.clone()).await?;
     let stop_metrics = CancellationToken::new();
     if let Some(addr) = node.config().metrics_address() {
-        tokio::spawn(crate::metrics::serve_metrics(
+        tokio::spawn(crate::metrics_http::serve_metrics(
             node.clone(),
             addr,
             stop_metrics.clone(),

@@ -442,3 +442,9 @@ fn supported() -> Response {
         ),
     ])
 }
+
+impl crate::client_registry::Client for Session {
+    fn client_info(&self) -> crate::client_registry::ClientInfo {
+        Session::client_info(self)
+    }
+}

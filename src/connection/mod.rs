@@ -87,7 +87,7 @@ async fn serve<R, W>(
     if tls {
         session.set_tls();
     }
-    let _registered = node.clients().register(&session);
+    let _registered = node.clients().register(session.clone());
     let in_flight = Arc::new(Semaphore::new(node.config().max_requests_per_connection));
     let max_body = node.config().max_frame_bytes;
     let mut buf = BytesMut::with_capacity(16 * 1024);

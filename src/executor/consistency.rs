@@ -7,17 +7,6 @@ use crate::schema::{KeyspaceParams, Replicas, DATA_CENTER};
 use cql::ast::Statement;
 use cql::request::Consistency;
 
-/// True for INSERT/UPDATE/DELETE/BATCH statements that carry an IF clause.
-pub(crate) fn is_conditional(stmt: &Statement) -> bool {
-    match stmt {
-        Statement::Insert(i) => i.if_not_exists,
-        Statement::Update(u) => u.conditions.is_some(),
-        Statement::Delete(d) => d.conditions.is_some(),
-        Statement::Batch(b) => b.statements.iter().any(is_conditional),
-        _ => false,
-    }
-}
-
 /// The rules that need only the level and the statement, checked before it is planned.
 ///
 /// Statements that read or write a table (SELECT, INSERT, UPDATE, DELETE, BATCH) meet their
@@ -34,7 +23,7 @@ pub fn check_consistency(cl: Consistency, stmt: &Statement) -> Result<(), QueryE
     );
     if matches!(cl, Consistency::Serial | Consistency::LocalSerial)
         && is_write
-        && !is_conditional(stmt)
+        && !stmt.is_conditional()
     {
         return Err(QueryError::invalid(
             "You must use conditional updates for serializable writes",

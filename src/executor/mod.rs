@@ -55,7 +55,6 @@ use std::sync::Arc;
 use values::Values;
 
 pub(crate) use apply::apply;
-pub(crate) use consistency::is_conditional;
 pub use consistency::{check_consistency, check_replicas};
 
 /// What the dispatch step already knows of a request, so nothing is looked up or parsed twice.

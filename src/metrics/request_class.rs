@@ -35,7 +35,7 @@ impl RequestClass {
 
     /// The class of `statement`.
     pub fn of(statement: &Statement) -> RequestClass {
-        if crate::executor::is_conditional(statement) {
+        if statement.is_conditional() {
             return RequestClass::Cas;
         }
         match statement {

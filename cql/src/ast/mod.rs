@@ -107,6 +107,20 @@ pub enum Statement {
     Unsupported(Unsupported),
 }
 
+impl Statement {
+    /// True for an INSERT, UPDATE or DELETE with an IF clause, or a BATCH holding one (a
+    /// lightweight transaction).
+    pub fn is_conditional(&self) -> bool {
+        match self {
+            Statement::Insert(i) => i.if_not_exists,
+            Statement::Update(u) => u.conditions.is_some(),
+            Statement::Delete(d) => d.conditions.is_some(),
+            Statement::Batch(b) => b.statements.iter().any(Statement::is_conditional),
+            _ => false,
+        }
+    }
+}
+
 /// A recognised but unsupported statement, kept as its source text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported {

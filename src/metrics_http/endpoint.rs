@@ -16,7 +16,7 @@ use tracing::{info, warn};
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
-    let text = tokio::task::spawn_blocking(move || node.metrics().scrape(&node))
+    let text = tokio::task::spawn_blocking(move || super::scrape::render(&node))
         .await
         .unwrap_or_default();
     ([(header::CONTENT_TYPE, TEXT_FORMAT)], text)

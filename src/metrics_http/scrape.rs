@@ -2,7 +2,7 @@
 //! table's physical partitions and bytes, the disk, and (in a cluster) the local Raft
 //! replicas and the moves in flight.
 
-use super::series::ScrapedSeries;
+use crate::metrics::ScrapedSeries;
 use crate::node::Node;
 use prometheus::{Counter, IntCounter};
 use storage::PartitionState;
@@ -22,8 +22,17 @@ fn raise_float(counter: &Counter, value: f64) {
     }
 }
 
+/// Reads what the store and the cluster of `node` report, then writes every series out in
+/// Prometheus's text format.
+pub(super) fn render(node: &Node) -> String {
+    let metrics = node.metrics();
+    read(node, metrics.scraped());
+    metrics.publish_request_units();
+    metrics.text()
+}
+
 /// Sets the scraped series from `node`.
-pub(super) fn read(node: &Node, s: &ScrapedSeries) {
+fn read(node: &Node, s: &ScrapedSeries) {
     s.in_flight.set(node.requests_in_flight() as i64);
     let storage = node.storage();
     let e = storage.engine_stats();

@@ -3,7 +3,7 @@
 //! bytes, each table's partitions, bytes, splits, leaders and replicas, and the request rates.
 //! The page (embedded in the binary) reads `/status.json` every two seconds.
 
-use super::request_class::RequestClass;
+use crate::metrics::RequestClass;
 use crate::node::Node;
 use serde::Serialize;
 use std::collections::BTreeMap;
