@@ -489,13 +489,12 @@ impl Metrics {
     /// changes); a dropped table's series go.
     pub fn refresh(&self, catalog: &crate::schema::Catalog) {
         let live: Vec<(TableId, [String; 2])> = catalog
-            .keyspaces
-            .values()
-            .filter(|k| !crate::schema::is_system_keyspace(&k.name))
-            .flat_map(|k| {
-                k.tables
-                    .values()
-                    .map(|t| (crate::schema::table_id(t), [k.name.clone(), t.name.clone()]))
+            .user_tables()
+            .map(|t| {
+                (
+                    crate::schema::table_id(t),
+                    [t.keyspace.clone(), t.name.clone()],
+                )
             })
             .collect();
         let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());

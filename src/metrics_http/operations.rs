@@ -19,23 +19,17 @@ fn selected(node: &Node, filter: Option<&str>) -> Vec<(String, TableId)> {
     let catalog = node.catalog();
     let wanted = filter.map(|f| f.split_once('.').unwrap_or((f, "")));
     let mut out = Vec::new();
-    for ks in catalog
-        .keyspaces
-        .values()
-        .filter(|k| !crate::schema::is_system_keyspace(&k.name))
-    {
-        for t in ks.tables.values() {
-            let keep = match wanted {
-                None => true,
-                Some((k, "")) => k == ks.name,
-                Some((k, table)) => k == ks.name && table == t.name,
-            };
-            if keep {
-                out.push((
-                    format!("{}.{}", ks.name, t.name),
-                    crate::schema::table_id(t),
-                ));
-            }
+    for t in catalog.user_tables() {
+        let keep = match wanted {
+            None => true,
+            Some((k, "")) => k == t.keyspace,
+            Some((k, table)) => k == t.keyspace && table == t.name,
+        };
+        if keep {
+            out.push((
+                format!("{}.{}", t.keyspace, t.name),
+                crate::schema::table_id(t),
+            ));
         }
     }
     out

@@ -62,12 +62,8 @@ pub(super) fn status_json(node: &Node) -> String {
     let placements = node.cluster().map(|c| c.placements()).unwrap_or_default();
     let peers = node.cluster().map_or(0, |c| c.peers().len());
     let mut tables = Vec::new();
-    for ks in catalog
-        .keyspaces
-        .values()
-        .filter(|k| !crate::schema::is_system_keyspace(&k.name))
-    {
-        for t in ks.tables.values() {
+    for t in catalog.user_tables() {
+        {
             let id = crate::schema::table_id(t);
             let Ok(parts) = node.storage().physical_partitions(id) else {
                 continue;
@@ -99,7 +95,7 @@ pub(super) fn status_json(node: &Node) -> String {
                 })
                 .collect();
             tables.push(TableStatus {
-                keyspace: ks.name.clone(),
+                keyspace: t.keyspace.clone(),
                 table: t.name.clone(),
                 bytes: partitions.iter().map(|p| p.bytes).sum(),
                 partitions,

@@ -235,6 +235,14 @@ impl Default for Catalog {
 }
 
 impl Catalog {
+    /// Every table of the user keyspaces (the system keyspaces left out).
+    pub fn user_tables(&self) -> impl Iterator<Item = &Table> {
+        self.keyspaces
+            .values()
+            .filter(|k| !is_system_keyspace(&k.name))
+            .flat_map(|k| k.tables.values().map(|t| t.as_ref()))
+    }
+
     /// Looks a table up.
     pub fn table(&self, keyspace: &str, name: &str) -> Option<&Arc<Table>> {
         self.keyspaces.get(keyspace)?.tables.get(name)

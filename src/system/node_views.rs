@@ -6,7 +6,7 @@ use super::ring_tables::NamedRow;
 use crate::client_registry::ClientInfo;
 use crate::cluster_hooks::MoveStatus;
 use crate::metrics::{LatencySummary, Operation, TableLatencies};
-use crate::schema::{is_system_keyspace, table_id, Catalog};
+use crate::schema::{table_id, Catalog};
 use cql::types::Value;
 use std::sync::Arc;
 use storage::{EngineStats, PartitionState, Storage};
@@ -208,22 +208,15 @@ pub(super) fn latency(view: &NodeView, local: bool, op: Operation) -> Vec<NamedR
 /// not flushed yet counts once flushed), in MiB rounded up (as Cassandra).
 pub(super) fn disk_usage(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> {
     let mut out = Vec::new();
-    for ks in catalog
-        .keyspaces
-        .values()
-        .filter(|k| !is_system_keyspace(&k.name))
-    {
-        for t in ks.tables.values() {
-            let Ok(stats) = storage.table_stats(table_id(t)) else {
-                continue;
-            };
-            let bytes = stats.disk_bytes;
-            out.push(vec![
-                ("keyspace_name", text(ks.name.clone())),
-                ("table_name", text(t.name.clone())),
-                ("mebibytes", big(bytes.div_ceil(1 << 20))),
-            ]);
-        }
+    for t in catalog.user_tables() {
+        let Ok(stats) = storage.table_stats(table_id(t)) else {
+            continue;
+        };
+        out.push(vec![
+            ("keyspace_name", text(t.keyspace.clone())),
+            ("table_name", text(t.name.clone())),
+            ("mebibytes", big(stats.disk_bytes.div_ceil(1 << 20))),
+        ]);
     }
     out
 }
@@ -253,31 +246,19 @@ pub(super) fn sstable_tasks(
             ("unit", text("bytes")),
         ]
     };
-    for ks in catalog
-        .keyspaces
-        .values()
-        .filter(|k| !is_system_keyspace(&k.name))
-    {
-        for t in ks.tables.values() {
-            let id = table_id(t);
-            for p in storage.physical_partitions(id).unwrap_or_default() {
-                if p.state == PartitionState::Splitting {
-                    // A stable id per partition: the table's id with the partition's.
-                    let task_id = Uuid::from_u64_pair(id.0 as u64, p.id);
-                    out.push(task(&ks.name, &t.name, task_id, "split", 0, p.bytes));
-                }
+    for t in catalog.user_tables() {
+        let id = table_id(t);
+        for p in storage.physical_partitions(id).unwrap_or_default() {
+            if p.state == PartitionState::Splitting {
+                // A stable id per partition: the table's id with the partition's.
+                let task_id = Uuid::from_u64_pair(id.0 as u64, p.id);
+                out.push(task(&t.keyspace, &t.name, task_id, "split", 0, p.bytes));
             }
-            for m in moves.iter().filter(|m| m.table == id) {
-                let task_id = Uuid::from_u64_pair(id.0 as u64, m.group);
-                out.push(task(
-                    &ks.name,
-                    &t.name,
-                    task_id,
-                    "move",
-                    m.bytes_received,
-                    m.bytes_total,
-                ));
-            }
+        }
+        for m in moves.iter().filter(|m| m.table == id) {
+            let task_id = Uuid::from_u64_pair(id.0 as u64, m.group);
+            let (done, total) = (m.bytes_received, m.bytes_total);
+            out.push(task(&t.keyspace, &t.name, task_id, "move", done, total));
         }
     }
     out

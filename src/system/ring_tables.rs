@@ -3,7 +3,7 @@
 
 use crate::cluster_hooks::Placement;
 use crate::schema::table_id;
-use crate::schema::{is_system_keyspace, Catalog};
+use crate::schema::Catalog;
 use crate::throughput::Budgets;
 use cql::types::Value;
 use storage::{Storage, TableId};
@@ -15,14 +15,6 @@ fn text(s: impl Into<String>) -> Value {
     Value::Text(s.into())
 }
 
-fn user_tables(catalog: &Catalog) -> impl Iterator<Item = &crate::schema::Table> {
-    catalog
-        .keyspaces
-        .values()
-        .filter(|k| !is_system_keyspace(&k.name))
-        .flat_map(|k| k.tables.values().map(|t| t.as_ref()))
-}
-
 /// `system_views.moves`: one row per replica move in flight.
 pub(super) fn moves(
     catalog: &Catalog,
@@ -31,7 +23,7 @@ pub(super) fn moves(
     moves
         .iter()
         .map(|m| {
-            let table = user_tables(catalog).find(|t| table_id(t) == m.table);
+            let table = catalog.user_tables().find(|t| table_id(t) == m.table);
             let big = |v: u64| Value::Bigint(i64::try_from(v).unwrap_or(i64::MAX));
             let mut row = vec![
                 ("group_id", big(m.group)),
@@ -68,7 +60,7 @@ pub(super) fn physical_partitions(
     peers: bool,
 ) -> Vec<NamedRow> {
     let mut out = Vec::new();
-    for t in user_tables(catalog) {
+    for t in catalog.user_tables() {
         let id = table_id(t);
         let Ok(parts) = storage.physical_partitions(id) else {
             continue;
@@ -129,7 +121,7 @@ pub(super) fn size_estimates(
     with_range_type: bool,
 ) -> Vec<NamedRow> {
     let mut out = Vec::new();
-    for t in user_tables(catalog) {
+    for t in catalog.user_tables() {
         let Ok(estimates) = storage.size_estimates(table_id(t)) else {
             continue;
         };
