@@ -101,42 +101,34 @@ fn store_cuts(cluster: &Cluster, table: TableId) -> Vec<i64> {
 fn cut_for_throughput(cluster: &Cluster, led: &[Led]) {
     let node = cluster.node();
     let max = node.budgets().max_per_partition();
-    let catalog = node.catalog();
-    for ks in catalog.keyspaces.values() {
-        for t in ks.tables.values() {
-            let Some(throughput) = t.params.throughput else {
-                continue;
-            };
-            let table = crate::schema::table_id(t);
-            let needed = (f64::from(throughput.limit()) / max).ceil() as usize;
-            let groups = cluster.meta_state().with(|s| ranges_of(s, table));
-            if groups.is_empty() || groups.len() >= needed {
-                continue;
-            }
-            let widest = groups.iter().max_by_key(|(start, g)| {
-                (
-                    i128::from(g.end) - i128::from(*start),
-                    std::cmp::Reverse(*start),
-                )
-            });
-            let Some((start, group)) = widest else {
-                continue;
-            };
-            if !led.iter().any(|l| l.group.id == group.id) {
-                continue;
-            }
-            let middle = (i128::from(*start) + i128::from(group.end)) / 2;
-            let Ok(at) = i64::try_from(middle) else {
-                continue;
-            };
-            if at <= *start || at >= group.end {
-                continue;
-            }
-            info!(%table, group = group.id, at, groups = groups.len(), needed, "cutting a group for throughput");
-            let cut = tokio::task::block_in_place(|| node.storage().split_at(table, at));
-            if let Err(e) = cut {
-                debug!(%table, error = %e, "a cut for throughput failed; retried");
-            }
+    for (table, needed) in crate::throughput::partitions_needed(&node.catalog(), max) {
+        let groups = cluster.meta_state().with(|s| ranges_of(s, table));
+        if groups.is_empty() || groups.len() >= needed {
+            continue;
+        }
+        let widest = groups.iter().max_by_key(|(start, g)| {
+            (
+                i128::from(g.end) - i128::from(*start),
+                std::cmp::Reverse(*start),
+            )
+        });
+        let Some((start, group)) = widest else {
+            continue;
+        };
+        if !led.iter().any(|l| l.group.id == group.id) {
+            continue;
+        }
+        let middle = (i128::from(*start) + i128::from(group.end)) / 2;
+        let Ok(at) = i64::try_from(middle) else {
+            continue;
+        };
+        if at <= *start || at >= group.end {
+            continue;
+        }
+        info!(%table, group = group.id, at, groups = groups.len(), needed, "cutting a group for throughput");
+        let cut = tokio::task::block_in_place(|| node.storage().split_at(table, at));
+        if let Err(e) = cut {
+            debug!(%table, error = %e, "a cut for throughput failed; retried");
         }
     }
 }

@@ -14,4 +14,4 @@ mod throughput_splits;
 
 pub use budgets::{rate_is_large, Budgets, PartitionCount, PartitionUse};
 pub use metered::MeteredShards;
-pub use throughput_splits::split_for_throughput;
+pub use throughput_splits::{partitions_needed, split_for_throughput};

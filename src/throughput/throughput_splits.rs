@@ -8,23 +8,30 @@ use crate::schema::Catalog;
 use storage::{Storage, TableId};
 use tracing::{info, warn};
 
-/// The tables that need more physical partitions, with how many they need.
-fn wanting(catalog: &Catalog, storage: &Storage, max_per_partition: f64) -> Vec<(TableId, usize)> {
-    let mut out = Vec::new();
-    for ks in catalog.keyspaces.values() {
-        for t in ks.tables.values() {
-            let Some(throughput) = t.params.throughput else {
-                continue;
-            };
-            let id = crate::schema::table_id(t);
+/// Every table with a throughput, with how many physical partitions it needs to carry it
+/// at `max_per_partition` RU/s each (the store's on a single node, the groups in a cluster).
+pub fn partitions_needed(catalog: &Catalog, max_per_partition: f64) -> Vec<(TableId, usize)> {
+    catalog
+        .keyspaces
+        .values()
+        .flat_map(|ks| ks.tables.values())
+        .filter_map(|t| {
+            let throughput = t.params.throughput?;
             let needed = (f64::from(throughput.limit()) / max_per_partition).ceil() as usize;
-            let has = storage.partition_of(id, 0).map_or(usize::MAX, |p| p.count);
-            if has < needed {
-                out.push((id, needed));
-            }
-        }
-    }
-    out
+            Some((crate::schema::table_id(t), needed))
+        })
+        .collect()
+}
+
+/// The tables whose store has fewer physical partitions than they need, with how many.
+fn wanting(catalog: &Catalog, storage: &Storage, max_per_partition: f64) -> Vec<(TableId, usize)> {
+    partitions_needed(catalog, max_per_partition)
+        .into_iter()
+        .filter(|(id, needed)| {
+            let has = storage.partition_of(*id, 0).map_or(usize::MAX, |p| p.count);
+            has < *needed
+        })
+        .collect()
 }
 
 /// Splits one table's partitions until it has `needed`.
