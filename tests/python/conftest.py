@@ -180,6 +180,18 @@ def server(request, tmp_path_factory):
     stop_and_check(srv)
 
 
+@pytest.fixture(scope="module")
+def metrics_served(request, tmp_path_factory):
+    """A fresh ringdb per module with its metrics address on a free port; yields (server,
+    the metrics address's base URL)."""
+    tmp = tmp_path_factory.mktemp("metrics")
+    port = free_port()
+    srv = RingServer(tmp / "data", tmp / "stderr.log", request.node.nodeid,
+                     extra_args=("--metrics-listen", f"127.0.0.1:{port}")).start()
+    yield srv, f"http://127.0.0.1:{port}"
+    stop_and_check(srv)
+
+
 @pytest.fixture
 def fresh_server(request, tmp_path):
     """A server of the test's own (function scope), for restart / fresh-schema tests."""

@@ -40,14 +40,10 @@ def value(samples, name: str, **labels) -> float:
 
 
 @pytest.fixture(scope="module")
-def served(request, tmp_path_factory):
-    """A server with its metrics address on a free port; yields (server, metrics URL)."""
-    tmp = tmp_path_factory.mktemp("metrics")
-    port = free_port()
-    srv = RingServer(tmp / "data", tmp / "stderr.log", request.node.nodeid,
-                     extra_args=("--metrics-listen", f"127.0.0.1:{port}")).start()
-    yield srv, f"http://127.0.0.1:{port}/metrics"
-    stop_and_check(srv)
+def served(metrics_served):
+    """The module's server and its `/metrics` URL."""
+    srv, base = metrics_served
+    return srv, base + "/metrics"
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RingServer, free_port, fresh_name, make_cluster, stop_and_check
+from conftest import REPO, fresh_name, make_cluster
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -23,13 +23,9 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 @pytest.fixture(scope="module")
-def served(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("status")
-    port = free_port()
-    srv = RingServer(tmp / "data", tmp / "stderr.log", request.node.nodeid,
-                     extra_args=("--metrics-listen", f"127.0.0.1:{port}")).start()
-    yield srv, f"http://127.0.0.1:{port}"
-    stop_and_check(srv)
+def served(metrics_served):
+    """The module's server and its metrics address's base URL."""
+    return metrics_served
 
 
 @pytest.fixture(scope="module")
