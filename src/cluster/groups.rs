@@ -342,6 +342,8 @@ async fn start_group(
     )
     .await
     .map_err(|e| e.to_string())?;
+    let changes = super::leader_watch::counter(cluster.node().metrics(), group.id);
+    super::leader_watch::watch(&raft, group.id, changes);
     // The first live replica starts the group (its first replica, unless that one is down:
     // a table made while a node is down still gets leaders). Two replicas initializing with
     // the same members is safe.

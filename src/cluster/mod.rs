@@ -18,6 +18,7 @@ pub mod handler;
 pub mod hooks;
 pub mod join;
 pub mod leader_budgets;
+mod leader_watch;
 pub mod leaders;
 pub mod liveness;
 pub mod log_store;
@@ -196,6 +197,11 @@ impl Cluster {
         )
         .await
         .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        leader_watch::watch(
+            &meta,
+            META_GROUP,
+            leader_watch::counter(node.metrics(), META_GROUP),
+        );
         let cluster = Arc::new(Cluster {
             me: me.clone(),
             node: node.clone(),

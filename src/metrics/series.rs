@@ -40,6 +40,8 @@ pub struct ScrapedSeries {
     pub compactions: IntCounter,
     /// `ringdb_compaction_seconds_total`: time spent compacting.
     pub compaction_seconds: Counter,
+    /// `ringdb_compaction_bytes_total`: key and value bytes compactions have read.
+    pub compaction_bytes: IntCounter,
     /// `ringdb_disk_used_bytes`: bytes the store holds on disk.
     pub disk_used: IntGauge,
     /// `ringdb_journal_bytes`: bytes of the write-ahead journals.
@@ -54,6 +56,13 @@ pub struct ScrapedSeries {
     pub physical_partitions: IntGaugeVec,
     /// `ringdb_splits_running`: physical partitions being split.
     pub splits_running: IntGauge,
+    /// `ringdb_split_bytes_copied`: bytes the running splits have copied to their new halves.
+    pub split_bytes_copied: IntGauge,
+    /// `ringdb_split_bytes_expected`: bytes the running splits expect to copy.
+    pub split_bytes_expected: IntGauge,
+    /// `ringdb_largest_partition_bytes{keyspace,table}`: the largest size a logical
+    /// partition has reached.
+    pub largest_partition: IntGaugeVec,
     /// `ringdb_block_cache_bytes`.
     pub block_cache_bytes: IntGauge,
     /// `ringdb_item_cache_hits_total`.
@@ -68,10 +77,9 @@ pub struct ScrapedSeries {
     pub groups_held: IntGauge,
     /// `ringdb_raft_term{group}`.
     pub raft_term: IntGaugeVec,
-    /// `ringdb_raft_leader_changes_total{group}`.
+    /// `ringdb_raft_leader_changes_total{group}`: counted as they happen (each new leader a
+    /// local replica learns of, its first included).
     pub raft_leader_changes: IntCounterVec,
-    /// The leader each local group had at the last scrape.
-    pub leaders_seen: std::sync::Mutex<HashMap<u64, Option<u64>>>,
     /// `ringdb_raft_log_lag{group}`.
     pub raft_log_lag: IntGaugeVec,
     /// `ringdb_moves_running`.
@@ -230,6 +238,10 @@ impl Metrics {
             compactions: m.counter("ringdb_compactions_total", "Compactions finished")?,
             compaction_seconds: m
                 .float_counter("ringdb_compaction_seconds_total", "Time spent compacting")?,
+            compaction_bytes: m.counter(
+                "ringdb_compaction_bytes_total",
+                "Key and value bytes compactions have read",
+            )?,
             disk_used: m.gauge("ringdb_disk_used_bytes", "Bytes the store holds on disk")?,
             journal_bytes: m.gauge("ringdb_journal_bytes", "Bytes of the write-ahead journals")?,
             disk_free: m.gauge(
@@ -254,6 +266,19 @@ impl Metrics {
             splits_running: m.gauge(
                 "ringdb_splits_running",
                 "Physical partitions being split now",
+            )?,
+            split_bytes_copied: m.gauge(
+                "ringdb_split_bytes_copied",
+                "Bytes the running splits have copied to their new halves",
+            )?,
+            split_bytes_expected: m.gauge(
+                "ringdb_split_bytes_expected",
+                "Bytes the running splits expect to copy",
+            )?,
+            largest_partition: m.gauge_vec(
+                "ringdb_largest_partition_bytes",
+                "The largest size a logical partition of the table has reached",
+                &["keyspace", "table"],
             )?,
             block_cache_bytes: m.gauge("ringdb_block_cache_bytes", "Bytes in the block cache")?,
             item_cache_hits: m.counter(
@@ -283,7 +308,6 @@ impl Metrics {
                 "Leaders each local group has had, as seen at scrapes",
                 &["group"],
             )?,
-            leaders_seen: std::sync::Mutex::default(),
             raft_log_lag: m.gauge_vec(
                 "ringdb_raft_log_lag",
                 "Entries each local replica has logged and not yet applied",

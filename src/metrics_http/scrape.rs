@@ -5,7 +5,6 @@
 use crate::metrics::ScrapedSeries;
 use crate::node::Node;
 use prometheus::{Counter, IntCounter};
-use storage::PartitionState;
 
 /// Raises `counter` to `value` (a total the store keeps itself).
 fn raise(counter: &IntCounter, value: u64) {
@@ -41,6 +40,7 @@ fn read(node: &Node, s: &ScrapedSeries) {
     s.running_compactions.set(e.running_compactions as i64);
     raise(&s.compactions, e.compactions_completed);
     raise_float(&s.compaction_seconds, e.compaction_seconds);
+    raise(&s.compaction_bytes, e.bytes_compacted);
     s.disk_used.set(e.disk_bytes as i64);
     s.journal_bytes.set(e.journal_bytes as i64);
     s.block_cache_bytes.set(e.block_cache_bytes as i64);
@@ -60,7 +60,8 @@ fn tables(node: &Node, s: &ScrapedSeries) {
     s.table_bytes.reset();
     s.partition_bytes.reset();
     s.physical_partitions.reset();
-    let mut splitting = 0i64;
+    s.largest_partition.reset();
+    let (mut splitting, mut copied, mut expected) = (0i64, 0u64, 0u64);
     let catalog = node.catalog();
     for ks in catalog
         .keyspaces
@@ -87,13 +88,23 @@ fn tables(node: &Node, s: &ScrapedSeries) {
                 s.partition_bytes
                     .with_label_values(&[labels[0], labels[1], id.as_str()])
                     .set(i64::try_from(p.bytes).unwrap_or(i64::MAX));
-                if p.state == PartitionState::Splitting {
+                if let Some((done, of)) = p.split_progress {
                     splitting += 1;
+                    copied += done;
+                    expected += of.max(done);
                 }
             }
+            let largest = parts.iter().map(|p| p.largest_partition_bytes).max();
+            s.largest_partition
+                .with_label_values(&labels)
+                .set(i64::try_from(largest.unwrap_or(0)).unwrap_or(i64::MAX));
         }
     }
     s.splits_running.set(splitting);
+    s.split_bytes_copied
+        .set(i64::try_from(copied).unwrap_or(i64::MAX));
+    s.split_bytes_expected
+        .set(i64::try_from(expected).unwrap_or(i64::MAX));
 }
 
 fn raft(cluster: &dyn crate::cluster_hooks::ClusterHooks, s: &ScrapedSeries) {
@@ -104,15 +115,8 @@ fn raft(cluster: &dyn crate::cluster_hooks::ClusterHooks, s: &ScrapedSeries) {
         .set(groups.iter().filter(|g| g.leads).count() as i64);
     s.groups_held
         .set(groups.iter().filter(|g| g.group != 0).count() as i64);
-    let mut seen = s.leaders_seen.lock().unwrap_or_else(|p| p.into_inner());
     for g in &groups {
         let id = g.group.to_string();
-        let before = seen.insert(g.group, g.leader);
-        if g.leader.is_some() && before.is_some_and(|b| b != g.leader) {
-            s.raft_leader_changes
-                .with_label_values(&[id.as_str()])
-                .inc();
-        }
         s.raft_term
             .with_label_values(&[id.as_str()])
             .set(i64::try_from(g.term).unwrap_or(i64::MAX));

@@ -143,6 +143,8 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
             unit text, PRIMARY KEY ((keyspace_name), table_name, task_id));
          CREATE TABLE system_views.disk_usage (keyspace_name text, table_name text,
             mebibytes bigint, PRIMARY KEY ((keyspace_name, table_name)));
+         CREATE TABLE system_views.max_partition_size (keyspace_name text, table_name text,
+            mebibytes bigint, PRIMARY KEY ((keyspace_name, table_name)));
          CREATE TABLE system_views.local_read_latency (keyspace_name text, table_name text,
             count bigint, max_ms double, p50th_ms double, p99th_ms double, per_second double,
             PRIMARY KEY ((keyspace_name, table_name)));

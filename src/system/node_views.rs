@@ -1,6 +1,7 @@
 //! The node's own `system_views` tables, with Cassandra 4.1's names and columns: `settings`,
 //! `clients`, `caches`, `thread_pools`, `sstable_tasks` (splits and replica moves in flight),
-//! the `local_*_latency` and `coordinator_*_latency` tables, and `disk_usage`.
+//! the `local_*_latency` and `coordinator_*_latency` tables, `disk_usage` and
+//! `max_partition_size`.
 
 use super::ring_tables::NamedRow;
 use crate::client_registry::ClientInfo;
@@ -9,7 +10,7 @@ use crate::metrics::{LatencySummary, Operation, TableLatencies};
 use crate::schema::{table_id, Catalog};
 use cql::types::Value;
 use std::sync::Arc;
-use storage::{EngineStats, PartitionState, Storage};
+use storage::{EngineStats, Storage};
 use uuid::Uuid;
 
 /// One of the node's worker pools, as `system_views.thread_pools` shows it.
@@ -221,6 +222,29 @@ pub(super) fn disk_usage(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> 
     out
 }
 
+/// `system_views.max_partition_size`: the largest size a logical partition of each user table
+/// has reached on this node, in MiB rounded up (as Cassandra; a high-water mark kept by each
+/// physical partition, as Cassandra's comes from its SSTables' statistics).
+pub(super) fn max_partition_size(catalog: &Catalog, storage: &Storage) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in catalog.user_tables() {
+        let Ok(parts) = storage.physical_partitions(table_id(t)) else {
+            continue;
+        };
+        let largest = parts
+            .iter()
+            .map(|p| p.largest_partition_bytes)
+            .max()
+            .unwrap_or(0);
+        out.push(vec![
+            ("keyspace_name", text(t.keyspace.clone())),
+            ("table_name", text(t.name.clone())),
+            ("mebibytes", big(largest.div_ceil(1 << 20))),
+        ]);
+    }
+    out
+}
+
 /// `system_views.sstable_tasks`: the splits of physical partitions running on this node, and
 /// the replica moves in flight (bytes of the range received).
 pub(super) fn sstable_tasks(
@@ -249,10 +273,12 @@ pub(super) fn sstable_tasks(
     for t in catalog.user_tables() {
         let id = table_id(t);
         for p in storage.physical_partitions(id).unwrap_or_default() {
-            if p.state == PartitionState::Splitting {
+            if let Some((copied, expected)) = p.split_progress {
                 // A stable id per partition: the table's id with the partition's.
                 let task_id = Uuid::from_u64_pair(id.0 as u64, p.id);
-                out.push(task(&t.keyspace, &t.name, task_id, "split", 0, p.bytes));
+                // The expected bytes are an estimate: the copy may pass them.
+                let total = expected.max(copied);
+                out.push(task(&t.keyspace, &t.name, task_id, "split", copied, total));
             }
         }
         for m in moves.iter().filter(|m| m.table == id) {

@@ -146,6 +146,7 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         ("system_views", "thread_pools") => views::thread_pools(node),
         ("system_views", "sstable_tasks") => views::sstable_tasks(catalog, storage, &cluster.moves),
         ("system_views", "disk_usage") => views::disk_usage(catalog, storage),
+        ("system_views", "max_partition_size") => views::max_partition_size(catalog, storage),
         ("system_views", "local_read_latency") => views::latency(node, true, Read),
         ("system_views", "local_write_latency") => views::latency(node, true, Write),
         ("system_views", "local_scan_latency") => views::latency(node, true, Scan),

@@ -22,6 +22,7 @@
 //! Size cells and size counters are not decreased by purges.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use cql::types::DataType;
@@ -49,6 +50,8 @@ type Assigner = Arc<dyn Fn(&str) -> Option<Arc<dyn Factory>> + Send + Sync>;
 pub(crate) struct GcRegistry {
     tables: Tables,
     clock: Option<Clock>,
+    /// Key and value bytes of the items compactions have read (tombstones aside).
+    compacted: Arc<AtomicU64>,
 }
 
 impl GcRegistry {
@@ -56,7 +59,14 @@ impl GcRegistry {
         GcRegistry {
             tables: Arc::default(),
             clock,
+            compacted: Arc::default(),
         }
+    }
+
+    /// Key and value bytes of the items compactions have read so far (each version of a
+    /// key that a compaction merges counts; tombstones do not).
+    pub(crate) fn bytes_compacted(&self) -> u64 {
+        self.compacted.load(Ordering::Relaxed)
     }
 
     pub(crate) fn register(&self, table: TableId, layout: &TableLayout) {
@@ -117,6 +127,8 @@ impl Factory for GcFactory {
         Box::new(GcFilter {
             table,
             now: self.registry.now(),
+            read: 0,
+            compacted: self.registry.compacted.clone(),
         })
     }
 }
@@ -124,6 +136,15 @@ impl Factory for GcFactory {
 struct GcFilter {
     table: Option<GcTable>,
     now: i64,
+    /// Bytes read by this compaction, added to `compacted` when it ends.
+    read: u64,
+    compacted: Arc<AtomicU64>,
+}
+
+impl Drop for GcFilter {
+    fn drop(&mut self) {
+        self.compacted.fetch_add(self.read, Ordering::Relaxed);
+    }
 }
 
 impl CompactionFilter for GcFilter {
@@ -133,10 +154,12 @@ impl CompactionFilter for GcFilter {
         _ctx: &Context,
     ) -> fjall::compaction::filter::CompactionFilterResult {
         let Some(table) = &self.table else {
+            self.read += item.key().len() as u64;
             return Ok(Verdict::Keep);
         };
         // Most items are live cells: their first byte says so, before any key is parsed.
         let value = item.value()?;
+        self.read += (item.key().len() + value.len()) as u64;
         if StoredCell::is_live_encoding(&value) || !purgeable_path(table, item.key()) {
             return Ok(Verdict::Keep);
         }

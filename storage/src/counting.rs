@@ -47,13 +47,20 @@ pub(crate) fn item_bytes(
     Ok(sum)
 }
 
-/// Exact statistics by a full scan (a partition written before statistics existed).
-pub(crate) fn recount(ks: &Keyspace) -> Result<(u64, u64), StorageError> {
+/// Exact statistics by a full scan (a partition written before statistics existed, or whose
+/// statistics a crash lost): (bytes, logical partitions, the largest one's bytes).
+pub(crate) fn recount(ks: &Keyspace) -> Result<(u64, u64, u64), StorageError> {
     let (mut bytes, mut partitions) = (0u64, PartitionCounter::default());
+    let (mut current, mut largest) = (0u64, 0u64);
     for g in ks.iter() {
         let (k, v) = g.into_inner()?;
-        bytes += (k.len() + v.len()) as u64;
-        partitions.see(&k)?;
+        let size = (k.len() + v.len()) as u64;
+        bytes += size;
+        if partitions.see(&k)? {
+            current = 0;
+        }
+        current += size;
+        largest = largest.max(current);
     }
-    Ok((bytes, partitions.count))
+    Ok((bytes, partitions.count, largest))
 }

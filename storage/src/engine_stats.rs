@@ -17,6 +17,8 @@ pub struct EngineStats {
     pub compactions_completed: u64,
     /// Seconds spent compacting since the store opened.
     pub compaction_seconds: f64,
+    /// Key and value bytes compactions have read since the store opened.
+    pub bytes_compacted: u64,
     /// Journal files on disk.
     pub journals: u64,
     /// Bytes on disk: tables' files and journals.
@@ -51,6 +53,7 @@ impl Storage {
             running_compactions: db.active_compactions() as u64,
             compactions_completed: db.compactions_completed() as u64,
             compaction_seconds: db.time_compacting().as_secs_f64(),
+            bytes_compacted: self.inner.gc.bytes_compacted(),
             journals: db.journal_count() as u64,
             disk_bytes: db.disk_space().unwrap_or(0),
             journal_bytes: db.journal_disk_space().unwrap_or(0),

@@ -38,6 +38,9 @@ pub(crate) struct Physical {
     pub(crate) split_queued: AtomicBool,
     /// The `partitions` count when it was flagged oversized ([`NOT_OVERSIZED`]: not flagged).
     pub(crate) oversized_at: AtomicU64,
+    /// The largest size a logical partition stored here has reached (bytes; see
+    /// [`Physical::saw_partition_size`]).
+    pub(crate) largest: AtomicU64,
 }
 
 impl Physical {
@@ -52,7 +55,22 @@ impl Physical {
             partitions: AtomicU64::new(partitions),
             split_queued: AtomicBool::new(false),
             oversized_at: AtomicU64::new(NOT_OVERSIZED),
+            largest: AtomicU64::new(0),
         }
+    }
+
+    /// Notes that one of its logical partitions now holds `bytes` (a write sized it).
+    pub(crate) fn saw_partition_size(&self, bytes: u64) {
+        if bytes > self.largest.load(Ordering::Relaxed) {
+            self.largest.fetch_max(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// The largest size a logical partition stored here has reached since the physical
+    /// partition was made (a high-water mark, as Cassandra's estimate from its SSTables'
+    /// statistics: deleting rows does not lower it).
+    pub(crate) fn largest_partition(&self) -> u64 {
+        self.largest.load(Ordering::Relaxed)
     }
 
     /// Stored key + value bytes (0 while transiently "negative").

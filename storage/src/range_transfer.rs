@@ -39,6 +39,9 @@ const BATCH_ITEMS: usize = 4096;
 struct Added {
     bytes: u64,
     partitions: PartitionCounter,
+    /// Bytes of the logical partition being imported, and the largest one's.
+    current: u64,
+    largest: u64,
     /// The import's range covers the whole physical partition.
     whole: bool,
 }
@@ -142,9 +145,11 @@ impl Storage {
                 whole: start <= view.map.start(i) && view.map.ranges[i].end <= end,
                 ..Added::default()
             });
-            a.bytes += (k.len() + v.len()) as u64;
+            let size = (k.len() + v.len()) as u64;
+            a.bytes += size;
             match a.partitions.see(&k) {
                 Ok(true) => {
+                    a.current = 0;
                     let size_key = crate::key::size_cell_key(a.partitions.prefix());
                     table.ring.filter.add(KeyBits::of(&size_key));
                 }
@@ -154,6 +159,8 @@ impl Storage {
                     break;
                 }
             }
+            a.current += size;
+            a.largest = a.largest.max(a.current);
             batch.insert(&part.keyspace, k, v);
             count += 1;
             if batch.len() >= BATCH_ITEMS {
@@ -178,8 +185,8 @@ impl Storage {
         for p in view.parts.iter() {
             let Some(a) = added.get(&p.id) else { continue };
             retired.push(p.cache_id.swap(item_cache::fresh_id(), Ordering::Relaxed));
-            let (bytes, partitions) = if a.whole {
-                (a.bytes, a.partitions.count)
+            let (bytes, partitions, largest) = if a.whole {
+                (a.bytes, a.partitions.count, a.largest)
             } else {
                 match crate::counting::recount(&p.keyspace) {
                     Ok(counted) => counted,
@@ -191,6 +198,7 @@ impl Storage {
             };
             p.bytes.store(bytes, Ordering::Relaxed);
             p.partitions.store(partitions, Ordering::Relaxed);
+            p.saw_partition_size(largest);
         }
         drop(all);
         self.inner.item_cache.forget_partitions(&retired);

@@ -2,7 +2,7 @@
 //! partitions and the split in progress), swapped whole when a split changes it, plus what
 //! every write and split of the table coordinates on.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use crate::content::ContentFlags;
@@ -66,6 +66,8 @@ pub(crate) struct TableRing {
     pub(crate) content: ContentFlags,
     /// The size-cell keys of the stored partitions (see `crate::partition_filter`).
     pub(crate) filter: PartitionFilter,
+    /// The running split's copy: bytes copied so far and bytes it expects to copy.
+    split_progress: (AtomicU64, AtomicU64),
 }
 
 impl TableRing {
@@ -77,7 +79,23 @@ impl TableRing {
             cancel: AtomicBool::new(false),
             content,
             filter,
+            split_progress: (AtomicU64::new(0), AtomicU64::new(0)),
         }
+    }
+
+    /// Notes how far the running split's copy is: `copied` of `expected` bytes.
+    pub(crate) fn set_split_progress(&self, copied: u64, expected: u64) {
+        self.split_progress.0.store(copied, Ordering::Relaxed);
+        self.split_progress.1.store(expected, Ordering::Relaxed);
+    }
+
+    /// The running split's (bytes copied, bytes to copy); the copied bytes can pass the
+    /// expected ones, an estimate, and both mean nothing while no split runs.
+    pub(crate) fn split_progress(&self) -> (u64, u64) {
+        (
+            self.split_progress.0.load(Ordering::Relaxed),
+            self.split_progress.1.load(Ordering::Relaxed),
+        )
     }
 
     /// The view in force.

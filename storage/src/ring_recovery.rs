@@ -46,7 +46,7 @@ pub(crate) fn open_ring(store: &RingStore, table: TableId) -> Result<TableRing, 
     let mut parts = Vec::with_capacity(map.ranges.len());
     for (i, r) in map.ranges.iter().enumerate() {
         let keyspace = open_keyspace(db, table, r.id)?;
-        let (bytes, partitions) = if map.garbage.contains(&r.id) {
+        let (bytes, partitions, largest) = if map.garbage.contains(&r.id) {
             tracing::info!(%table, id = r.id, "trimming the moved half of a finished split");
             let (lo, hi) = map.key_bounds(i);
             trim(db, &keyspace, &lo, hi.as_deref())?;
@@ -58,6 +58,7 @@ pub(crate) fn open_ring(store: &RingStore, table: TableId) -> Result<TableRing, 
             }
         };
         let p = Physical::new(r.id, keyspace, bytes, partitions);
+        p.saw_partition_size(largest);
         p.set_oversized(r.oversized);
         parts.push(Arc::new(p));
     }

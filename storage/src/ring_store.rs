@@ -102,12 +102,13 @@ impl RingStore {
         RoutingMap::decode(&bytes).map(Some)
     }
 
-    /// The size statistics saved for partition `id` of `table`: (bytes, logical partitions).
+    /// The size statistics saved for partition `id` of `table`: (bytes, logical partitions,
+    /// the largest logical partition's bytes; 0 when saved before it was kept).
     pub(crate) fn load_stats(
         &self,
         table: TableId,
         id: u64,
-    ) -> Result<Option<(u64, u64)>, StorageError> {
+    ) -> Result<Option<(u64, u64, u64)>, StorageError> {
         match self.meta.get(stats_key(table, id))? {
             Some(v) => decode_stats(&v).map(Some),
             None => Ok(None),
@@ -148,15 +149,18 @@ impl RingStore {
 fn encode_stats(p: &Physical) -> Vec<u8> {
     let mut v = p.bytes().to_be_bytes().to_vec();
     v.extend_from_slice(&p.partitions().to_be_bytes());
+    v.extend_from_slice(&p.largest_partition().to_be_bytes());
     v
 }
 
-fn decode_stats(v: &[u8]) -> Result<(u64, u64), StorageError> {
-    let (b, rest) = v
-        .split_first_chunk::<8>()
-        .ok_or_else(|| StorageError::corrupt("partition stats"))?;
-    let p: [u8; 8] = rest
-        .try_into()
-        .map_err(|_| StorageError::corrupt("partition stats"))?;
-    Ok((u64::from_be_bytes(*b), u64::from_be_bytes(p)))
+/// (bytes, partitions, largest): 16 bytes as saved before the largest was kept, or 24.
+fn decode_stats(v: &[u8]) -> Result<(u64, u64, u64), StorageError> {
+    let corrupt = || StorageError::corrupt("partition stats");
+    let (b, rest) = v.split_first_chunk::<8>().ok_or_else(corrupt)?;
+    let (p, rest) = rest.split_first_chunk::<8>().ok_or_else(corrupt)?;
+    let largest = match rest.len() {
+        0 => 0,
+        _ => u64::from_be_bytes(rest.try_into().map_err(|_| corrupt())?),
+    };
+    Ok((u64::from_be_bytes(*b), u64::from_be_bytes(*p), largest))
 }

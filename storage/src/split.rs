@@ -206,9 +206,14 @@ impl Splitter {
         let db = &self.db;
 
         // 1. Choose the split token (unless the caller chose it).
-        let chosen = match forced {
-            Some(at) => Some(at).filter(|at| start < *at && *at < end),
-            None => best_split(&partition_sizes(&db.snapshot(), &src.keyspace, start, end)?),
+        let sizes = match forced {
+            Some(_) => None,
+            None => Some(partition_sizes(&db.snapshot(), &src.keyspace, start, end)?),
+        };
+        let chosen = match (forced, &sizes) {
+            (Some(at), _) => Some(at).filter(|at| start < *at && *at < end),
+            (None, Some(sizes)) => best_split(sizes),
+            (None, None) => None,
         };
         let Some(at) = chosen else {
             if forced.is_some() {
@@ -250,6 +255,24 @@ impl Splitter {
             0,
             0,
         ));
+        // The bytes above `at` and each half's largest logical partition: from the sizes when
+        // they were read; else half the bytes, and the source's largest for both halves.
+        let expected = match &sizes {
+            Some(sizes) => {
+                let largest = |upper: bool| {
+                    let half = sizes.iter().filter(|(t, _)| (*t > at) == upper);
+                    half.map(|(_, b)| *b).max().unwrap_or(0)
+                };
+                upper.saw_partition_size(largest(true));
+                src.largest.store(largest(false), Ordering::Relaxed);
+                sizes.iter().filter(|(t, _)| *t > at).map(|(_, b)| *b).sum()
+            }
+            None => {
+                upper.saw_partition_size(src.largest_partition());
+                source_bytes / 2
+            }
+        };
+        ring.set_split_progress(0, expected);
         let (split_view, snap) = {
             // Holding every stripe: each write commits either before the snapshot (and is
             // copied from it) or after it, dual-written (and counted by its delta).
@@ -398,6 +421,8 @@ impl Splitter {
                 if let Some((first, last)) = chunk.take() {
                     self.copy_chunk(table, src, upper, &first, &last, mask)?;
                 }
+                let (_, expected) = ring.split_progress();
+                ring.set_split_progress(base, expected);
                 (mask, chunk_bytes) = (0, 0);
                 #[cfg(test)]
                 if self.crash_at(SplitStep::Copying) {

@@ -346,6 +346,15 @@ fn hot_logical_partition_is_never_cut() {
     assert!(hot.bytes > 32 << 10);
     assert_eq!(hot.partitions_estimate, 1, "{parts:#?}");
     assert_eq!(hot.state, PartitionState::Oversized);
+    // Its size is the largest any partition of the table reached; the others' are small.
+    assert!(hot.largest_partition_bytes >= 800 * 500, "{hot:?}");
+    assert!(
+        parts
+            .iter()
+            .filter(|p| p.id != hot.id)
+            .all(|p| p.largest_partition_bytes < 4 * 500),
+        "{parts:#?}"
+    );
     // A forced split of a single-partition physical partition refuses.
     let before = db.physical_partitions(T).unwrap().len();
     while db.split_now(T).unwrap() {}
@@ -425,6 +434,20 @@ fn crash_at_every_split_step_loses_nothing() {
         }
         *db.inner.splitter.crash_at.lock().unwrap() = Some(step);
         assert!(!db.split_now(T).unwrap());
+        if step == SplitStep::Copied {
+            // Stopped after the copy: the split shows every byte it copied, about as many as
+            // the partitions' sizes said it would.
+            let parts = db.physical_partitions(T).unwrap();
+            let (copied, expected) = parts
+                .iter()
+                .find_map(|p| p.split_progress)
+                .expect("a partition is splitting");
+            assert!(copied > 150_000, "{copied} of {expected}");
+            assert!(
+                copied.abs_diff(expected) <= expected / 10,
+                "{copied} of {expected}"
+            );
+        }
         // Writes acknowledged after the "crash", before the process dies.
         for pk in 200..300 {
             db.apply(T, &rows(pk, 0..2, 2000)).unwrap();
@@ -453,6 +476,14 @@ fn crash_at_every_split_step_loses_nothing() {
             check_partition(&db, pk, if pk == 5 { 3 } else { 2 }, 2000);
         }
         assert_eq!(scan_keys(&db, 1000).len(), 300);
+        // The largest logical partition (pk 5, three rows) is known after the restart,
+        // whether its statistics were saved or counted again.
+        let largest = parts.iter().map(|p| p.largest_partition_bytes).max();
+        assert!(largest.is_some_and(|b| b > 3 * 2000), "{parts:#?}");
+        assert!(
+            parts.iter().all(|p| p.split_progress.is_none()),
+            "{parts:#?}"
+        );
         // Splitting works again after recovery.
         assert!(db.split_now(T).unwrap());
         assert_eq!(db.physical_partitions(T).unwrap().len(), expected + 1);

@@ -152,6 +152,7 @@ impl Storage {
                 }
                 p.bytes.store(0, Ordering::Relaxed);
                 p.partitions.store(0, Ordering::Relaxed);
+                p.largest.store(0, Ordering::Relaxed);
                 p.set_oversized(false);
             } else {
                 let (lo, hi) = token_key_bounds(p_start.max(start), p_end.min(end));
@@ -213,9 +214,14 @@ impl Storage {
         &self,
         table: TableId,
     ) -> Result<Vec<PhysicalPartitionInfo>, StorageError> {
-        let view = self.table(table)?.ring.current();
+        let ring = &self.table(table)?.ring;
+        let view = ring.current();
         let max = self.inner.limits.physical_partition_max_bytes;
-        Ok(PhysicalPartitionInfo::of_view(&view, max))
+        Ok(PhysicalPartitionInfo::of_view(
+            &view,
+            max,
+            ring.split_progress(),
+        ))
     }
 
     /// The physical partition of `table` that holds `token`: its id, its token range

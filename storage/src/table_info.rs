@@ -57,6 +57,10 @@ pub struct PhysicalPartitionInfo {
     pub partitions_estimate: u64,
     /// Active, splitting or oversized.
     pub state: PartitionState,
+    /// The largest size one of its logical partitions has reached (bytes, a high-water mark).
+    pub largest_partition_bytes: u64,
+    /// While it splits: (bytes copied to the new half, bytes expected), else `None`.
+    pub split_progress: Option<(u64, u64)>,
 }
 
 /// Where one token lies among a table's physical partitions ([`crate::Storage::partition_of`]).
@@ -88,7 +92,11 @@ pub struct SizeEstimate {
 impl PhysicalPartitionInfo {
     /// Every physical partition of `view`, in token order; one holding more than `max_bytes`
     /// that cannot be split is oversized.
-    pub(crate) fn of_view(view: &RingView, max_bytes: u64) -> Vec<PhysicalPartitionInfo> {
+    pub(crate) fn of_view(
+        view: &RingView,
+        max_bytes: u64,
+        split_progress: (u64, u64),
+    ) -> Vec<PhysicalPartitionInfo> {
         view.parts
             .iter()
             .enumerate()
@@ -108,6 +116,8 @@ impl PhysicalPartitionInfo {
                     bytes,
                     partitions_estimate: p.partitions(),
                     state,
+                    largest_partition_bytes: p.largest_partition(),
+                    split_progress: (state == PartitionState::Splitting).then_some(split_progress),
                 }
             })
             .collect()

@@ -303,6 +303,11 @@ impl Storage {
                 max,
             });
         }
+        // A partition dual-written by a split belongs to the split's new half.
+        route
+            .dual
+            .unwrap_or(route.primary)
+            .saw_partition_size(new_size);
         if new_partition {
             // Before the commit, under the stripe lock (see `crate::partition_filter`).
             table.ring.filter.add(filter_bits);

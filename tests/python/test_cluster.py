@@ -423,6 +423,12 @@ def test_each_nodes_metrics_show_its_raft_groups_and_misrouted_requests(ring):
         terms = [v for (name, _), v in s.items() if name == "ringdb_raft_term"]
         assert terms and all(t >= 1 for t in terms), terms
         assert any(name == "ringdb_raft_log_lag" for name, _ in s)
+        # Leader changes are counted as each replica learns of them: every node has seen the
+        # metadata group (0) get a leader, and each data group it holds get one.
+        changes = {dict(labels)["group"]: v for (name, labels), v in s.items()
+                   if name == "ringdb_raft_leader_changes_total"}
+        assert changes.get("0", 0) >= 1, changes
+        assert sum(1 for g, v in changes.items() if g != "0" and v >= 1) >= 1, changes
     clusters, sessions = fallthrough_sessions(ring)
     try:
         s = sessions[0]

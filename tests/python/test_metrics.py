@@ -180,11 +180,19 @@ def test_ringdb_flush_and_compact_through_the_metrics_address(served, session):
     usage = session.execute("SELECT mebibytes FROM system_views.disk_usage "
                             "WHERE keyspace_name = %s AND table_name = 't'", (ks,)).one()
     assert usage.mebibytes >= 1
+    # A second flushed run, so the compaction has two to merge.
+    for k in range(300, 400):
+        session.execute(insert, (k, "m" * 300))
+    assert ringdb("flush", f"{ks}.t").returncode == 0
+    compacted_before = value(scrape(url), "ringdb_compaction_bytes_total")
     compacted = ringdb("compact", ks)
     assert compacted.returncode == 0, compacted.stderr
     assert f"{ks}.t: compacted" in compacted.stdout
+    # The compaction read every row's bytes at least.
+    read = value(scrape(url), "ringdb_compaction_bytes_total") - compacted_before
+    assert read >= 400 * 300, read
     # The rows are all there after both.
-    assert session.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == 300
+    assert session.execute(f"SELECT count(*) FROM {ks}.t").one()[0] == 400
     missing = ringdb("flush", f"{ks}.nosuchtable")
     assert missing.returncode != 0 and "no table matches" in missing.stderr, missing
 

@@ -1,5 +1,5 @@
 """Cassandra 4.1's node views in `system_views`, read through the python driver and cqlsh:
-settings, clients, caches, thread_pools, sstable_tasks, disk_usage and the local and
+settings, clients, caches, thread_pools, sstable_tasks, disk_usage, max_partition_size and the local and
 coordinator latency tables, checked against a known workload. Filtering on them needs no
 ALLOW FILTERING (as in Cassandra 4.1), and DESCRIBE shows them as virtual tables.
 """
@@ -112,6 +112,29 @@ def test_caches_thread_pools_disk_and_tasks(session, table):
     assert list(rs) == []
     assert rs.column_names == ["keyspace_name", "table_name", "task_id", "completion_ratio",
                                "kind", "progress", "total", "unit"]
+
+
+def test_max_partition_size_follows_the_largest_logical_partition(session):
+    ks = fresh_name("widest")
+    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute(f"CREATE TABLE {ks}.t (p int, c int, v blob, PRIMARY KEY (p, c))")
+    insert = session.prepare(f"INSERT INTO {ks}.t (p, c, v) VALUES (?, ?, ?)")
+    query = ("SELECT * FROM system_views.max_partition_size "
+             "WHERE keyspace_name = %s AND table_name = 't'")
+    # Many small partitions: the largest holds one 1 KiB row (1 MiB, rounded up).
+    for p in range(50):
+        session.execute(insert, (p, 0, b"x" * 1024))
+    row = one(session, query, ks)
+    assert row.mebibytes == 1, row
+    # One partition grows to 5 MiB and some: 6 MiB, rounded up as Cassandra rounds.
+    for c in range(1, 81):
+        session.execute(insert, (7, c, b"y" * 65536))
+    row = one(session, query, ks)
+    assert row.mebibytes == 6, row
+    rs = session.execute(f"SELECT * FROM system_views.max_partition_size WHERE keyspace_name = '{ks}'")
+    assert rs.column_names == ["keyspace_name", "table_name", "mebibytes"]
+    session.execute(f"DROP KEYSPACE {ks}")
 
 
 def test_cqlsh_reads_and_describes_the_views(server, tmp_path):
