@@ -92,6 +92,17 @@ pub struct RaftGroupStatus {
     pub lag: u64,
 }
 
+/// What `ringdb cleanup` did on one node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cleaned {
+    /// Token ranges (groups) looked at.
+    pub ranges: u64,
+    /// Ranges the node holds no replica of, whose rows were removed.
+    pub foreign: u64,
+    /// Bytes (keys and values) removed.
+    pub bytes: u64,
+}
+
 /// How an operator changes a member's state (`ringdb decommission` and `ringdb removenode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeState {
@@ -134,6 +145,13 @@ pub trait ClusterHooks: Send + Sync {
     /// Invalid for an unknown host or a removal of a live node (or decommission of a dead
     /// one); Unavailable without a majority of the metadata group.
     fn set_node_state(&self, host_id: Uuid, state: NodeState) -> Result<(), QueryError>;
+
+    /// Removes the rows this node stores of ranges it holds no replica of (`ringdb cleanup`),
+    /// calling `progress` with (ranges done, ranges in all). Blocks.
+    ///
+    /// # Errors
+    /// The store failed to remove a range.
+    fn cleanup(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<Cleaned, String>;
 
     /// Replicates a schema change: `next` replaces the catalog whose version is `expected`.
     /// Blocks until this node has installed it. [`SchemaProposal::Stale`] when another

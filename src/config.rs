@@ -102,6 +102,10 @@ pub struct Config {
     /// MiB a second a node sends range snapshots at, and imports the ones it receives at,
     /// over all its moves (as Cassandra's `stream_throughput_outbound`). 0 is unlimited.
     pub stream_throughput_mib_per_s: u64,
+    /// Whether a replica that moves off this node has its rows removed at once (true), or
+    /// keeps them until `ringdb cleanup` (false), as Cassandra keeps a range's data after it
+    /// moves until `nodetool cleanup`.
+    pub clear_moved_replicas: bool,
     /// Largest accepted frame body, in bytes; a larger frame gets a ProtocolError.
     pub max_frame_bytes: u32,
     /// Maximum simultaneous client connections.
@@ -374,6 +378,7 @@ impl Default for Config {
             initial_physical_partitions: 0,
             max_concurrent_moves: 2,
             stream_throughput_mib_per_s: 24,
+            clear_moved_replicas: true,
             internode_tls_cert_file: None,
             internode_tls_key_file: None,
             internode_tls_ca_file: None,

@@ -87,6 +87,13 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9180")]
         metrics: SocketAddr,
     },
+    /// Remove the rows a running node stores of token ranges it holds no replica of (kept
+    /// after their replicas moved away, see `clear_moved_replicas`), as `nodetool cleanup`.
+    Cleanup {
+        /// The node's metrics address.
+        #[arg(long, default_value = "127.0.0.1:9180")]
+        metrics: SocketAddr,
+    },
     /// Put the snapshot NAME back into the data directory (`--data-dir`) of a stopped node.
     Restore {
         /// The snapshot's name.
@@ -172,6 +179,10 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Snapshot { name, metrics } => {
             ringdb::admin_operations::run(metrics, "snapshot", Some(("name", &name)))?;
+            Ok(())
+        }
+        Command::Cleanup { metrics } => {
+            ringdb::admin_operations::run(metrics, "cleanup", None)?;
             Ok(())
         }
         Command::Restore { name } => {

@@ -95,8 +95,13 @@ fn files(dir: &Path, skip: Option<&str>) -> Result<Vec<PathBuf>, SnapshotError> 
 
 /// Copies or links each of `files` from `from` into `to`. `Ok(false)` when a file vanished
 /// on the way (a compaction removed it).
-fn place(from: &Path, to: &Path, files: &[PathBuf]) -> Result<bool, SnapshotError> {
-    for rel in files {
+fn place(
+    from: &Path,
+    to: &Path,
+    files: &[PathBuf],
+    placed_one: &mut dyn FnMut(u64),
+) -> Result<bool, SnapshotError> {
+    for (i, rel) in files.iter().enumerate() {
         let (src, dst) = (from.join(rel), to.join(rel));
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -107,7 +112,7 @@ fn place(from: &Path, to: &Path, files: &[PathBuf]) -> Result<bool, SnapshotErro
             std::fs::hard_link(&src, &dst)
         };
         match placed {
-            Ok(()) => {}
+            Ok(()) => placed_one(i as u64 + 1),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => {
                 return Err(SnapshotError::Io {
@@ -129,24 +134,34 @@ pub struct Taken {
     pub bytes: u64,
 }
 
-/// Takes the snapshot `name` of `node`'s data directory.
+/// Takes the snapshot `name` of `node`'s data directory, calling `progress` with (done, total,
+/// unit) as it flushes the tables, then as it places the files.
 ///
 /// # Errors
 /// A bad or taken name, a flush or file failure.
-pub fn take(node: &Node, name: &str) -> Result<Taken, SnapshotError> {
+pub fn take(
+    node: &Node,
+    name: &str,
+    progress: &mut dyn FnMut(u64, u64, &'static str),
+) -> Result<Taken, SnapshotError> {
     check_name(name)?;
     let data = node.config().data_dir.clone();
     let target = data.join(SNAPSHOTS_DIR).join(name);
     if target.exists() {
         return Err(SnapshotError::Exists(name.to_string()));
     }
-    for id in node.storage().list_tables() {
-        node.storage().flush_table(id)?;
+    let tables = node.storage().list_tables();
+    for (i, id) in tables.iter().enumerate() {
+        node.storage().flush_table(*id)?;
+        progress(i as u64 + 1, tables.len() as u64, "tables flushed");
     }
     node.storage().persist()?;
     for attempt in 1..=ATTEMPTS {
         let listed = files(&data, Some(SNAPSHOTS_DIR))?;
-        if place(&data, &target, &listed)? {
+        let placed = place(&data, &target, &listed, &mut |done| {
+            progress(done, listed.len() as u64, "files")
+        })?;
+        if placed {
             let bytes = listed
                 .iter()
                 .filter_map(|f| std::fs::metadata(target.join(f)).ok())
@@ -198,7 +213,7 @@ pub fn restore(data_dir: &Path, name: &str) -> Result<usize, SnapshotError> {
             std::fs::remove_file(&path).map_err(io(&path))?;
         }
     }
-    if !place(&source, data_dir, &wanted)? {
+    if !place(&source, data_dir, &wanted, &mut |_| {})? {
         return Err(SnapshotError::Io {
             path: source,
             source: std::io::Error::other("a file of the snapshot went missing"),
@@ -234,13 +249,13 @@ mod tests {
         assert_eq!(rewritten_first, [true, true, false], "{listed:?}");
         assert!(listed.iter().all(|p| !p.starts_with(SNAPSHOTS_DIR)));
         let target = root.join("snapshots/new");
-        assert!(place(root, &target, &listed).expect("place"));
+        assert!(place(root, &target, &listed, &mut |_| {}).expect("place"));
         assert_eq!(
             std::fs::read(target.join("storage/keyspaces/1/tables/7")).expect("read"),
             b"segment"
         );
         // A file that vanished makes the caller start over.
         let gone = vec![PathBuf::from("storage/keyspaces/1/tables/8")];
-        assert!(!place(root, &root.join("snapshots/again"), &gone).expect("place"));
+        assert!(!place(root, &root.join("snapshots/again"), &gone, &mut |_| {}).expect("place"));
     }
 }

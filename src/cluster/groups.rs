@@ -30,6 +30,9 @@ pub struct Groups {
     /// How many groups `handing_over` holds: every write and read checks it first, without
     /// taking the lock.
     handing_over_count: AtomicUsize,
+    /// Held by [`reconcile`] and by a cleanup's removal of a range (`super::cleanup`): no
+    /// replica starts receiving a range while a cleanup removes it.
+    pub(super) turn: tokio::sync::Mutex<()>,
 }
 
 /// How long a request waits for a leadership hand-over before it goes on anyway.
@@ -132,6 +135,7 @@ pub async fn keep(cluster: Arc<Cluster>, shutdown: CancellationToken) {
 
 /// Starts the groups this node should run and stops the ones it should not.
 pub async fn reconcile(cluster: &Arc<Cluster>) {
+    let _turn = cluster.groups.turn.lock().await;
     let me = cluster.me().id;
     let (wanted, members): (Vec<GroupInfo>, BTreeMap<u64, String>) =
         cluster.meta_state().with(|s| {
@@ -223,14 +227,16 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
         let storage = cluster.node().storage();
         let _ = DataMachine::forget(id, storage);
         let _ = cluster.fences().forget(id, storage);
-        // A replica that moved away (or a move here that rolled back): its rows go too.
+        // A replica that moved away (or a move here that rolled back): its rows go too,
+        // unless they are kept for `ringdb cleanup`.
+        let clear = cluster.node().config().clear_moved_replicas;
         let moved_away = cluster.meta_state().with(|s| {
             let g = s.groups.get(&id)?;
             let start = super::routing::ranges_of(s, g.table)
                 .into_iter()
                 .find(|(_, r)| r.id == id)?
                 .0;
-            (!g.replicas.contains(&me)).then_some((g.table, start, g.end))
+            (clear && !g.replicas.contains(&me)).then_some((g.table, start, g.end))
         });
         match moved_away {
             Some((table, start, end)) => {
@@ -240,7 +246,7 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
                         .await;
                 info!(
                     group = id,
-                    ok = matches!(cleared, Ok(Ok(()))),
+                    ok = matches!(cleared, Ok(Ok(_))),
                     "a replica left this node; its rows are removed"
                 );
             }

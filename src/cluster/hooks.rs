@@ -240,6 +240,16 @@ impl ClusterHooks for NodeHooks {
             .collect()
     }
 
+    fn cleanup(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<crate::cluster_hooks::Cleaned, String> {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return Ok(crate::cluster_hooks::Cleaned::default());
+        };
+        super::cleanup::run(&cluster, progress).map_err(|e| e.to_string())
+    }
+
     fn set_node_state(
         &self,
         host_id: uuid::Uuid,

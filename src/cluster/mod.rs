@@ -8,6 +8,7 @@
 
 pub mod balancer;
 pub mod cas;
+pub mod cleanup;
 pub mod codec;
 pub mod data_machine;
 pub mod data_snapshot;

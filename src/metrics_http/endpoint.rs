@@ -1,6 +1,7 @@
 //! The metrics address (`metrics_listen`, ScyllaDB's port 9180 by default): `/metrics` in
 //! Prometheus's text format, read fresh at each scrape, and the status page (`/`).
 
+use super::operations::{Operation, Told};
 use crate::node::Node;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -42,24 +43,41 @@ struct Target {
     table: Option<String>,
 }
 
-async fn operate(node: Arc<Node>, op: super::operations::Operation, target: Target) -> Response {
-    let done = tokio::task::spawn_blocking(move || {
-        super::operations::run(&node, op, target.table.as_deref())
-    })
-    .await
-    .unwrap_or_else(|e| Err(e.to_string()));
-    match done {
-        Ok(report) => (StatusCode::OK, report).into_response(),
-        Err(why) => (StatusCode::BAD_REQUEST, why).into_response(),
+/// Runs `op` on a blocking thread and streams what it tells, a line at a time (see
+/// [`Told::wire`]), ending with `failed WHY` if it fails part-way. An operation that cannot
+/// start is refused with 400 and the reason.
+async fn operate(node: Arc<Node>, op: Operation) -> Response {
+    if let Some(why) = super::operations::refusal(&node, &op) {
+        return (StatusCode::BAD_REQUEST, why).into_response();
     }
+    let (lines, receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::task::spawn_blocking(move || {
+        let failed = lines.clone();
+        let done = super::operations::run(&node, &op, &mut |told: Told| {
+            let _ = lines.send(told.wire());
+        });
+        if let Err(why) = done {
+            let _ = failed.send(format!("failed {}\n", why.replace('\n', " ")));
+        }
+    });
+    let body = futures::stream::unfold(receiver, |mut receiver| async move {
+        let line = receiver.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(line), receiver))
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
 }
 
 async fn flush(State(node): State<Arc<Node>>, Query(target): Query<Target>) -> Response {
-    operate(node, super::operations::Operation::Flush, target).await
+    operate(node, Operation::Flush(target.table)).await
 }
 
 async fn compact(State(node): State<Arc<Node>>, Query(target): Query<Target>) -> Response {
-    operate(node, super::operations::Operation::Compact, target).await
+    operate(node, Operation::Compact(target.table)).await
 }
 
 /// `?name=NAME`.
@@ -69,18 +87,11 @@ struct Named {
 }
 
 async fn snapshot(State(node): State<Arc<Node>>, Query(named): Query<Named>) -> Response {
-    let done = tokio::task::spawn_blocking(move || crate::snapshots::take(&node, &named.name))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
-    match done {
-        Ok(t) => (
-            StatusCode::OK,
-            format!("snapshot taken: {} files, {} bytes\n", t.files, t.bytes),
-        )
-            .into_response(),
-        Err(why) => (StatusCode::BAD_REQUEST, why).into_response(),
-    }
+    operate(node, Operation::Snapshot(named.name)).await
+}
+
+async fn cleanup(State(node): State<Arc<Node>>) -> Response {
+    operate(node, Operation::Cleanup).await
 }
 
 /// The routes of the metrics address: the series, the status page and its data, and the
@@ -93,6 +104,7 @@ fn routes(node: Arc<Node>) -> Router {
         .route("/admin/flush", post(flush))
         .route("/admin/compact", post(compact))
         .route("/admin/snapshot", post(snapshot))
+        .route("/admin/cleanup", post(cleanup))
         .with_state(node)
 }
 

@@ -1,17 +1,46 @@
 //! Operations an administrator asks of a node at its metrics address, as ScyllaDB's REST API
-//! takes nodetool's: `POST /admin/flush` and `POST /admin/compact`, each for every user table
-//! or for `?table=KS` / `?table=KS.TABLE` (`ringdb flush`, `ringdb compact`).
+//! takes nodetool's: `POST /admin/flush` and `POST /admin/compact` (every user table, or
+//! `?table=KS` / `?table=KS.TABLE`), `POST /admin/snapshot?name=NAME` and `POST /admin/cleanup`.
+//! Each runs on a blocking thread and tells its progress as it goes ([`Told`]); the endpoint
+//! streams that to the caller, whose `ringdb` command draws a progress bar from it.
 
 use crate::node::Node;
 use storage::TableId;
 
-/// What an operation does to one table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An administrator's operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Operation {
-    /// Writes its memtables to disk.
-    Flush,
-    /// Compacts each physical partition to one sorted run.
-    Compact,
+    /// Writes the selected tables' memtables to disk.
+    Flush(Option<String>),
+    /// Compacts each physical partition of the selected tables to one sorted run.
+    Compact(Option<String>),
+    /// Takes the snapshot of the data directory with this name.
+    Snapshot(String),
+    /// Removes the rows of ranges this node holds no replica of.
+    Cleanup,
+}
+
+/// What an operation tells its caller while it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Told {
+    /// `done` of `total` steps, counted in `unit`.
+    Progress {
+        done: u64,
+        total: u64,
+        unit: &'static str,
+    },
+    /// A line of its report.
+    Line(String),
+}
+
+impl Told {
+    /// The line that carries it to the caller (`crate::admin_operations` reads it).
+    pub(super) fn wire(&self) -> String {
+        match self {
+            Told::Progress { done, total, unit } => format!("progress {done} {total} {unit}\n"),
+            Told::Line(text) => format!("report {text}\n"),
+        }
+    }
 }
 
 /// The user tables `filter` selects (`KS`, `KS.TABLE`, or every table).
@@ -35,37 +64,98 @@ fn selected(node: &Node, filter: Option<&str>) -> Vec<(String, TableId)> {
     out
 }
 
-/// Runs `op` on the tables `filter` selects; a line per table, or why it failed.
+/// Why `op` cannot start (no table matches its filter), checked before it runs.
+pub(super) fn refusal(node: &Node, op: &Operation) -> Option<String> {
+    let filter = match op {
+        Operation::Flush(f) | Operation::Compact(f) => f.as_deref(),
+        Operation::Snapshot(_) | Operation::Cleanup => return None,
+    };
+    selected(node, filter)
+        .is_empty()
+        .then(|| format!("no table matches {}", filter.unwrap_or("(every table)")))
+}
+
+/// Runs `op`, telling `tell` its progress and its report's lines.
 ///
 /// # Errors
-/// A message when no table matches or the store fails.
-pub(super) fn run(node: &Node, op: Operation, filter: Option<&str>) -> Result<String, String> {
+/// Why it failed part-way (a store failure, a taken snapshot name).
+pub(super) fn run(node: &Node, op: &Operation, tell: &mut dyn FnMut(Told)) -> Result<(), String> {
+    match op {
+        Operation::Flush(filter) | Operation::Compact(filter) => {
+            let compact = matches!(op, Operation::Compact(_));
+            on_tables(node, compact, filter.as_deref(), tell)
+        }
+        Operation::Snapshot(name) => {
+            let taken = crate::snapshots::take(node, name, &mut |done, total, unit| {
+                tell(Told::Progress { done, total, unit })
+            })
+            .map_err(|e| e.to_string())?;
+            tell(Told::Line(format!(
+                "snapshot taken: {} files, {} bytes",
+                taken.files, taken.bytes
+            )));
+            Ok(())
+        }
+        Operation::Cleanup => {
+            let cleaned = match node.cluster() {
+                Some(cluster) => cluster.cleanup(&mut |done, total| {
+                    tell(Told::Progress {
+                        done,
+                        total,
+                        unit: "ranges",
+                    })
+                })?,
+                None => crate::cluster_hooks::Cleaned::default(),
+            };
+            tell(Told::Line(format!(
+                "cleanup done: {} ranges checked, {} held by other nodes removed ({} bytes)",
+                cleaned.ranges, cleaned.foreign, cleaned.bytes
+            )));
+            Ok(())
+        }
+    }
+}
+
+/// Flushes or compacts the tables `filter` selects, a physical partition at a time.
+fn on_tables(
+    node: &Node,
+    compact: bool,
+    filter: Option<&str>,
+    tell: &mut dyn FnMut(Told),
+) -> Result<(), String> {
     let tables = selected(node, filter);
-    if tables.is_empty() {
-        return Err(format!(
-            "no table matches {}",
-            filter.unwrap_or("(every table)")
-        ));
-    }
-    let mut report = String::new();
-    for (name, id) in tables {
+    let storage = node.storage();
+    let counts: Vec<u64> = tables
+        .iter()
+        .map(|(_, id)| storage.physical_partitions(*id).map_or(1, |p| p.len() as u64))
+        .collect();
+    let total: u64 = counts.iter().sum();
+    let mut done = 0u64;
+    let unit = "physical partitions";
+    tell(Told::Progress { done, total, unit });
+    for (name, id) in &tables {
         let started = std::time::Instant::now();
-        let done = match op {
-            Operation::Flush => node
-                .storage()
-                .flush_table(id)
-                .map(|()| "flushed".to_string()),
-            Operation::Compact => node
-                .storage()
-                .compact_table(id)
-                .map(|runs| format!("compacted ({} physical partitions)", runs.len())),
+        let mut on_partition = |_: usize| {
+            done += 1;
+            tell(Told::Progress {
+                done: done.min(total),
+                total,
+                unit,
+            });
         };
-        let line = done.map_err(|e| format!("{name}: {e}"))?;
-        tracing::info!(table = %name, ?op, ms = started.elapsed().as_millis() as u64, "admin operation done");
-        report.push_str(&format!(
-            "{name}: {line} in {} ms\n",
-            started.elapsed().as_millis()
-        ));
+        let finished = if compact {
+            storage
+                .compact_table_each(*id, &mut on_partition)
+                .map(|runs| format!("compacted ({} physical partitions)", runs.len()))
+        } else {
+            storage
+                .flush_table_each(*id, &mut on_partition)
+                .map(|()| "flushed".to_string())
+        };
+        let line = finished.map_err(|e| format!("{name}: {e}"))?;
+        let ms = started.elapsed().as_millis();
+        tracing::info!(table = %name, compact, ms = ms as u64, "admin operation done");
+        tell(Told::Line(format!("{name}: {line} in {ms} ms")));
     }
-    Ok(report)
+    Ok(())
 }

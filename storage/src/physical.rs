@@ -174,35 +174,41 @@ pub(crate) fn trim(
 ) -> Result<(), StorageError> {
     let below = ks.range(..lo.to_vec());
     let above = hi.map(|hi| ks.range(hi.to_vec()..));
-    remove_all(db, ks, below.chain(above.into_iter().flatten()))
+    remove_all(db, ks, below.chain(above.into_iter().flatten())).map(|_| ())
 }
 
-/// Removes every key of `ks` in `lo..hi` (`None`: to the end), in batches.
+/// Removes every key of `ks` in `lo..hi` (`None`: to the end), in batches; returns the bytes
+/// (keys and values) and the logical partitions removed.
 pub(crate) fn clear_range(
     db: &Database,
     ks: &Keyspace,
     lo: &[u8],
     hi: Option<&[u8]>,
-) -> Result<(), StorageError> {
+) -> Result<(u64, u64), StorageError> {
     match hi {
         Some(hi) => remove_all(db, ks, ks.range(lo.to_vec()..hi.to_vec())),
         None => remove_all(db, ks, ks.range(lo.to_vec()..)),
     }
 }
 
-/// Removes the keys `items` yields from `ks`, committing every 4,096.
+/// Removes the keys `items` yields from `ks`, committing every 4,096; returns their bytes
+/// and logical partitions.
 fn remove_all(
     db: &Database,
     ks: &Keyspace,
     items: impl Iterator<Item = fjall::Guard>,
-) -> Result<(), StorageError> {
+) -> Result<(u64, u64), StorageError> {
     let mut batch = db.batch();
+    let (mut bytes, mut partitions) = (0u64, crate::counting::PartitionCounter::default());
     for g in items {
-        batch.remove(ks, g.key()?);
+        let (k, v) = g.into_inner()?;
+        bytes += (k.len() + v.len()) as u64;
+        partitions.see(&k)?;
+        batch.remove(ks, k);
         if batch.len() >= 4096 {
             std::mem::replace(&mut batch, db.batch()).commit()?;
         }
     }
     batch.commit()?;
-    Ok(())
+    Ok((bytes, partitions.count))
 }

@@ -101,21 +101,22 @@ impl Storage {
 
     /// Removes every row of a table whose token is in `(start, end]` (a cluster truncates
     /// group by group). Physical partitions wholly inside are cleared; others lose the range's
-    /// keys (their size counters, estimates, stay).
+    /// keys, and their size counters the keys' bytes and logical partitions.
     ///
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn truncate_range(&self, id: TableId, start: i64, end: i64) -> Result<(), StorageError> {
-        self.clear_token_range(id, start, end, true)
+        self.clear_token_range(id, start, end, true).map(|_| ())
     }
 
     /// Removes every row of a table whose token is in `(start, end]` that nothing writes any
     /// more (a cluster replica that moved away): as [`Storage::truncate_range`], but other
     /// writes of the store go on meanwhile (it holds no write-lock stripe while it deletes).
+    /// Returns the bytes (keys and values) removed.
     ///
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
-    pub fn drop_range(&self, id: TableId, start: i64, end: i64) -> Result<(), StorageError> {
+    pub fn drop_range(&self, id: TableId, start: i64, end: i64) -> Result<u64, StorageError> {
         self.clear_token_range(id, start, end, false)
     }
 
@@ -125,7 +126,7 @@ impl Storage {
         start: i64,
         end: i64,
         fence_writes: bool,
-    ) -> Result<(), StorageError> {
+    ) -> Result<u64, StorageError> {
         let table = self.table(id)?;
         table.ring.cancel.store(true, Ordering::SeqCst);
         let _split = table
@@ -137,6 +138,7 @@ impl Storage {
         let all = fence_writes.then(|| self.inner.stripes.lock(u64::MAX));
         let mut retired = Vec::new();
         let mut cleared = Ok(());
+        let mut removed = 0u64;
         let view = table.ring.current();
         for (i, p) in view.parts.iter().enumerate() {
             let (p_start, p_end) = (view.map.start(i), view.map.ranges[i].end);
@@ -150,15 +152,22 @@ impl Storage {
                     cleared = Err(e.into());
                     break;
                 }
+                removed += p.bytes();
                 p.bytes.store(0, Ordering::Relaxed);
                 p.partitions.store(0, Ordering::Relaxed);
                 p.largest.store(0, Ordering::Relaxed);
                 p.set_oversized(false);
             } else {
                 let (lo, hi) = token_key_bounds(p_start.max(start), p_end.min(end));
-                if let Err(e) = clear_range(&self.inner.db, &p.keyspace, &lo, hi.as_deref()) {
-                    cleared = Err(e);
-                    break;
+                match clear_range(&self.inner.db, &p.keyspace, &lo, hi.as_deref()) {
+                    Ok((bytes, partitions)) => {
+                        p.account(-(bytes as i64), -(partitions as i64));
+                        removed += bytes;
+                    }
+                    Err(e) => {
+                        cleared = Err(e);
+                        break;
+                    }
                 }
             }
         }
@@ -170,7 +179,8 @@ impl Storage {
         // No lookup reaches the retired ids' entries any more; the scan runs without stripes.
         self.inner.item_cache.forget_partitions(&retired);
         cleared?;
-        self.after_write()
+        self.after_write()?;
+        Ok(removed)
     }
 
     /// Size statistics of a table (summed over its physical partitions).
@@ -293,6 +303,19 @@ impl Storage {
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn compact_table(&self, table: TableId) -> Result<Vec<usize>, StorageError> {
+        self.compact_table_each(table, &mut |_| {})
+    }
+
+    /// As [`Storage::compact_table`], calling `done` with each physical partition's index
+    /// once it is compacted.
+    ///
+    /// # Errors
+    /// As [`Storage::compact_table`].
+    pub fn compact_table_each(
+        &self,
+        table: TableId,
+        done: &mut dyn FnMut(usize),
+    ) -> Result<Vec<usize>, StorageError> {
         let table = self.table(table)?;
         let _split = table
             .ring
@@ -301,9 +324,10 @@ impl Storage {
             .unwrap_or_else(|p| p.into_inner());
         let view = table.ring.current();
         let mut left = Vec::with_capacity(view.parts.len());
-        for part in &view.parts {
+        for (i, part) in view.parts.iter().enumerate() {
             compact(&part.keyspace)?;
             left.push(runs(&part.keyspace));
+            done(i);
         }
         Ok(left)
     }
@@ -314,8 +338,22 @@ impl Storage {
     /// # Errors
     /// [`StorageError::UnknownTable`], or [`StorageError::Fjall`] on I/O failure.
     pub fn flush_table(&self, table: TableId) -> Result<(), StorageError> {
-        for part in &self.table(table)?.ring.current().parts {
+        self.flush_table_each(table, &mut |_| {})
+    }
+
+    /// As [`Storage::flush_table`], calling `done` with each physical partition's index once
+    /// it is flushed.
+    ///
+    /// # Errors
+    /// As [`Storage::flush_table`].
+    pub fn flush_table_each(
+        &self,
+        table: TableId,
+        done: &mut dyn FnMut(usize),
+    ) -> Result<(), StorageError> {
+        for (i, part) in self.table(table)?.ring.current().parts.iter().enumerate() {
             part.keyspace.rotate_memtable_and_wait()?;
+            done(i);
         }
         Ok(())
     }
