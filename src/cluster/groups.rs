@@ -164,6 +164,9 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
         .has_peers
         .store(members.len() > 1, std::sync::atomic::Ordering::Relaxed);
     cluster.node().set_has_peers(members.len() > 1);
+    if members.contains_key(&me) {
+        cluster.member.send_replace(true);
+    }
     for group in &wanted {
         if cluster.groups.get(group.id).is_some() {
             continue;

@@ -47,6 +47,7 @@ use meta_machine::{MetaMachine, MetaShared};
 use raft_types::{Member, NodeId, Raft, META_GROUP};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -93,6 +94,9 @@ pub struct Cluster {
     /// More than one member (kept by [`groups::reconcile`]): table data goes through the
     /// groups, else straight to the local store.
     has_peers: std::sync::atomic::AtomicBool,
+    /// Set once a [`groups::reconcile`] has seen this node among the members: until then it
+    /// neither knows the tables nor whether it has peers, and serves no CQL.
+    member: tokio::sync::watch::Sender<bool>,
 }
 
 /// A node's id: the first 8 bytes of its host id.
@@ -222,6 +226,7 @@ impl Cluster {
             )),
             snapshot_files,
             has_peers: std::sync::atomic::AtomicBool::new(false),
+            member: tokio::sync::watch::Sender::new(false),
         });
         let handler = Arc::new(handler::ClusterHandler::new(&cluster));
         let tls = server_tls.is_some();
@@ -241,6 +246,7 @@ impl Cluster {
         tokio::spawn(moves::drive(cluster.clone(), shutdown.clone()));
         tokio::spawn(balancer::watch(cluster.clone(), shutdown.clone()));
         node.attach_cluster(Arc::new(hooks::NodeHooks::new(&cluster)));
+        cluster.wait_until_member(&shutdown).await;
         node.auth()
             .attach_log(Arc::new(hooks::AuthHooks::new(&cluster)));
         Ok(cluster)
@@ -323,6 +329,31 @@ impl Cluster {
     /// The snapshot transfers of replica moves.
     pub fn transfers(&self) -> &Arc<transfers::Transfers> {
         &self.transfers
+    }
+
+    /// Waits until this node is a member whose groups were reconciled once (a joining node:
+    /// until it is admitted and has the metadata up to its admission), or `shutdown`. CQL is
+    /// served after: a node that answered before would be a cluster of one, with no tables
+    /// or with tables it would write to its own store only (acknowledged writes that a
+    /// replica snapshot would later replace).
+    async fn wait_until_member(&self, shutdown: &CancellationToken) {
+        let mut member = self.member.subscribe();
+        let started = std::time::Instant::now();
+        loop {
+            if *member.borrow_and_update() {
+                if started.elapsed() > Duration::from_millis(100) {
+                    info!(node = self.me.id, waited = ?started.elapsed(), "a member of the cluster: serving CQL");
+                }
+                return;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                changed = member.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(Duration::from_secs(5)) => {
+                    info!(node = self.me.id, waited = ?started.elapsed(), "not yet a member of the cluster: CQL waits");
+                }
+            }
+        }
     }
 
     /// True when the cluster has more than one member.

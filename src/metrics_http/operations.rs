@@ -127,7 +127,11 @@ fn on_tables(
     let storage = node.storage();
     let counts: Vec<u64> = tables
         .iter()
-        .map(|(_, id)| storage.physical_partitions(*id).map_or(1, |p| p.len() as u64))
+        .map(|(_, id)| {
+            storage
+                .physical_partitions(*id)
+                .map_or(1, |p| p.len() as u64)
+        })
         .collect();
     let total: u64 = counts.iter().sum();
     let mut done = 0u64;

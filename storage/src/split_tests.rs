@@ -583,7 +583,12 @@ fn truncate_range_removes_exactly_the_range() {
     // The trimmed partitions' counters lost what was removed: they match a recount.
     for part in db.table(T).unwrap().ring.current().parts.iter() {
         let (bytes, partitions, _) = crate::counting::recount(&part.keyspace).unwrap();
-        assert_eq!((part.bytes(), part.partitions()), (bytes, partitions), "{}", part.id);
+        assert_eq!(
+            (part.bytes(), part.partitions()),
+            (bytes, partitions),
+            "{}",
+            part.id
+        );
     }
     db.truncate(T).unwrap();
     assert!(scan_keys(&db, 13).is_empty());
