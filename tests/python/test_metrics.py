@@ -7,6 +7,7 @@ each table's bytes and physical partitions, the disk).
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import urllib.request
@@ -188,6 +189,9 @@ def test_ringdb_flush_and_compact_through_the_metrics_address(served, session):
     compacted = ringdb("compact", ks)
     assert compacted.returncode == 0, compacted.stderr
     assert f"{ks}.t: compacted" in compacted.stdout
+    # Without a terminal the progress bar is a line per step: partitions compacted of all.
+    steps = re.findall(r"compact: (\d+)/(\d+) physical partitions", compacted.stderr)
+    assert steps and steps[-1][0] == steps[-1][1] and int(steps[-1][1]) >= 1, compacted.stderr
     # The compaction read every row's bytes at least.
     read = value(scrape(url), "ringdb_compaction_bytes_total") - compacted_before
     assert read >= 400 * 300, read
@@ -214,6 +218,8 @@ def test_snapshot_and_restore_round_trip_a_table(request, tmp_path):
                                capture_output=True, text=True, timeout=120)
         assert taken.returncode == 0, taken.stderr
         assert "snapshot taken" in taken.stdout
+        files = re.findall(r"snapshot: (\d+)/(\d+) files", taken.stderr)
+        assert files and files[-1][0] == files[-1][1], taken.stderr
         again = subprocess.run([str(ringdb_bin()), "snapshot", "first", "--metrics", f"127.0.0.1:{port}"],
                                capture_output=True, text=True, timeout=120)
         assert again.returncode != 0 and "exists already" in again.stderr
