@@ -146,6 +146,10 @@ pub trait ClusterHooks: Send + Sync {
     /// one); Unavailable without a majority of the metadata group.
     fn set_node_state(&self, host_id: Uuid, state: NodeState) -> Result<(), QueryError>;
 
+    /// Sends a trace this node coordinated to its peers (in the background), so that any node
+    /// answers `system_traces` reads of it.
+    fn share_trace(&self, session: &crate::query_trace::TraceSession);
+
     /// Removes the rows this node stores of ranges it holds no replica of (`ringdb cleanup`),
     /// calling `progress` with (ranges done, ranges in all). Blocks.
     ///

@@ -122,6 +122,10 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             Response::Moved(super::moves::serve_here(cluster, group, request).await)
         }
         Request::Join(member) => Response::Joined(admit(cluster, member).await),
+        Request::Trace(session) => {
+            cluster.node().traces().record(*session);
+            Response::TraceKept
+        }
         Request::Ping => Response::Pong {
             schema_version: cluster.node().catalog().version,
             stats: cluster.local_stats(),

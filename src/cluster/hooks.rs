@@ -240,6 +240,37 @@ impl ClusterHooks for NodeHooks {
             .collect()
     }
 
+    fn share_trace(&self, session: &crate::query_trace::TraceSession) {
+        let Some(cluster) = self.cluster.upgrade() else {
+            return;
+        };
+        let Ok(payload) =
+            super::codec::encode(&super::rpc::Request::Trace(Box::new(session.clone())))
+        else {
+            return;
+        };
+        let me = cluster.me().id;
+        let peers: Vec<std::net::SocketAddr> = cluster.meta_state().with(|s| {
+            s.members
+                .values()
+                .filter(|m| m.id != me)
+                .map(|m| m.internode)
+                .collect()
+        });
+        for peer in peers {
+            let (cluster, payload) = (cluster.clone(), payload.clone());
+            cluster.runtime().clone().spawn(async move {
+                let sent = cluster
+                    .transport()
+                    .call(peer, payload, std::time::Duration::from_secs(5))
+                    .await;
+                if let Err(e) = sent {
+                    tracing::debug!(%peer, error = %e, "a trace was not sent to a peer");
+                }
+            });
+        }
+    }
+
     fn cleanup(
         &self,
         progress: &mut dyn FnMut(u64, u64),

@@ -74,6 +74,8 @@ pub enum Request {
         /// Elect once even though the group has a leader.
         take_over: bool,
     },
+    /// A trace the sender coordinated, for the receiver to keep (`system_traces` reads).
+    Trace(Box<crate::query_trace::TraceSession>),
     /// To a group's leader: hand the leadership to replica `to` (the balancer evens the
     /// groups each node leads).
     TransferLeader {
@@ -150,6 +152,8 @@ pub enum Response {
     Moved(Result<bool, ProposeFailure>),
     /// The receiver holds no replica of the group addressed.
     NoGroup,
+    /// To [`Request::Trace`]: kept.
+    TraceKept,
     /// The request could not be decoded.
     BadRequest(String),
 }

@@ -120,7 +120,7 @@ pub(super) fn keep(
             )
         })
         .collect();
-    node.traces().record(TraceSession {
+    let session = TraceSession {
         id,
         client,
         command: "QUERY",
@@ -131,6 +131,10 @@ pub(super) fn keep(
         request: described.request.to_string(),
         started_at,
         events,
-    });
+    };
+    if let Some(cluster) = node.cluster().filter(|_| node.has_peers()) {
+        cluster.share_trace(&session);
+    }
+    node.traces().record(session);
     id
 }

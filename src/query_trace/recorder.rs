@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::time::{Instant, SystemTime};
 
 /// One step of a traced request, as a `system_traces.events` row.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TraceEvent {
     /// When it happened (its timeuuid's time).
     pub at: SystemTime,

@@ -1,6 +1,8 @@
 //! `Traces`: the node's traced requests, as `system_traces.sessions` and `system_traces.events`
 //! show them. Kept in memory, most recent last, for a day (Cassandra's trace rows have a
-//! one-day TTL) and at most `MAX_SESSIONS` of them.
+//! one-day TTL) and at most `MAX_SESSIONS` of them. In a cluster the coordinator also sends
+//! each trace to its peers (as Cassandra's `system_traces` rows are replicated), so a driver
+//! reads it from whichever node it asks.
 
 use super::recorder::TraceEvent;
 use std::collections::{BTreeMap, VecDeque};
@@ -15,13 +17,14 @@ pub const TRACE_TTL: Duration = Duration::from_secs(24 * 3600);
 const MAX_SESSIONS: usize = 10_000;
 
 /// One traced request: a `system_traces.sessions` row and its events.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TraceSession {
     /// Its id (the tracing id the response carried).
     pub id: Uuid,
     /// The client's address.
     pub client: IpAddr,
     /// `QUERY` (Cassandra's command for CQL requests).
+    #[serde(skip, default = "query_command")]
     pub command: &'static str,
     /// This node's address and CQL port.
     pub coordinator: IpAddr,
@@ -39,6 +42,11 @@ pub struct TraceSession {
     pub events: Vec<(Uuid, TraceEvent)>,
 }
 
+/// Cassandra's command for CQL requests, the one every trace has.
+fn query_command() -> &'static str {
+    "QUERY"
+}
+
 /// The node's traces.
 #[derive(Default)]
 pub struct Traces {
@@ -46,9 +54,11 @@ pub struct Traces {
 }
 
 impl Traces {
-    /// Keeps `session`; traces past their day (or past the most kept) go.
+    /// Keeps `session` (one with the id of a kept one replaces it); traces past their day
+    /// (or past the most kept) go.
     pub fn record(&self, session: TraceSession) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|s| s.id != session.id);
         sessions.push_back(session);
         prune(&mut sessions);
     }

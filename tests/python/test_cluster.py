@@ -470,6 +470,22 @@ def test_a_traced_write_shows_its_group_and_forwarding(ring, keyspace):
                 steps += [e.description for e in rs.get_query_trace(max_wait_sec=5).events]
         assert any(x.startswith("Committing 1 writes to group") for x in steps), steps
         assert any(x.startswith("Forwarding to group") for x in steps), steps
+        # The coordinator sends each trace to its peers: every node answers for it, with
+        # the coordinator's address and the same events.
+        rs = sessions[0].execute(insert, (9, 9), trace=True)
+        trace_id = rs.response_future.get_query_trace_ids()[0]
+        events = len(rs.get_query_trace(max_wait_sec=5).events)
+        query = stmt("SELECT coordinator, duration FROM system_traces.sessions WHERE session_id = %s",
+                     ConsistencyLevel.ONE)
+        count = stmt("SELECT count(*) FROM system_traces.events WHERE session_id = %s",
+                     ConsistencyLevel.ONE)
+        for node, s in zip(ring, sessions):
+            deadline = time.monotonic() + 5
+            while (row := s.execute(query, (trace_id,)).one()) is None:
+                assert time.monotonic() < deadline, f"{node.host} has no trace {trace_id}"
+                time.sleep(0.1)
+            assert str(row.coordinator) == ring[0].host and row.duration > 0, (node.host, row)
+            assert s.execute(count, (trace_id,)).one()[0] == events, node.host
     finally:
         for c in clients:
             c.shutdown()
