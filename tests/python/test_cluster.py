@@ -114,6 +114,26 @@ def wait_writable(nodes: list[RingServer]) -> None:
             c.shutdown()
 
 
+def cluster_node(tmp, i: int, ports: tuple[int, int, int], owner: str, extra: str = "") -> RingServer:
+    """Node i (from 1) of a cluster on HOSTS, not started: `ports` are the CQL, internode and
+    metrics ports every node shares; node 1 starts the cluster, the others join it through node
+    1's internode port; `extra` adds settings."""
+    native, internode, metrics = ports
+    host = HOSTS[i - 1]
+    d = tmp / f"node{i}"
+    d.mkdir()
+    cfg = d / "cluster.toml"
+    seeds = "" if i == 1 else f'"{HOSTS[0]}:{internode}"'
+    cfg.write_text(f'internode_listen = "{host}:{internode}"\nseeds = [{seeds}]\n'
+                   f'metrics_listen = "{host}:{metrics}"\n'
+                   f"initial_physical_partitions = 6\n{extra}")
+    node = RingServer(d / "data", d / "stderr.log", owner=owner, host=host, port=native,
+                      extra_args=("--config", str(cfg)),
+                      log_level=os.environ.get("RINGDB_LOG_LEVEL", LOG_LEVEL))
+    node.metrics_url = f"http://{host}:{metrics}/metrics"
+    return node
+
+
 @pytest.fixture(scope="module")
 def ring(request, tmp_path_factory) -> list[RingServer]:
     """Three nodes: node 1 starts the cluster, 2 and 3 join it through node 1's internode port.
@@ -124,18 +144,8 @@ def ring(request, tmp_path_factory) -> list[RingServer]:
     metrics = port_free_on_all({native, internode})
     nodes: list[RingServer] = []
     try:
-        for i, host in enumerate(HOSTS, start=1):
-            d = tmp / f"node{i}"
-            d.mkdir()
-            cfg = d / "cluster.toml"
-            seeds = "" if i == 1 else f'"{HOSTS[0]}:{internode}"'
-            cfg.write_text(f'internode_listen = "{host}:{internode}"\nseeds = [{seeds}]\n'
-                           f'metrics_listen = "{host}:{metrics}"\n'
-                           "initial_physical_partitions = 6\n")
-            node = RingServer(d / "data", d / "stderr.log", owner=request.node.nodeid, host=host,
-                              port=native, extra_args=("--config", str(cfg)),
-                              log_level=os.environ.get("RINGDB_LOG_LEVEL", LOG_LEVEL))
-            node.metrics_url = f"http://{host}:{metrics}/metrics"
+        for i in range(1, len(HOSTS) + 1):
+            node = cluster_node(tmp, i, (native, internode, metrics), request.node.nodeid)
             nodes.append(node)
             node.start()
         wait_formed(nodes)

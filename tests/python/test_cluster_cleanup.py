@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import RingServer, STOP_TIMEOUT, assert_no_panics, ringdb_bin
-from test_cluster import HOSTS, LOG_LEVEL, connect, port_free_on_all, scrape, stmt, wait_formed
+from test_cluster import cluster_node, connect, port_free_on_all, scrape, wait_formed
 
 pytestmark = pytest.mark.dml
 
@@ -61,17 +61,8 @@ def test_cleanup_removes_the_rows_of_replicas_moved_away(request, tmp_path):
     nodes: list[RingServer] = []
 
     def start(i: int) -> RingServer:
-        host = HOSTS[i - 1]
-        d = tmp_path / f"node{i}"
-        d.mkdir()
-        cfg = d / "cluster.toml"
-        seeds = "" if i == 1 else f'"{HOSTS[0]}:{internode}"'
-        cfg.write_text(f'internode_listen = "{host}:{internode}"\nseeds = [{seeds}]\n'
-                       f'metrics_listen = "{host}:{metrics}"\n'
-                       "initial_physical_partitions = 6\nclear_moved_replicas = false\n")
-        node = RingServer(d / "data", d / "stderr.log", owner=request.node.nodeid, host=host,
-                          port=native, extra_args=("--config", str(cfg)), log_level=LOG_LEVEL)
-        node.metrics_url = f"http://{host}:{metrics}/metrics"
+        node = cluster_node(tmp_path, i, (native, internode, metrics), request.node.nodeid,
+                            "clear_moved_replicas = false\n")
         nodes.append(node)
         return node.start()
 
