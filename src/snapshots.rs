@@ -3,7 +3,10 @@
 //! the files rewritten in place — journals, version pointers, the schema — copied), and
 //! `restore` puts a snapshot back into the data directory of a stopped node. A file that a
 //! compaction removes while the snapshot is being taken starts it over: what the copied
-//! version pointers name is all there.
+//! version pointers name is all there. A snapshot of a node of a cluster of several is not
+//! restored: its Raft state would go back in time under the other replicas (a vote given, a
+//! log acknowledged), which Raft's safety forbids; its [`INFO_FILE`] says how many members
+//! the cluster had.
 
 use crate::node::Node;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,8 @@ use std::path::{Path, PathBuf};
 pub const SNAPSHOTS_DIR: &str = "snapshots";
 /// How many times a snapshot is started over when compactions keep removing files under it.
 const ATTEMPTS: usize = 10;
+/// The file, in a snapshot's directory, that says what it was taken of (`cluster_members = N`).
+pub const INFO_FILE: &str = "ringdb-snapshot.info";
 
 /// Why a snapshot could not be taken or restored.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +30,12 @@ pub enum SnapshotError {
     /// No snapshot of that name.
     #[error("no snapshot named {0:?} in {1}")]
     Missing(String, PathBuf),
+    /// The snapshot was taken on a node of a cluster of this many members.
+    #[error(
+        "the snapshot was taken on a node of a cluster of {0} nodes: restoring it would take the \
+         node's Raft state back under its replicas; only a single node's snapshot is restored"
+    )]
+    ClusterNode(usize),
     /// Flushing the tables failed.
     #[error("flushing the tables: {0}")]
     Flush(#[from] storage::StorageError),
@@ -162,6 +173,12 @@ pub fn take(
             progress(done, listed.len() as u64, "files")
         })?;
         if placed {
+            let members = match node.cluster().filter(|_| node.has_peers()) {
+                Some(cluster) => cluster.peers().len() + 1,
+                None => 1,
+            };
+            let info = target.join(INFO_FILE);
+            std::fs::write(&info, format!("cluster_members = {members}\n")).map_err(io(&info))?;
             let bytes = listed
                 .iter()
                 .filter_map(|f| std::fs::metadata(target.join(f)).ok())
@@ -200,7 +217,20 @@ pub fn restore(data_dir: &Path, name: &str) -> Result<usize, SnapshotError> {
             data_dir.to_path_buf(),
         ));
     }
-    let wanted = files(&source, None)?;
+    let members = std::fs::read_to_string(source.join(INFO_FILE))
+        .ok()
+        .and_then(|text| {
+            let value = text.trim().strip_prefix("cluster_members = ")?;
+            value.parse::<usize>().ok()
+        })
+        .unwrap_or(1);
+    if members > 1 {
+        return Err(SnapshotError::ClusterNode(members));
+    }
+    let wanted: Vec<PathBuf> = files(&source, None)?
+        .into_iter()
+        .filter(|f| f.as_os_str() != INFO_FILE)
+        .collect();
     for entry in std::fs::read_dir(data_dir).map_err(io(data_dir))? {
         let entry = entry.map_err(io(data_dir))?;
         if entry.file_name() == SNAPSHOTS_DIR {
@@ -257,5 +287,31 @@ mod tests {
         // A file that vanished makes the caller start over.
         let gone = vec![PathBuf::from("storage/keyspaces/1/tables/8")];
         assert!(!place(root, &root.join("snapshots/again"), &gone, &mut |_| {}).expect("place"));
+    }
+
+    #[test]
+    fn a_cluster_nodes_snapshot_is_not_restored_and_a_single_nodes_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::write(root.join("host_id"), b"now").expect("write");
+        for (name, members) in [("clustered", 3), ("single", 1)] {
+            let snap = root.join(SNAPSHOTS_DIR).join(name);
+            std::fs::create_dir_all(&snap).expect("mkdir");
+            std::fs::write(snap.join("host_id"), b"then").expect("write");
+            std::fs::write(
+                snap.join(INFO_FILE),
+                format!("cluster_members = {members}\n"),
+            )
+            .expect("write");
+        }
+        let refused = restore(root, "clustered");
+        assert!(
+            matches!(refused, Err(SnapshotError::ClusterNode(3))),
+            "{refused:?}"
+        );
+        assert_eq!(std::fs::read(root.join("host_id")).expect("read"), b"now");
+        assert_eq!(restore(root, "single").expect("restore"), 1);
+        assert_eq!(std::fs::read(root.join("host_id")).expect("read"), b"then");
+        assert!(!root.join(INFO_FILE).exists());
     }
 }
