@@ -128,6 +128,8 @@ pub struct Answer {
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
     let started = std::time::Instant::now();
+    // A request that panicked on this thread may have left its note.
+    crate::metrics::coordinated::take();
     let class = observed::observe(node.metrics(), ctx, &request, &known);
     let charged = !matches!(request, Request::Prepare(_));
     let slow_log = node.config().slow_query_log_ms;
@@ -145,12 +147,16 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
         crate::query_trace::event(|| "Request complete".to_string());
         answered
     });
-    let took = started.elapsed();
+    let ended = std::time::Instant::now();
+    let took = ended - started;
     let error = match &response {
         Response::Error(e) => Some(e.code()),
         _ => None,
     };
     node.metrics().request(class, took, error);
+    if let Some((table, op)) = crate::metrics::coordinated::take() {
+        node.metrics().coordinator(table, op, took, ended);
+    }
     let slow = slow_log > 0 && took >= std::time::Duration::from_millis(slow_log);
     let tracing_id = match described {
         Some(d) if events.is_some() || slow => Some(traced::keep(
@@ -492,28 +498,24 @@ fn run_plan(
             None => Err(QueryError::invalid("this node is not in a cluster")),
         },
         Plan::Select(s) => {
-            let started = std::time::Instant::now();
-            let result = s.execute(shards, values, inputs.page_size, inputs.paging_state);
             let op = if s.restrictions.partition.is_some() {
                 crate::metrics::Operation::Read
             } else {
                 crate::metrics::Operation::Scan
             };
-            let table = crate::schema::table_id(&s.table);
-            node.metrics().coordinator(table, op, started);
-            result
+            crate::metrics::coordinated::note(crate::schema::table_id(&s.table), op);
+            s.execute(shards, values, inputs.page_size, inputs.paging_state)
         }
         Plan::Modify(m) if m.conditions().is_some() => {
-            let started = std::time::Instant::now();
+            let write = crate::metrics::Operation::Write;
+            crate::metrics::coordinated::note(crate::schema::table_id(m.table()), write);
             let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);
             let result = lwt::execute(shards, &[m], &[values], ts, false);
-            let table = crate::schema::table_id(m.table());
-            let write = crate::metrics::Operation::Write;
-            node.metrics().coordinator(table, write, started);
             Ok(ResultBody::Rows(result?))
         }
         Plan::Modify(m) => {
-            let started = std::time::Instant::now();
+            let write = crate::metrics::Operation::Write;
+            crate::metrics::coordinated::note(crate::schema::table_id(m.table()), write);
             let mutations = m.mutations(values, inputs.timestamp, shards)?;
             apply(
                 shards,
@@ -522,9 +524,6 @@ fn run_plan(
                     .map(|x| (m.table().clone(), x))
                     .collect(),
             )?;
-            let table = crate::schema::table_id(m.table());
-            let write = crate::metrics::Operation::Write;
-            node.metrics().coordinator(table, write, started);
             Ok(ResultBody::Void)
         }
         Plan::Batch(plans, timestamp) => {

@@ -123,7 +123,7 @@ pub struct LatencySummary {
 const STRIPES: usize = 4;
 
 /// The stripe of the calling thread.
-fn stripe_index() -> usize {
+pub(super) fn stripe_index() -> usize {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     thread_local! {
         static STRIPE: usize = (NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES as u64) as usize;

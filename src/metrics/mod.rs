@@ -2,8 +2,10 @@
 //! ([`RequestClass`], per-table [`latency`] histograms). The metrics address that serves them
 //! is `crate::metrics_http`.
 
+pub mod coordinated;
 pub mod latency;
 mod request_class;
+mod request_latency;
 mod series;
 
 pub use latency::{LatencySummary, Operation, TableLatencies};

@@ -6,8 +6,7 @@ use super::latency::{Operation, TableLatencies};
 use super::request_class::RequestClass;
 use cql::response::codes;
 use prometheus::{
-    Counter, CounterVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry,
+    Counter, CounterVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -91,8 +90,7 @@ pub struct ScrapedSeries {
 /// The node's series and their registry.
 pub struct Metrics {
     registry: Registry,
-    requests: Vec<IntCounter>,
-    latency: Vec<Histogram>,
+    requests: std::sync::Arc<super::request_latency::RequestLatency>,
     errors: IntCounterVec,
     unprepared: IntCounter,
     unpaged: IntCounter,
@@ -116,9 +114,17 @@ fn next_generation() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Latency buckets: 50 µs doubling up to about 13 s.
-fn latency_buckets() -> Vec<f64> {
-    prometheus::exponential_buckets(0.000_05, 2.0, 19).unwrap_or_default()
+/// The request counts and histograms, shared with the registry that collects them.
+struct RegisteredRequests(std::sync::Arc<super::request_latency::RequestLatency>);
+
+impl prometheus::core::Collector for RegisteredRequests {
+    fn desc(&self) -> Vec<&prometheus::core::Desc> {
+        self.0.desc()
+    }
+
+    fn collect(&self) -> Vec<prometheus::proto::MetricFamily> {
+        self.0.collect()
+    }
 }
 
 /// The name of a CQL error code, as the `error` label shows it.
@@ -198,28 +204,8 @@ impl Metrics {
     pub fn new() -> Result<Metrics, MetricsError> {
         let registry = Registry::new();
         let m = Maker(&registry);
-        let requests_vec = m.counter_vec(
-            "ringdb_cql_requests_total",
-            "CQL requests (QUERY, PREPARE, EXECUTE, BATCH) answered, by what they do",
-            &["kind"],
-        )?;
-        let latency_vec = prometheus::HistogramVec::new(
-            HistogramOpts::new(
-                "ringdb_cql_request_latency_seconds",
-                "Time from a request's start to its answer, by what it does",
-            )
-            .buckets(latency_buckets()),
-            &["kind"],
-        )?;
-        registry.register(Box::new(latency_vec.clone()))?;
-        let requests = RequestClass::ALL
-            .iter()
-            .map(|c| requests_vec.with_label_values(&[c.label()]))
-            .collect();
-        let latency = RequestClass::ALL
-            .iter()
-            .map(|c| latency_vec.with_label_values(&[c.label()]))
-            .collect();
+        let requests = std::sync::Arc::new(super::request_latency::RequestLatency::new()?);
+        registry.register(Box::new(RegisteredRequests(requests.clone())))?;
         let request_units = CounterVec::new(
             Opts::new(
                 "ringdb_request_units_total",
@@ -322,7 +308,6 @@ impl Metrics {
         };
         Ok(Metrics {
             requests,
-            latency,
             errors: m.counter_vec(
                 "ringdb_cql_errors_total",
                 "Error answers, by protocol code (timeouts, unavailable and overloaded among them)",
@@ -359,11 +344,7 @@ impl Metrics {
 
     /// Records one answered request of `class` that took `took`, with its error code if any.
     pub fn request(&self, class: RequestClass, took: Duration, error: Option<i32>) {
-        let i = class.index();
-        if let (Some(c), Some(h)) = (self.requests.get(i), self.latency.get(i)) {
-            c.inc();
-            h.observe(took.as_secs_f64());
-        }
+        self.requests.record(class, took);
         if let Some(code) = error {
             self.error(code);
         }
@@ -380,12 +361,15 @@ impl Metrics {
 
     /// Requests of `class` answered since the node started.
     pub fn requests_of(&self, class: RequestClass) -> u64 {
-        self.requests.get(class.index()).map_or(0, IntCounter::get)
+        self.requests.count(class)
     }
 
     /// Requests answered since the node started.
     pub fn requests_answered(&self) -> u64 {
-        self.requests.iter().map(IntCounter::get).sum()
+        RequestClass::ALL
+            .iter()
+            .map(|c| self.requests.count(*c))
+            .sum()
     }
 
     /// Error answers of `code` since the node started.
@@ -459,10 +443,9 @@ impl Metrics {
         });
     }
 
-    /// Records a request doing `op` on `table`, started at `started` (it is answered now).
-    pub fn coordinator(&self, table: TableId, op: Operation, started: Instant) {
-        let now = Instant::now();
-        self.with_table(table, |t| t.coordinator(op).record(now - started, now));
+    /// Records a request doing `op` on `table` that took `took` and was answered at `now`.
+    pub fn coordinator(&self, table: TableId, op: Operation, took: Duration, now: Instant) {
+        self.with_table(table, |t| t.coordinator(op).record(took, now));
     }
 
     /// Raises each table's request-unit counter to what its stripes hold (at a scrape).
