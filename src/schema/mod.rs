@@ -284,6 +284,16 @@ impl Catalog {
             },
             DataType::List(t) => DataType::List(Box::new(r(t)?)),
             DataType::Set(t) => DataType::Set(Box::new(r(t)?)),
+            // `VectorType.getInstance` freezes the element (a vector is one cell).
+            DataType::Vector(t, n) => {
+                let e = r(t)?;
+                let e = if e.is_multi_cell() {
+                    DataType::Frozen(Box::new(e))
+                } else {
+                    e
+                };
+                DataType::Vector(Box::new(e), *n)
+            }
             DataType::Map(k, v) => DataType::Map(Box::new(r(k)?), Box::new(r(v)?)),
             DataType::Tuple(ts) => DataType::Tuple(ts.iter().map(r).collect::<Result<_, _>>()?),
             DataType::Frozen(t) => {
