@@ -246,6 +246,9 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                         ret,
                     )
                 }
+                (similarity, args) if functions::vector::is_similarity(similarity) => {
+                    plan_similarity(similarity, args, table, &name)?
+                }
                 (scalar, args) => {
                     let planned: Vec<Option<Planned>> = args
                         .iter()
@@ -359,6 +362,58 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
         data_type,
         name,
     })
+}
+
+/// Plans a call of a vector similarity function (`VectorFcts`): list literals and nulls take
+/// the `vector<float, n>` type of the other argument (or their own length).
+fn plan_similarity(
+    fname: &str,
+    args: &[Expr],
+    table: &Table,
+    name: &str,
+) -> Result<(Selection, DataType), QueryError> {
+    let planned: Vec<Option<Planned>> = args
+        .iter()
+        .map(|a| match a {
+            Expr::List(_) | Expr::Literal(cql::ast::Literal::Null) => Ok(None),
+            other => plan_selector(other, table).map(Some),
+        })
+        .collect::<Result<_, _>>()?;
+    let described: Vec<(String, Option<&DataType>, Option<usize>)> = args
+        .iter()
+        .zip(&planned)
+        .map(|(a, p)| {
+            let len = match a {
+                Expr::List(items) => Some(items.len()),
+                _ => None,
+            };
+            (a.to_string(), p.as_ref().map(|p| &p.data_type), len)
+        })
+        .collect();
+    let ty = functions::vector::argument_type(fname, &described)?;
+    let mut sargs = Vec::with_capacity(args.len());
+    for (i, (a, p)) in args.iter().zip(planned).enumerate() {
+        let sel = match p {
+            Some(p) => p.selection,
+            None => Selection::Const(
+                literal_value(a, &ty, name)
+                    .map_err(|_| {
+                        QueryError::invalid(format!(
+                            "Type error: {a} cannot be passed as argument {i} of function system.{fname} of type {ty}"
+                        ))
+                    })?
+                    .map(|v| Bytes::from(v.to_bytes())),
+            ),
+        };
+        sargs.push((sel, ty.clone()));
+    }
+    Ok((
+        Selection::Scalar {
+            name: fname.to_string(),
+            args: sargs,
+        },
+        DataType::Native(NativeType::Float),
+    ))
 }
 
 /// Checks GROUP BY columns: a prefix of the primary key, in order; returns their indexes.
