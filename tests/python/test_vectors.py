@@ -169,3 +169,46 @@ def test_similarity_errors(session, filled):
     with pytest.raises(InvalidRequest, match="requires a float vector argument, but found argument names "
                                              "of type vector<text, 2>"):
         session.execute(f"SELECT similarity_cosine(names, [1.0, 2.0]) FROM {filled}")
+
+
+def test_vectors_in_the_primary_key_order_element_by_element(session, ks):
+    # VectorType.FixedLengthSerializer.compareCustom: element by element (FloatType order).
+    session.execute(f"CREATE TABLE {ks}.k (pk int, ck vector<float, 2>, v int, PRIMARY KEY (pk, ck))")
+    for i, ck in enumerate([[2.0, 1.0], [1.0, 5.0], [1.0, -1.0]]):
+        session.execute(f"INSERT INTO {ks}.k (pk, ck, v) VALUES (0, %s, %s)", (ck, i))
+    rows = list(session.execute(f"SELECT ck, v FROM {ks}.k WHERE pk = 0"))
+    assert [r.ck for r in rows] == [[1.0, -1.0], [1.0, 5.0], [2.0, 1.0]]
+    row = session.execute(f"SELECT v FROM {ks}.k WHERE pk = 0 AND ck = [1.0, 5.0]").one()
+    assert row.v == 1
+
+
+def test_nested_elements_updates_and_json(session, ks):
+    # VectorType.getInstance freezes the element type (TypeParser path and CQL3Type.Raw).
+    session.execute(f"CREATE TABLE {ks}.n (pk int PRIMARY KEY, l vector<list<int>, 2>, v vector<float, 2>)")
+    t = session.execute(
+        "SELECT type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'n' "
+        "AND column_name = 'l'", (ks,)).one().type
+    assert t == "vector<frozen<list<int>>, 2>"
+    session.execute(f"INSERT INTO {ks}.n (pk, l) VALUES (0, [[1, 2], []])")
+    session.execute(f"UPDATE {ks}.n SET v = [0.5, 1.5] WHERE pk = 0")
+    row = session.execute(f"SELECT l, v FROM {ks}.n WHERE pk = 0").one()
+    assert row.l == [[1, 2], []]
+    assert row.v == [0.5, 1.5]
+    # A vector is a JSON array (VectorType.toJSONString / fromJSONObject).
+    js = session.execute(f"SELECT JSON pk, v FROM {ks}.n WHERE pk = 0").one()[0]
+    assert js == '{"pk": 0, "v": [0.5, 1.5]}'
+    session.execute(f"INSERT INTO {ks}.n JSON '{{\"pk\": 1, \"v\": [2.0, 3.0]}}'")
+    assert session.execute(f"SELECT v FROM {ks}.n WHERE pk = 1").one().v == [2.0, 3.0]
+
+
+def test_vectors_are_one_cell(session, table):
+    # A vector is frozen (VectorType is not multi-cell; CQL3Type.Raw.RawVector is frozen):
+    # no element updates, no null elements.
+    session.execute(f"INSERT INTO {table} (pk, val) VALUES (9, [1.0, 2.0, 3.0])")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"UPDATE {table} SET val[0] = 5.0 WHERE pk = 9")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"UPDATE {table} SET val = val + [4.0] WHERE pk = 9")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"INSERT INTO {table} (pk, val) VALUES (9, [1.0, null, 3.0])")
+    assert session.execute(f"SELECT val FROM {table} WHERE pk = 9").one().val == [1.0, 2.0, 3.0]
