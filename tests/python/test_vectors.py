@@ -189,6 +189,12 @@ def test_nested_elements_updates_and_json(session, ks):
         "SELECT type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'n' "
         "AND column_name = 'l'", (ks,)).one().type
     assert t == "vector<frozen<list<int>>, 2>"
+    # CQL3Type.Raw.RawVector.freeze returns the vector itself: frozen<> adds nothing.
+    session.execute(f"ALTER TABLE {ks}.n ADD f frozen<vector<float, 2>>")
+    t = session.execute(
+        "SELECT type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'n' "
+        "AND column_name = 'f'", (ks,)).one().type
+    assert t == "vector<float, 2>"
     session.execute(f"INSERT INTO {ks}.n (pk, l) VALUES (0, [[1, 2], []])")
     session.execute(f"UPDATE {ks}.n SET v = [0.5, 1.5] WHERE pk = 0")
     row = session.execute(f"SELECT l, v FROM {ks}.n WHERE pk = 0").one()
