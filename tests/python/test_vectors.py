@@ -218,3 +218,23 @@ def test_vectors_are_one_cell(session, table):
     with pytest.raises(InvalidRequest):
         session.execute(f"INSERT INTO {table} (pk, val) VALUES (9, [1.0, null, 3.0])")
     assert session.execute(f"SELECT val FROM {table} WHERE pk = 9").one().val == [1.0, 2.0, 3.0]
+
+
+def test_similarity_with_bind_markers(session, filled):
+    # VectorFctsTest: a bind marker takes the vector type of the other argument.
+    stmt = session.prepare(f"SELECT pk, similarity_euclidean(val, ?) AS s FROM {filled} WHERE pk = ?")
+    row = session.execute(stmt, (QUERY, 1)).one()
+    assert row.s == pytest.approx(euclidean(ROWS[1], QUERY), rel=1e-5)
+    # A null bound value gives null (VectorFctsTest: "null arguments with bind markers").
+    assert session.execute(stmt, (None, 1)).one().s is None
+    # Selector markers come before the WHERE clause's, in statement order.
+    stmt = session.prepare(f"SELECT similarity_cosine(?, val) AS s FROM {filled} WHERE pk = ?")
+    assert session.execute(stmt, (QUERY, 0)).one().s == pytest.approx(cosine(QUERY, ROWS[0]), rel=1e-5)
+    # VectorFctsTest: two markers have no type to take.
+    with pytest.raises(InvalidRequest, match=r"Cannot infer type of argument \? in call to function "
+                                             r"similarity_dot_product"):
+        session.prepare(f"SELECT similarity_dot_product(?, ?) FROM {filled}")
+    # A bound vector of another dimension fails VectorType's validation.
+    stmt = session.prepare(f"SELECT similarity_dot_product(val, ?) FROM {filled} WHERE pk = 0")
+    with pytest.raises(Exception):
+        session.execute(stmt, ([1.0, 2.0],))
