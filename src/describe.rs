@@ -252,7 +252,9 @@ fn types_in_dependency_order(ks: &Keyspace) -> Vec<&TypeDef> {
 fn udt_names(t: &DataType) -> Vec<String> {
     match t {
         DataType::Udt(u) => vec![u.name.clone()],
-        DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => udt_names(e),
+        DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) | DataType::Vector(e, _) => {
+            udt_names(e)
+        }
         DataType::Map(k, v) => {
             let mut n = udt_names(k);
             n.extend(udt_names(v));

@@ -242,6 +242,9 @@ fn capitalize(s: &str) -> String {
 
 impl From<cql::ParseError> for QueryError {
     fn from(e: cql::ParseError) -> Self {
+        if e.invalid {
+            return QueryError::Invalid(e.message);
+        }
         QueryError::Syntax(e.to_string())
     }
 }

@@ -180,6 +180,7 @@ fn without_keyspaces(ty: &DataType) -> DataType {
         DataType::Map(k, v) => DataType::Map(b(k), b(v)),
         DataType::Tuple(ts) => DataType::Tuple(ts.iter().map(without_keyspaces).collect()),
         DataType::Frozen(e) => DataType::Frozen(b(e)),
+        DataType::Vector(e, n) => DataType::Vector(b(e), *n),
         DataType::Udt(u) => DataType::Udt(Box::new(UserType {
             keyspace: None,
             name: u.name.clone(),
@@ -234,6 +235,10 @@ pub fn data_type(input: &mut &[u8], depth: u32) -> DataType {
         25..=27 => DataType::Frozen(Box::new(data_type(input, depth + 1))),
         28 => DataType::Custom(DURATION_CLASS.into()),
         29 => DataType::Custom("org.example.SomeType".into()),
+        30 => {
+            let n = u32::from(next(input) % 4) + 1;
+            DataType::Vector(Box::new(data_type(input, depth + 1)), n)
+        }
         _ => native,
     }
 }
@@ -246,6 +251,7 @@ fn clusterable(ty: &DataType) -> bool {
         DataType::Custom(c) => c != DURATION_CLASS,
         DataType::Frozen(inner) => frozen_ok(inner),
         DataType::Tuple(ts) => ts.iter().all(frozen_ok),
+        DataType::Vector(e, _) => frozen_ok(e),
         _ => false,
     }
 }
@@ -257,7 +263,7 @@ fn frozen_ok(ty: &DataType) -> bool {
         DataType::Native(_) => true,
         DataType::Custom(c) => c != DURATION_CLASS,
         DataType::Frozen(inner) => frozen_ok(inner),
-        DataType::List(e) | DataType::Set(e) => frozen_ok(e),
+        DataType::List(e) | DataType::Set(e) | DataType::Vector(e, _) => frozen_ok(e),
         DataType::Map(k, v) => frozen_ok(k) && frozen_ok(v),
         DataType::Tuple(ts) => ts.iter().all(frozen_ok),
         DataType::Udt(u) => u.fields.iter().all(|(_, t)| frozen_ok(t)),

@@ -39,7 +39,9 @@ pub fn to_json(v: &Value, ty: &DataType) -> Json {
                     .unwrap_or(lit),
             )
         }
-        (Value::List(items), DataType::List(e)) | (Value::Set(items), DataType::Set(e)) => {
+        (Value::List(items), DataType::List(e))
+        | (Value::Set(items), DataType::Set(e))
+        | (Value::Vector(items), DataType::Vector(e, _)) => {
             Json::Array(items.iter().map(|i| to_json(i, e)).collect())
         }
         (Value::Map(entries), DataType::Map(kt, vt)) => {
@@ -192,6 +194,7 @@ pub fn from_json(j: &Json, ty: &DataType, column: &str) -> Result<Option<Value>,
         (
             Json::String(s),
             DataType::List(_)
+            | DataType::Vector(..)
             | DataType::Set(_)
             | DataType::Map(_, _)
             | DataType::Tuple(_)
@@ -200,6 +203,15 @@ pub fn from_json(j: &Json, ty: &DataType, column: &str) -> Result<Option<Value>,
             Ok(Json::String(_)) | Err(_) => return Err(bad()),
             Ok(decoded) => return from_json(&decoded, ty, column),
         },
+        (Json::Array(items), DataType::Vector(e, n)) => {
+            crate::executor::literal::check_vector_len(items.len(), ty.unfrozen(), *n, column)?;
+            Value::Vector(
+                items
+                    .iter()
+                    .map(|i| from_json(i, e, column)?.ok_or_else(bad))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
         (Json::Array(items), DataType::List(e)) => Value::List(
             items
                 .iter()

@@ -99,6 +99,19 @@ pub fn literal_value(
         }
         (Expr::Literal(Literal::Blob(bytes)), DataType::Custom(_)) => Value::Blob(bytes.clone()),
         (Expr::List(items), DataType::List(elem)) => Value::List(elements(items, elem, receiver)?),
+        // Cassandra's `VectorType` literal (`Vectors.Literal.validateAssignableTo`).
+        (Expr::List(items), DataType::Vector(elem, n)) => {
+            check_vector_len(items.len(), ty_un, *n, receiver)?;
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.push(
+                    literal_value(item, elem, receiver)?.ok_or_else(|| {
+                        QueryError::invalid("null is not supported inside vectors")
+                    })?,
+                );
+            }
+            Value::Vector(out)
+        }
         (Expr::List(items), DataType::Set(elem)) | (Expr::Set(items), DataType::Set(elem)) => {
             let mut v = elements(items, elem, receiver)?;
             crate::executor::order::sort_set(&mut v, elem);
@@ -235,6 +248,21 @@ fn kind_name(expr: &Expr) -> &'static str {
         Expr::Literal(Literal::Duration { .. }) => "DURATION",
         _ => "literal",
     }
+}
+
+/// Cassandra's message for a vector literal with the wrong number of elements.
+pub(crate) fn check_vector_len(
+    given: usize,
+    ty: &DataType,
+    dimension: u32,
+    receiver: &str,
+) -> Result<(), QueryError> {
+    if usize::try_from(dimension).is_ok_and(|d| d == given) {
+        return Ok(());
+    }
+    Err(QueryError::invalid(format!(
+        "Invalid vector literal for {receiver} of type {ty}; expected {dimension} elements, but given {given}"
+    )))
 }
 
 fn elements(items: &[Expr], elem: &DataType, receiver: &str) -> Result<Vec<Value>, QueryError> {

@@ -54,9 +54,9 @@ pub fn compare_values(a: &Value, b: &Value, ty: &DataType) -> Ordering {
         (V::Inet(x), V::Inet(y)) => inet_bytes(x).cmp(&inet_bytes(y)),
         (V::Timeuuid(x), V::Timeuuid(y)) => compare_timeuuid(x, y),
         (V::Uuid(x), V::Uuid(y)) => compare_uuid(x, y),
-        (V::List(x), V::List(y)) | (V::Set(x), V::Set(y)) => {
+        (V::List(x), V::List(y)) | (V::Set(x), V::Set(y)) | (V::Vector(x), V::Vector(y)) => {
             let elem = match ty.unfrozen() {
-                DataType::List(e) | DataType::Set(e) => e.as_ref(),
+                DataType::List(e) | DataType::Set(e) | DataType::Vector(e, _) => e.as_ref(),
                 other => other,
             };
             compare_seq(x.iter().map(Some), y.iter().map(Some), |_| elem)
@@ -133,7 +133,8 @@ pub fn canonicalize(value: &mut Value, ty: &DataType) {
         return;
     }
     match (value, ty.unfrozen()) {
-        (Value::List(items), DataType::List(elem)) => {
+        (Value::List(items), DataType::List(elem))
+        | (Value::Vector(items), DataType::Vector(elem, _)) => {
             items.iter_mut().for_each(|v| canonicalize(v, elem));
         }
         (Value::Set(items), DataType::Set(elem)) => {
@@ -170,7 +171,7 @@ fn has_set_or_map(ty: &DataType) -> bool {
     match ty {
         DataType::Native(_) | DataType::Custom(_) => false,
         DataType::Set(_) | DataType::Map(_, _) => true,
-        DataType::List(e) | DataType::Frozen(e) => has_set_or_map(e),
+        DataType::List(e) | DataType::Frozen(e) | DataType::Vector(e, _) => has_set_or_map(e),
         DataType::Tuple(ts) => ts.iter().any(has_set_or_map),
         DataType::Udt(u) => u.fields.iter().any(|(_, t)| has_set_or_map(t)),
     }

@@ -16,7 +16,7 @@ use crate::executor::selection::Grouper;
 use crate::executor::values::{Bound, Values};
 use crate::planner::restrictions::{KeyValues, RangeEnd};
 use crate::planner::select::SelectPlan;
-use crate::planner::selection::Selection;
+use crate::planner::selection::{bind_markers, Selection};
 use crate::planner::terms::Term;
 use crate::schema::table_id;
 use crate::schema::{ClusteringOrder, ColumnKind};
@@ -161,6 +161,28 @@ impl SelectPlan {
     /// # Errors
     /// InvalidRequest for bad values, ProtocolError for a foreign paging state.
     pub fn execute(
+        &self,
+        shards: &dyn Shards,
+        values: &Values<'_>,
+        page_size: Option<i32>,
+        paging_state: Option<&Bytes>,
+    ) -> Result<ResultBody, QueryError> {
+        if !self.selection_markers {
+            return self.execute_bound(shards, values, page_size, paging_state);
+        }
+        let mut bound = self.clone();
+        for (s, _) in bound.outputs.iter_mut() {
+            *s = bind_markers(s, values)?;
+        }
+        for (s, _) in bound.fold_outputs.iter_mut() {
+            *s = bind_markers(s, values)?;
+        }
+        bound.selection_markers = false;
+        bound.execute_bound(shards, values, page_size, paging_state)
+    }
+
+    /// [`SelectPlan::execute`] once the selectors hold no bind marker.
+    fn execute_bound(
         &self,
         shards: &dyn Shards,
         values: &Values<'_>,

@@ -20,6 +20,10 @@ impl Selection {
     ) -> Result<Option<Bytes>, QueryError> {
         match self {
             Selection::Const(b) => Ok(b.clone()),
+            // Bound by `SelectPlan::execute` before any row is read; elsewhere unsupported.
+            Selection::Marker(_) => Err(QueryError::invalid(
+                "Bind markers are not supported in this selection",
+            )),
             Selection::Scalar { name, args } => {
                 let mut values = Vec::with_capacity(args.len());
                 let mut types = Vec::with_capacity(args.len());

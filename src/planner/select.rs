@@ -54,6 +54,9 @@ pub struct SelectPlan {
     /// column and rows are neither folded nor turned into JSON: such rows are written
     /// straight into wire form.
     pub(crate) wire_columns: Option<Vec<usize>>,
+    /// True when a selector holds a bind marker (a similarity function's argument): the
+    /// selections are then bound to the request's values before the read.
+    pub(crate) selection_markers: bool,
 }
 
 impl SelectPlan {
@@ -83,6 +86,7 @@ impl SelectPlan {
                 })
         };
         let mut outputs = Vec::new();
+        let mut selection_markers = false;
         if select.selectors.is_empty() {
             for c in table.select_star_order() {
                 if select.distinct
@@ -97,7 +101,14 @@ impl SelectPlan {
             }
         } else {
             for sel in &select.selectors {
-                let planned = plan_selector(&sel.expr, &table)?;
+                let mut planned = plan_selector(&sel.expr, &table)?;
+                // Markers in the selection come first in statement order.
+                selection_markers |= crate::planner::selection::number_markers(
+                    &mut planned.selection,
+                    markers,
+                    &ks,
+                    &tn,
+                );
                 let name = sel.alias.clone().unwrap_or(planned.name);
                 outputs.push((planned.selection, spec(&name, planned.data_type)));
             }
@@ -251,6 +262,7 @@ impl SelectPlan {
             json: select.json,
             fingerprint,
             wire_columns,
+            selection_markers,
         })
     }
 

@@ -26,6 +26,9 @@ pub(crate) enum Selection {
     CountStar,
     /// A constant argument.
     Const(Option<Bytes>),
+    /// A bind marker argument (a [`Term::Marker`](crate::planner::terms::Term)), numbered by
+    /// [`number_markers`] and replaced by its bound value before the rows are read.
+    Marker(crate::planner::terms::Term),
     /// A native scalar function over other selections.
     Scalar {
         /// Registered function name.
@@ -246,6 +249,9 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                         ret,
                     )
                 }
+                (similarity, args) if functions::vector::is_similarity(similarity) => {
+                    plan_similarity(similarity, args, table, &name)?
+                }
                 (scalar, args) => {
                     let planned: Vec<Option<Planned>> = args
                         .iter()
@@ -358,6 +364,160 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
         selection,
         data_type,
         name,
+    })
+}
+
+/// Plans a call of a vector similarity function (`VectorFcts`): list literals and nulls take
+/// the `vector<float, n>` type of the other argument (or their own length).
+fn plan_similarity(
+    fname: &str,
+    args: &[Expr],
+    table: &Table,
+    name: &str,
+) -> Result<(Selection, DataType), QueryError> {
+    let planned: Vec<Option<Planned>> = args
+        .iter()
+        .map(|a| match a {
+            Expr::List(_) | Expr::Literal(cql::ast::Literal::Null) | Expr::BindMarker(_) => {
+                Ok(None)
+            }
+            other => plan_selector(other, table).map(Some),
+        })
+        .collect::<Result<_, _>>()?;
+    let described: Vec<(String, Option<&DataType>, Option<usize>)> = args
+        .iter()
+        .zip(&planned)
+        .map(|(a, p)| {
+            let len = match a {
+                Expr::List(items) => Some(items.len()),
+                _ => None,
+            };
+            (a.to_string(), p.as_ref().map(|p| &p.data_type), len)
+        })
+        .collect();
+    let ty = functions::vector::argument_type(fname, &described)?;
+    let mut sargs = Vec::with_capacity(args.len());
+    for (i, (a, p)) in args.iter().zip(planned).enumerate() {
+        let sel = match (p, a) {
+            (Some(p), _) => p.selection,
+            // `FunctionResolver.makeArgSpec`: the marker is named after the argument.
+            (None, Expr::BindMarker(_)) => Selection::Marker(crate::planner::terms::Term::Marker {
+                index: usize::MAX,
+                data_type: ty.clone(),
+                receiver: format!("arg{i}(system.{fname})"),
+            }),
+            (None, _) => Selection::Const(
+                literal_value(a, &ty, name)
+                    .map_err(|_| {
+                        QueryError::invalid(format!(
+                            "Type error: {a} cannot be passed as argument {i} of function system.{fname} of type {ty}"
+                        ))
+                    })?
+                    .map(|v| Bytes::from(v.to_bytes())),
+            ),
+        };
+        sargs.push((sel, ty.clone()));
+    }
+    Ok((
+        Selection::Scalar {
+            name: fname.to_string(),
+            args: sargs,
+        },
+        DataType::Native(NativeType::Float),
+    ))
+}
+
+/// Numbers the bind markers inside `sel` in statement order, adding their specs to `markers`;
+/// returns whether there was one.
+pub(crate) fn number_markers(
+    sel: &mut Selection,
+    markers: &mut crate::planner::terms::Markers,
+    ks: &str,
+    table: &str,
+) -> bool {
+    use crate::planner::terms::Term;
+    match sel {
+        Selection::Marker(Term::Marker {
+            index,
+            data_type,
+            receiver,
+        }) => {
+            *index = markers.specs.len();
+            markers.specs.push(cql::response::ColumnSpec {
+                keyspace: ks.to_string(),
+                table: table.to_string(),
+                name: receiver.clone(),
+                data_type: data_type.clone(),
+            });
+            true
+        }
+        Selection::Scalar { args, .. } => args.iter_mut().fold(false, |any, (a, _)| {
+            number_markers(a, markers, ks, table) | any
+        }),
+        Selection::Cast { arg, .. }
+        | Selection::Field { arg, .. }
+        | Selection::Element { arg, .. }
+        | Selection::ToJson { arg, .. }
+        | Selection::Aggregate { arg, .. } => number_markers(arg, markers, ks, table),
+        _ => false,
+    }
+}
+
+/// `sel` with every bind marker replaced by its bound value.
+///
+/// # Errors
+/// InvalidRequest when a bound value is not valid for its type.
+pub(crate) fn bind_markers(
+    sel: &Selection,
+    values: &crate::executor::values::Values<'_>,
+) -> Result<Selection, QueryError> {
+    use crate::executor::values::BoundBytes;
+    let bind = |arg: &Selection| bind_markers(arg, values).map(Box::new);
+    Ok(match sel {
+        Selection::Marker(term) => Selection::Const(match values.bind_serialized(term)? {
+            BoundBytes::Value(b) => Some(Bytes::from(b)),
+            BoundBytes::Null | BoundBytes::Unset => None,
+        }),
+        Selection::Scalar { name, args } => Selection::Scalar {
+            name: name.clone(),
+            args: args
+                .iter()
+                .map(|(a, t)| Ok((bind_markers(a, values)?, t.clone())))
+                .collect::<Result<_, QueryError>>()?,
+        },
+        Selection::Cast { arg, from, to } => Selection::Cast {
+            arg: bind(arg)?,
+            from: from.clone(),
+            to: to.clone(),
+        },
+        Selection::Field {
+            arg,
+            arg_type,
+            index,
+        } => Selection::Field {
+            arg: bind(arg)?,
+            arg_type: arg_type.clone(),
+            index: *index,
+        },
+        Selection::Element { arg, arg_type, key } => Selection::Element {
+            arg: bind(arg)?,
+            arg_type: arg_type.clone(),
+            key: key.clone(),
+        },
+        Selection::ToJson { arg, arg_type } => Selection::ToJson {
+            arg: bind(arg)?,
+            arg_type: arg_type.clone(),
+        },
+        Selection::Aggregate {
+            name,
+            arg,
+            arg_type,
+        } => Selection::Aggregate {
+            name: name.clone(),
+            arg: bind(arg)?,
+            arg_type: arg_type.clone(),
+        },
+        other => other.clone(),
     })
 }
 

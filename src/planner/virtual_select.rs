@@ -34,7 +34,7 @@ fn reads_cell_metadata(selection: &crate::planner::selection::Selection) -> bool
         | S::Element { arg, .. }
         | S::ToJson { arg, .. }
         | S::Aggregate { arg, .. } => reads_cell_metadata(arg),
-        S::Column(_) | S::CountStar | S::Const(_) => false,
+        S::Column(_) | S::CountStar | S::Const(_) | S::Marker(_) => false,
     }
 }
 

@@ -366,7 +366,9 @@ fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
 fn mentions_type(t: &DataType, name: &str) -> bool {
     match t {
         DataType::Udt(u) => u.name == name || u.fields.iter().any(|(_, f)| mentions_type(f, name)),
-        DataType::List(t) | DataType::Set(t) | DataType::Frozen(t) => mentions_type(t, name),
+        DataType::List(t) | DataType::Set(t) | DataType::Frozen(t) | DataType::Vector(t, _) => {
+            mentions_type(t, name)
+        }
         DataType::Map(k, v) => mentions_type(k, name) || mentions_type(v, name),
         DataType::Tuple(ts) => ts.iter().any(|t| mentions_type(t, name)),
         DataType::Native(_) | DataType::Custom(_) => false,
@@ -445,6 +447,11 @@ fn validate_nesting(t: &DataType, inside_collection: bool) -> Result<(), QueryEr
             other => validate_frozen(other),
         },
         DataType::Tuple(ts) => ts.iter().try_for_each(validate_frozen),
+        // Cassandra's `VectorType.getInstance` freezes the element; `resolve_type` did too.
+        DataType::Vector(e, _) => {
+            check_element(e, t)?;
+            validate_frozen(e)
+        }
         DataType::Native(_) | DataType::Custom(_) => Ok(()),
     }
 }
@@ -459,7 +466,9 @@ fn check_durations(t: &DataType) -> Result<(), QueryError> {
         DataType::Map(k, _) if is_duration(k) => Err(QueryError::invalid(format!(
             "Durations are not allowed as map keys: {t}"
         ))),
-        DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => check_durations(e),
+        DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) | DataType::Vector(e, _) => {
+            check_durations(e)
+        }
         DataType::Map(k, v) => {
             check_durations(k)?;
             check_durations(v)

@@ -284,11 +284,23 @@ impl Catalog {
             },
             DataType::List(t) => DataType::List(Box::new(r(t)?)),
             DataType::Set(t) => DataType::Set(Box::new(r(t)?)),
+            // `VectorType.getInstance` freezes the element (a vector is one cell).
+            DataType::Vector(t, n) => {
+                let e = r(t)?;
+                let e = if e.is_multi_cell() {
+                    DataType::Frozen(Box::new(e))
+                } else {
+                    e
+                };
+                DataType::Vector(Box::new(e), *n)
+            }
             DataType::Map(k, v) => DataType::Map(Box::new(r(k)?), Box::new(r(v)?)),
             DataType::Tuple(ts) => DataType::Tuple(ts.iter().map(r).collect::<Result<_, _>>()?),
-            DataType::Frozen(t) => {
-                DataType::Frozen(Box::new(self.resolve_type_depth(keyspace, t, depth)?))
-            }
+            DataType::Frozen(t) => match self.resolve_type_depth(keyspace, t, depth)? {
+                // A vector is already frozen (`RawVector.freeze` returns itself).
+                v @ DataType::Vector(..) => v,
+                inner => DataType::Frozen(Box::new(inner)),
+            },
             DataType::Udt(u) => {
                 let ks = u.keyspace.as_deref().unwrap_or(keyspace);
                 let def = self

@@ -283,6 +283,7 @@ impl fmt::Display for TypeSyntax<'_> {
             }
             DataType::Frozen(t) => write!(f, "frozen<{}>", TypeSyntax(t)),
             DataType::Custom(class) => StrLit(class).fmt(f),
+            DataType::Vector(t, n) => write!(f, "vector<{}, {n}>", TypeSyntax(t)),
         }
     }
 }

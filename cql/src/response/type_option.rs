@@ -36,6 +36,11 @@ pub fn write_type_option(ty: &DataType, out: &mut impl BufMut) {
             wire::write_short(out, CUSTOM);
             wire::write_string(out, class);
         }
+        DataType::Vector(..) => {
+            // v4 has no vector id: Cassandra sends its marshal class as a Custom type.
+            wire::write_short(out, CUSTOM);
+            wire::write_string(out, &crate::types::marshal::marshal_class(ty));
+        }
         DataType::List(e) => {
             wire::write_short(out, LIST);
             write_type_option(e, out);
@@ -104,6 +109,16 @@ fn read_at_depth(buf: &mut &[u8], depth: usize) -> Result<DataType, ResponseErro
             let class = wire::read_string(buf)?;
             if class == DURATION_CLASS {
                 DataType::Native(NativeType::Duration)
+            } else if let Some(v @ DataType::Vector(..)) = class
+                .contains("VectorType")
+                .then(|| {
+                    crate::types::marshal::MarshalType::parse(class)
+                        .ok()?
+                        .to_cql()
+                })
+                .flatten()
+            {
+                v
             } else {
                 DataType::Custom(class.to_owned())
             }
@@ -146,6 +161,18 @@ fn read_at_depth(buf: &mut &[u8], depth: usize) -> Result<DataType, ResponseErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vectors_go_as_cassandras_custom_class() {
+        let v = DataType::Vector(Box::new(DataType::Native(NativeType::Float)), 3);
+        let mut out = Vec::new();
+        write_type_option(&v, &mut out);
+        let class = "org.apache.cassandra.db.marshal.VectorType(\
+                     org.apache.cassandra.db.marshal.FloatType , 3)";
+        assert_eq!(&out[..2], &[0, 0]);
+        assert_eq!(&out[4..], class.as_bytes());
+        assert_eq!(round_trip(&v), v);
+    }
 
     fn round_trip(ty: &DataType) -> DataType {
         let mut out = Vec::new();

@@ -14,4 +14,8 @@ pub struct ParseError {
     pub column: usize,
     /// What went wrong, without the position prefix.
     pub message: String,
+    /// True when Cassandra reports this as an InvalidRequest rather than a SyntaxError
+    /// (the statement parses, but its grammar refuses what it says: a vector dimension <= 0);
+    /// `message` is then the whole message, to be sent without the position.
+    pub invalid: bool,
 }

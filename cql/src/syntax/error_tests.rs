@@ -75,7 +75,47 @@ fn invalid_constants_are_errors() {
     assert!(parse_statement("CREATE INDEX ON t (a, b)").is_err());
     assert!(parse_statement("").is_err());
     assert!(parse_data_type("").is_err());
-    assert!(parse_data_type("vector<float, 3>").is_err());
+    assert!(parse_data_type("vector<float, 1.5>").is_err());
+    assert!(!err("CREATE TABLE t (k int PRIMARY KEY, v vector<float, 1.5>)").invalid);
+}
+
+#[test]
+fn vector_types_parse_with_positive_dimensions() {
+    use crate::types::{DataType, NativeType};
+    let float = |n| DataType::Vector(Box::new(NativeType::Float.into()), n);
+    assert_eq!(parse_data_type("vector<float, 3>").unwrap(), float(3));
+    assert_eq!(parse_data_type("VECTOR<float,1>").unwrap(), float(1));
+    assert_eq!(
+        parse_data_type("vector<text, 2>").unwrap(),
+        DataType::Vector(Box::new(DataType::TEXT), 2)
+    );
+    assert_eq!(
+        parse_data_type("vector<list<int>, 2>").unwrap(),
+        DataType::Vector(
+            Box::new(DataType::List(Box::new(NativeType::Int.into()))),
+            2
+        )
+    );
+    assert_eq!(
+        parse_data_type("list<frozen<vector<float, 2>>>").unwrap(),
+        DataType::List(Box::new(DataType::Frozen(Box::new(float(2)))))
+    );
+    // Cassandra's VectorType constructor: an InvalidRequest, not a syntax error.
+    for (text, given) in [("vector<float, 0>", "0"), ("vector<float, -1>", "-1")] {
+        let e = parse_data_type(text).unwrap_err();
+        assert!(e.invalid, "{text}");
+        assert_eq!(
+            e.message,
+            format!("vectors may only have positive dimensions; given {given}")
+        );
+    }
+    let e = err("CREATE TABLE t (k int PRIMARY KEY, v vector<float, 0>)");
+    assert!(e.invalid);
+    assert!(parse_data_type("vector<float>").is_err());
+    assert!(parse_data_type("vector<float, 99999999999>").is_err());
+    // The CQL spelling parses back to the same type.
+    let t = float(7);
+    assert_eq!(parse_data_type(&t.to_string()).unwrap(), t);
 }
 
 #[test]

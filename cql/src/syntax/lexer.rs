@@ -182,6 +182,7 @@ pub(crate) fn error_at(text: &str, offset: usize, message: &str) -> ParseError {
         line,
         column,
         message: message.to_string(),
+        invalid: false,
     }
 }
 

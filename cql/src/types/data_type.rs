@@ -168,6 +168,8 @@ pub enum DataType {
     Frozen(Box<DataType>),
     /// A custom type given by its Java class name (`'org.apache...'`).
     Custom(String),
+    /// `vector<T, n>` (Cassandra 5.0): exactly `n` non-null elements, one frozen cell.
+    Vector(Box<DataType>, u32),
 }
 
 impl DataType {
@@ -179,9 +181,36 @@ impl DataType {
         }
     }
 
-    /// True for `frozen<...>` and for tuples (which are always frozen).
+    /// True for `frozen<...>`, tuples and vectors (which are always frozen).
     pub fn is_frozen(&self) -> bool {
-        matches!(self, DataType::Frozen(_) | DataType::Tuple(_))
+        matches!(
+            self,
+            DataType::Frozen(_) | DataType::Tuple(_) | DataType::Vector(..)
+        )
+    }
+
+    /// The serialized width of a value of this type when every value has the same one
+    /// (Cassandra's `valueLengthIfFixed`), as a vector lays its elements out without lengths.
+    pub fn fixed_width(&self) -> Option<usize> {
+        match self {
+            DataType::Native(t) => match t {
+                NativeType::Boolean | NativeType::Tinyint => Some(1),
+                NativeType::Smallint => Some(2),
+                NativeType::Int | NativeType::Float | NativeType::Date => Some(4),
+                NativeType::Bigint
+                | NativeType::Double
+                | NativeType::Timestamp
+                | NativeType::Time
+                | NativeType::Counter => Some(8),
+                NativeType::Uuid | NativeType::Timeuuid => Some(16),
+                _ => None,
+            },
+            DataType::Frozen(inner) => inner.fixed_width(),
+            DataType::Vector(e, n) => e
+                .fixed_width()
+                .and_then(|w| w.checked_mul(usize::try_from(*n).ok()?)),
+            _ => None,
+        }
     }
 
     /// True for a non-frozen list, set, map or UDT (stored one cell per element).
@@ -202,7 +231,9 @@ impl DataType {
     pub fn references_duration(&self) -> bool {
         match self {
             DataType::Native(NativeType::Duration) => true,
-            DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => e.references_duration(),
+            DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) | DataType::Vector(e, _) => {
+                e.references_duration()
+            }
             DataType::Map(k, v) => k.references_duration() || v.references_duration(),
             DataType::Tuple(ts) => ts.iter().any(DataType::references_duration),
             DataType::Udt(u) => u.fields.iter().any(|(_, t)| t.references_duration()),
@@ -289,6 +320,7 @@ impl fmt::Display for DataType {
                 other => write!(f, "frozen<{other}>"),
             },
             DataType::Custom(class) => write!(f, "'{}'", class.replace('\'', "''")),
+            DataType::Vector(e, n) => write!(f, "vector<{e}, {n}>"),
         }
     }
 }
@@ -307,6 +339,13 @@ mod tests {
         let tup = DataType::Tuple(vec![NativeType::Int.into(), NativeType::Text.into()]);
         assert_eq!(tup.to_string(), "frozen<tuple<int, text>>");
         assert_eq!(NativeType::from_name("VARCHAR"), Some(NativeType::Text));
+        let v = DataType::Vector(Box::new(NativeType::Float.into()), 3);
+        assert_eq!(v.to_string(), "vector<float, 3>");
+        assert_eq!(v.fixed_width(), Some(12));
+        assert!(!v.is_multi_cell());
+        let t = DataType::Vector(Box::new(DataType::TEXT), 2);
+        assert_eq!(t.to_string(), "vector<text, 2>");
+        assert_eq!(t.fixed_width(), None);
     }
 
     #[test]

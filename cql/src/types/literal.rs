@@ -52,7 +52,9 @@ impl fmt::Display for Value {
             Value::Timestamp(ms) => write_timestamp(f, *ms),
             Value::Uuid(u) | Value::Timeuuid(u) => write!(f, "{u}"),
             Value::Varint(b) => f.write_str(&varint_to_decimal_string(b)),
-            Value::List(items) => write_seq(f, "[", "]", items.iter().map(Some)),
+            Value::List(items) | Value::Vector(items) => {
+                write_seq(f, "[", "]", items.iter().map(Some))
+            }
             Value::Set(items) => write_seq(f, "{", "}", items.iter().map(Some)),
             Value::Tuple(items) => write_seq(f, "(", ")", items.iter().map(Option::as_ref)),
             Value::Map(entries) => {

@@ -85,6 +85,10 @@ impl MarshalType {
                     .map(one)
                     .collect::<Option<Vec<_>>>()?,
             )),
+            "VectorType" if self.params.len() == 2 => {
+                let dimension = self.params[1].1.short_name().parse::<u32>().ok()?;
+                (dimension > 0).then_some(DataType::Vector(Box::new(one(0)?), dimension))
+            }
             _ => None,
         }
     }
@@ -190,6 +194,66 @@ impl fmt::Display for MarshalType {
             write!(f, "{t}")?;
         }
         f.write_str(")")
+    }
+}
+
+/// The marshal class Cassandra names `ty` by (`AbstractType.toString`), as a v4 Custom type
+/// option carries it: `...marshal.VectorType(org.apache.cassandra.db.marshal.FloatType , 3)`.
+pub fn marshal_class(ty: &DataType) -> String {
+    let short = |n: &str| format!("{MARSHAL_PACKAGE}{n}");
+    match ty {
+        DataType::Native(n) => short(match n {
+            NativeType::Ascii => "AsciiType",
+            NativeType::Bigint => "LongType",
+            NativeType::Blob => "BytesType",
+            NativeType::Boolean => "BooleanType",
+            NativeType::Counter => "CounterColumnType",
+            NativeType::Date => "SimpleDateType",
+            NativeType::Decimal => "DecimalType",
+            NativeType::Double => "DoubleType",
+            NativeType::Duration => "DurationType",
+            NativeType::Float => "FloatType",
+            NativeType::Inet => "InetAddressType",
+            NativeType::Int => "Int32Type",
+            NativeType::Smallint => "ShortType",
+            NativeType::Text => "UTF8Type",
+            NativeType::Time => "TimeType",
+            NativeType::Timestamp => "TimestampType",
+            NativeType::Timeuuid => "TimeUUIDType",
+            NativeType::Tinyint => "ByteType",
+            NativeType::Uuid => "UUIDType",
+            NativeType::Varint => "IntegerType",
+        }),
+        DataType::List(e) => format!("{}({})", short("ListType"), marshal_class(e)),
+        DataType::Set(e) => format!("{}({})", short("SetType"), marshal_class(e)),
+        DataType::Map(k, v) => format!(
+            "{}({},{})",
+            short("MapType"),
+            marshal_class(k),
+            marshal_class(v)
+        ),
+        DataType::Frozen(inner) => format!("{}({})", short("FrozenType"), marshal_class(inner)),
+        DataType::Tuple(ts) => {
+            let parts: Vec<String> = ts.iter().map(marshal_class).collect();
+            format!("{}({})", short("TupleType"), parts.join(","))
+        }
+        DataType::Udt(u) => {
+            let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+            let mut out = format!(
+                "{}({},{}",
+                short("UserType"),
+                u.keyspace.as_deref().unwrap_or(""),
+                hex(&u.name)
+            );
+            for (name, t) in &u.fields {
+                out.push_str(&format!(",{}:{}", hex(name), marshal_class(t)));
+            }
+            out.push(')');
+            out
+        }
+        // `TypeParser.stringifyVectorParameters`: a space on both sides of the comma.
+        DataType::Vector(e, n) => format!("{}({} , {n})", short("VectorType"), marshal_class(e)),
+        DataType::Custom(class) => class.clone(),
     }
 }
 
@@ -363,6 +427,23 @@ mod tests {
     const DCT: &str = "org.apache.cassandra.db.marshal.DynamicCompositeType(\
                        s=>org.apache.cassandra.db.marshal.UTF8Type,\
                        i=>org.apache.cassandra.db.marshal.Int32Type)";
+
+    #[test]
+    fn vector_classes_map_both_ways() {
+        let class = "org.apache.cassandra.db.marshal.VectorType(\
+                     org.apache.cassandra.db.marshal.FloatType , 3)";
+        let v = DataType::Vector(Box::new(NativeType::Float.into()), 3);
+        assert_eq!(marshal_class(&v), class);
+        assert_eq!(MarshalType::parse(class).unwrap().to_cql(), Some(v));
+        let nested = DataType::Vector(
+            Box::new(DataType::List(Box::new(NativeType::Int.into()))),
+            2,
+        );
+        let text = marshal_class(&nested);
+        assert_eq!(MarshalType::parse(&text).unwrap().to_cql(), Some(nested));
+        let zero = MarshalType::parse("VectorType(FloatType, 0)").unwrap();
+        assert_eq!(zero.to_cql(), None);
+    }
 
     #[test]
     fn short_names_print_as_cassandras_full_class_names() {

@@ -9,7 +9,9 @@ mod value_tests;
 pub mod varint;
 
 pub use data_type::{is_unquoted_identifier, write_identifier, DataType, NativeType, UserType};
-pub use value::{validate, TypeError, Value, DURATION_CLASS, MAX_TIME_NANOS};
+pub use value::{
+    join_vector, split_vector, validate, TypeError, Value, DURATION_CLASS, MAX_TIME_NANOS,
+};
 
 /// Cassandra's reserved keywords: an identifier equal to one of these must be double-quoted.
 pub const RESERVED_KEYWORDS: &[&str] = &[

@@ -11,7 +11,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use uuid::Uuid;
 
-use super::varint::{normalize_varint, read_signed_vint, write_signed_vint};
+use super::varint::{
+    normalize_varint, read_signed_vint, read_unsigned_vint, write_signed_vint, write_unsigned_vint,
+};
 use super::{DataType, NativeType, UserType};
 
 /// The Java class Cassandra uses for `duration` in v4 type options.
@@ -68,6 +70,10 @@ pub enum TypeError {
     /// Bytes left over after a complete value.
     #[error("Unexpected extraneous bytes after {0} value")]
     TrailingBytes(&'static str),
+    /// A malformed vector value, with Cassandra's `VectorType` message ("Invalid empty vector
+    /// value", "Not enough bytes to read a vector<float, 3>", ...).
+    #[error("{0}")]
+    Vector(String),
     /// More tuple components or UDT fields than the type has.
     #[error("{kind} value contained too many fields (expected {expected}, got more)")]
     TooManyFields {
@@ -143,6 +149,8 @@ pub enum Value {
     Tuple(Vec<Option<Value>>),
     /// A UDT: field names and values in definition order; may be shorter than the type.
     Udt(Vec<(String, Option<Value>)>),
+    /// `vector<T, n>`: exactly `n` non-null elements.
+    Vector(Vec<Value>),
     /// A zero-length value of a non-string type (Cassandra's legacy "empty" value).
     Empty,
 }
@@ -275,6 +283,97 @@ fn decode_udt(u: &UserType, bytes: &[u8]) -> Result<Value, TypeError> {
             .zip(values)
             .collect(),
     ))
+}
+
+/// Splits a serialized `vector<elem, dimension>` into its elements' serializations: fixed-width
+/// elements are concatenated, others each prefixed by an unsigned vint length (Cassandra's
+/// `VectorType` serializers). Checks the length and element count, not the elements.
+///
+/// # Errors
+/// [`TypeError::Vector`] with Cassandra's message for an empty, short or long value.
+pub fn split_vector<'a>(
+    elem: &DataType,
+    dimension: u32,
+    bytes: &'a [u8],
+) -> Result<Vec<&'a [u8]>, TypeError> {
+    let ty = || DataType::Vector(Box::new(elem.clone()), dimension);
+    if bytes.is_empty() {
+        return Err(TypeError::Vector("Invalid empty vector value".into()));
+    }
+    let short = || TypeError::Vector(format!("Not enough bytes to read a {}", ty()));
+    let n = usize::try_from(dimension).unwrap_or(usize::MAX);
+    let (out, used) = if let Some(width) = elem.fixed_width().filter(|w| *w > 0) {
+        let expected = width.saturating_mul(n);
+        if bytes.len() < expected {
+            return Err(short());
+        }
+        (bytes[..expected].chunks_exact(width).collect(), expected)
+    } else {
+        let buf = &mut &bytes[..];
+        // Every element takes at least one byte (its length): cap the allocation by the input.
+        let mut out = Vec::with_capacity(n.min(buf.len()));
+        for _ in 0..n {
+            let len = read_unsigned_vint(buf).ok_or_else(short)?;
+            let len = usize::try_from(len).map_err(|_| short())?;
+            let (e, rest) = buf.split_at_checked(len).ok_or_else(short)?;
+            *buf = rest;
+            out.push(e);
+        }
+        (out, bytes.len() - buf.len())
+    };
+    if used < bytes.len() {
+        return Err(TypeError::Vector(format!(
+            "Unexpected {} extraneous bytes after {} value",
+            bytes.len() - used,
+            ty()
+        )));
+    }
+    Ok(out)
+}
+
+/// Joins elements' serializations into a `vector<elem, _>` one (the inverse of
+/// [`split_vector`]).
+pub fn join_vector<'a>(elem: &DataType, items: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let fixed = elem.fixed_width().is_some();
+    let mut out = Vec::new();
+    for item in items {
+        if !fixed {
+            write_unsigned_vint(&mut out, item.len() as u64);
+        }
+        out.extend_from_slice(item);
+    }
+    out
+}
+
+/// Decodes a `vector<elem, dimension>` (see [`split_vector`]), validating each element.
+fn decode_vector(elem: &DataType, dimension: u32, bytes: &[u8]) -> Result<Value, TypeError> {
+    split_vector(elem, dimension, bytes)?
+        .into_iter()
+        .map(|e| Value::decode(elem, e))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Vector)
+}
+
+/// True when `v` serializes to the same width as every value of its type (the value-side
+/// twin of [`DataType::fixed_width`]), so a vector writes it without a length.
+fn is_fixed_width(v: &Value) -> bool {
+    match v {
+        Value::Boolean(_)
+        | Value::Tinyint(_)
+        | Value::Smallint(_)
+        | Value::Int(_)
+        | Value::Float(_)
+        | Value::Date(_)
+        | Value::Bigint(_)
+        | Value::Counter(_)
+        | Value::Double(_)
+        | Value::Timestamp(_)
+        | Value::Time(_)
+        | Value::Uuid(_)
+        | Value::Timeuuid(_) => true,
+        Value::Vector(items) => items.first().is_some_and(is_fixed_width),
+        _ => false,
+    }
 }
 
 fn decode_duration(bytes: &[u8]) -> Result<Value, TypeError> {
@@ -445,6 +544,7 @@ impl Value {
             DataType::Map(k, v) => Ok(Value::Map(decode_map(k, v, bytes)?)),
             DataType::Tuple(ts) => Ok(Value::Tuple(decode_fields(ts.iter(), bytes, "tuple")?)),
             DataType::Udt(u) => decode_udt(u, bytes),
+            DataType::Vector(e, n) => decode_vector(e, *n, bytes),
         }
     }
 
@@ -501,6 +601,17 @@ impl Value {
             Value::Udt(fields) => {
                 for (_, item) in fields {
                     write_optional(out, item.as_ref());
+                }
+            }
+            Value::Vector(items) => {
+                for item in items {
+                    if is_fixed_width(item) {
+                        item.encode(out);
+                    } else {
+                        let bytes = item.to_bytes();
+                        write_unsigned_vint(out, bytes.len() as u64);
+                        out.extend_from_slice(&bytes);
+                    }
                 }
             }
             Value::Empty => {}

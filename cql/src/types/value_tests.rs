@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use proptest::prelude::*;
 use uuid::Uuid;
 
-use super::value::{validate, TypeError, Value, DURATION_CLASS};
+use super::value::{join_vector, split_vector, validate, TypeError, Value, DURATION_CLASS};
 use super::varint::varint_from_i128;
 use super::{DataType, NativeType, UserType};
 
@@ -363,5 +363,112 @@ proptest! {
                            bytes in proptest::collection::vec(any::<u8>(), 0..48)) {
         let _ = Value::decode(&ty, &bytes);
         let _ = Value::decode(&list(ty.clone()), &bytes);
+    }
+}
+
+fn vector_of(elem: DataType, n: u32) -> DataType {
+    DataType::Vector(Box::new(elem), n)
+}
+
+#[test]
+fn fixed_width_vector_elements_have_no_length_prefix() {
+    let ty = vector_of(NativeType::Float.into(), 3);
+    let v = Value::Vector(vec![
+        Value::Float(1.0),
+        Value::Float(2.5),
+        Value::Float(-3.0),
+    ]);
+    let bytes = v.to_bytes();
+    let mut expected = Vec::new();
+    for f in [1.0f32, 2.5, -3.0] {
+        expected.extend_from_slice(&f.to_be_bytes());
+    }
+    assert_eq!(bytes, expected);
+    assert_eq!(Value::decode(&ty, &bytes).unwrap(), v);
+    let ints = vector_of(NativeType::Bigint.into(), 2);
+    let v = Value::Vector(vec![Value::Bigint(1), Value::Bigint(-1)]);
+    assert_eq!(v.to_bytes().len(), 16);
+    assert_eq!(Value::decode(&ints, &v.to_bytes()).unwrap(), v);
+}
+
+#[test]
+fn variable_width_vector_elements_have_an_unsigned_vint_length() {
+    let ty = vector_of(DataType::TEXT, 2);
+    let v = Value::Vector(vec![Value::Text("ab".into()), Value::Text(String::new())]);
+    let bytes = v.to_bytes();
+    assert_eq!(bytes, [2, b'a', b'b', 0]);
+    assert_eq!(Value::decode(&ty, &bytes).unwrap(), v);
+    // A 200-byte element takes a two-byte vint (0x80 | 0, 200).
+    let long = "x".repeat(200);
+    let v = Value::Vector(vec![Value::Text(long.clone()), Value::Text("y".into())]);
+    let bytes = v.to_bytes();
+    assert_eq!(&bytes[..2], &[0x80, 200]);
+    assert_eq!(Value::decode(&ty, &bytes).unwrap(), v);
+    // Nested collections are variable-width, each with its collection serialization inside.
+    let nested = vector_of(
+        DataType::Frozen(Box::new(DataType::List(Box::new(NativeType::Int.into())))),
+        2,
+    );
+    let v = Value::Vector(vec![Value::List(vec![Value::Int(1)]), Value::List(vec![])]);
+    assert_eq!(Value::decode(&nested, &v.to_bytes()).unwrap(), v);
+}
+
+#[test]
+fn vector_values_of_the_wrong_size_are_refused() {
+    let ty = vector_of(NativeType::Float.into(), 3);
+    let msg = |bytes: &[u8]| validate(&ty, bytes).unwrap_err().to_string();
+    // VectorType.rejectNullOrEmptyValue, FixedLengthSerializer.validate, checkConsumedFully.
+    assert_eq!(msg(&[]), "Invalid empty vector value");
+    assert_eq!(msg(&[0; 8]), "Not enough bytes to read a vector<float, 3>");
+    assert_eq!(
+        msg(&[0; 13]),
+        "Unexpected 1 extraneous bytes after vector<float, 3> value"
+    );
+    assert!(validate(&ty, &[0; 12]).is_ok());
+    let text = vector_of(DataType::TEXT, 2);
+    assert_eq!(
+        validate(&text, &[1, b'a']).unwrap_err().to_string(),
+        "Not enough bytes to read a vector<text, 2>"
+    );
+    assert!(validate(&text, &[1, b'a', 5, b'b']).is_err());
+    assert!(validate(&text, &[1, b'a', 1, b'b', 0]).is_err());
+    assert!(matches!(
+        validate(&text, &[1, 0xff, 0]),
+        Err(TypeError::InvalidUtf8)
+    ));
+    // A claimed length far beyond the input is a truncation, not an allocation.
+    assert!(validate(
+        &text,
+        &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+    )
+    .is_err());
+}
+
+#[test]
+fn vectors_split_and_join_their_elements() {
+    let text = vector_of(DataType::TEXT, 2);
+    let bytes = [1, b'a', 2, b'b', b'c'];
+    let parts = split_vector(&DataType::TEXT, 2, &bytes).unwrap();
+    assert_eq!(parts, vec![&b"a"[..], &b"bc"[..]]);
+    assert_eq!(join_vector(&DataType::TEXT, parts), bytes);
+    assert!(validate(&text, &bytes).is_ok());
+    let float = DataType::Native(NativeType::Float);
+    let parts = split_vector(&float, 2, &[0; 8]).unwrap();
+    assert_eq!(join_vector(&float, parts), [0; 8]);
+}
+
+proptest! {
+    #[test]
+    fn float_vectors_round_trip(xs in proptest::collection::vec(any::<f32>().prop_filter("nan", |f| !f.is_nan()), 1..20)) {
+        let ty = vector_of(NativeType::Float.into(), xs.len() as u32);
+        let v = Value::Vector(xs.into_iter().map(Value::Float).collect());
+        prop_assert_eq!(Value::decode(&ty, &v.to_bytes()).unwrap(), v);
+    }
+
+    #[test]
+    fn text_vectors_round_trip(xs in proptest::collection::vec(".{0,40}", 1..10)) {
+        let ty = vector_of(DataType::TEXT, xs.len() as u32);
+        let v = Value::Vector(xs.into_iter().map(Value::Text).collect());
+        prop_assert_eq!(Value::decode(&ty, &v.to_bytes()).unwrap(), v);
     }
 }

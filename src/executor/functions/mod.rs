@@ -22,6 +22,7 @@
 pub mod aggregate;
 pub mod conversions;
 pub mod scalar;
+pub mod vector;
 
 use crate::error::QueryError;
 use cql::ast::Literal;
@@ -186,7 +187,7 @@ pub fn signatures(name: &str) -> Vec<Signature> {
 
 /// True when `name` is a native function this module knows.
 pub fn is_known_function(name: &str) -> bool {
-    !signatures(name).is_empty()
+    vector::is_similarity(bare_name(name)) || !signatures(name).is_empty()
 }
 
 /// True for the aggregates `count`, `min`, `max`, `sum` and `avg`.
@@ -418,6 +419,9 @@ fn pick(
 /// following signatures: system.totimestamp : (timeuuid) -> timestamp, system.totimestamp :
 /// (date) -> timestamp): use type casts to disambiguate`.
 pub fn resolve(name: &str, args: &[FunctionArg<'_>]) -> Result<Signature, QueryError> {
+    if vector::is_similarity(bare_name(name)) {
+        return vector::resolve(bare_name(name), args);
+    }
     let candidates = signatures(name);
     if candidates.is_empty() {
         return Err(QueryError::invalid(format!("Unknown function '{name}'")));

@@ -147,6 +147,10 @@ pub fn call_scalar(
             sig.qualified_name()
         )));
     }
+    if super::vector::is_similarity(&sig.name) {
+        let arg = |i: usize| args.get(i).and_then(Option::as_ref);
+        return super::vector::call(&sig.name, arg(0), arg(1));
+    }
     let arg = args.first().cloned().flatten();
     let now = since_epoch();
     let now_millis = now.as_millis() as i64;

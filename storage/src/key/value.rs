@@ -187,6 +187,15 @@ fn encode_body(ty: &DataType, v: &[u8], out: &mut Vec<u8>) -> Result<(), Storage
             }
             N::Decimal => encode_decimal(ty, v, out),
         },
+        DataType::Vector(elem, n) => {
+            // A fixed number of elements: no end marker, each compared in turn.
+            let items = cql::types::split_vector(elem, *n, v)
+                .map_err(|e| StorageError::invalid(ty, e.to_string()))?;
+            for item in items {
+                encode_value(elem, item, out)?;
+            }
+            Ok(())
+        }
         DataType::Tuple(types) => encode_tuple(ty, types.iter(), v, out),
         DataType::Udt(udt) => encode_tuple(ty, udt.fields.iter().map(|(_, t)| t), v, out),
         DataType::List(elem) => {
@@ -450,6 +459,13 @@ fn decode_body(ty: &DataType, r: &mut KeyReader<'_>) -> Result<Vec<u8>, StorageE
             N::Varint => decode_varint(r)?,
             N::Decimal => decode_decimal(r)?,
         },
+        DataType::Vector(elem, n) => {
+            let mut items = Vec::new();
+            for _ in 0..*n {
+                items.push(decode_value(elem, r)?);
+            }
+            cql::types::join_vector(elem, items.iter().map(Vec::as_slice))
+        }
         DataType::Tuple(types) => decode_tuple(types.iter(), r)?,
         DataType::Udt(udt) => decode_tuple(udt.fields.iter().map(|(_, t)| t), r)?,
         DataType::List(elem) | DataType::Set(elem) => {

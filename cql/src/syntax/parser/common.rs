@@ -223,7 +223,12 @@ pub(crate) fn data_type(i: Input<'_>) -> PResult<'_, DataType> {
             "tuple" => separated_list1(comma, data_type)
                 .map(DataType::Tuple)
                 .parse(lt)?,
-            "vector" => return i.fail("vector types are not supported"),
+            "vector" => {
+                let (r, elem) = data_type(lt)?;
+                let (r, _) = comma(r)?;
+                let (r, dimension) = vector_dimension(r)?;
+                (r, DataType::Vector(Box::new(elem), dimension))
+            }
             _ => return udt(i),
         };
         let (rest, _) = sym(TokenKind::Gt, ">")(rest)?;
@@ -233,6 +238,33 @@ pub(crate) fn data_type(i: Input<'_>) -> PResult<'_, DataType> {
         return Ok((i.advance(1), DataType::Native(native)));
     }
     udt(i)
+}
+
+/// A vector's dimension: an `INTEGER`, possibly negative, that must be positive (Cassandra's
+/// `CQL3Type.Raw.Vector` refuses others with an InvalidRequest, not a syntax error).
+fn vector_dimension(i: Input<'_>) -> PResult<'_, u32> {
+    let neg = i.peek().is_some_and(|t| t.kind == TokenKind::Minus);
+    let at = if neg { i.advance(1) } else { i };
+    match at.peek() {
+        Some(t) if t.kind == TokenKind::Integer => {
+            let given = if neg {
+                format!("-{}", t.text)
+            } else {
+                t.text.to_string()
+            };
+            match given.parse::<i64>() {
+                Ok(n) if n <= 0 => i.invalid(format!(
+                    "vectors may only have positive dimensions; given {given}"
+                )),
+                Ok(n) => match u32::try_from(n) {
+                    Ok(d) if i32::try_from(d).is_ok() => Ok((at.advance(1), d)),
+                    _ => at.fail(format!("Invalid vector dimension {given}")),
+                },
+                Err(_) => at.fail(format!("Invalid vector dimension {given}")),
+            }
+        }
+        _ => at.expected(Expected::Other("INTEGER")),
+    }
 }
 
 /// `userTypeName`: `[ks.]name` as a field-less UDT reference.

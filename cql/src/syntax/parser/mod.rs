@@ -71,6 +71,8 @@ pub(crate) struct Input<'a> {
 pub(crate) struct PError {
     pos: usize,
     message: Option<String>,
+    /// A semantic error Cassandra reports as InvalidRequest rather than a syntax error.
+    invalid: bool,
 }
 
 /// The result of a parser rule.
@@ -125,7 +127,11 @@ impl<'a> Input<'a> {
         } else if pos == far.0 && !far.1.contains(&what) {
             far.1.push(what);
         }
-        Err(nom::Err::Error(PError { pos, message: None }))
+        Err(nom::Err::Error(PError {
+            pos,
+            message: None,
+            invalid: false,
+        }))
     }
 
     /// A hard failure with a message (no backtracking past it).
@@ -133,6 +139,17 @@ impl<'a> Input<'a> {
         Err(nom::Err::Failure(PError {
             pos: self.pos(),
             message: Some(message.into()),
+            invalid: false,
+        }))
+    }
+
+    /// Stops parsing with an error Cassandra reports as InvalidRequest (a well-formed statement
+    /// that its grammar rejects on meaning, such as a vector of dimension 0).
+    pub(crate) fn invalid<T>(&self, message: impl Into<String>) -> PResult<'a, T> {
+        Err(nom::Err::Failure(PError {
+            pos: self.pos(),
+            message: Some(message.into()),
+            invalid: true,
         }))
     }
 
@@ -143,6 +160,7 @@ impl<'a> Input<'a> {
             return Err(nom::Err::Failure(PError {
                 pos: self.pos(),
                 message: Some("expression nested too deeply".to_string()),
+                invalid: false,
             }));
         }
         self.state.depth.set(depth);
@@ -164,6 +182,7 @@ impl<'a> nom::error::ParseError<Input<'a>> for PError {
         PError {
             pos: input.pos(),
             message: None,
+            invalid: false,
         }
     }
 
@@ -232,12 +251,13 @@ impl<'a> State<'a> {
 
     /// Turns a nom error into the user-facing [`ParseError`].
     fn error(&self, tokens: &[Token<'_>], err: nom::Err<PError>) -> ParseError {
-        let (pos, message) = match err {
+        let (pos, message, invalid) = match err {
             nom::Err::Failure(PError {
                 pos,
                 message: Some(m),
-            }) => (pos, Some(m)),
-            _ => (self.farthest.borrow().0, None),
+                invalid,
+            }) => (pos, Some(m), invalid),
+            _ => (self.farthest.borrow().0, None, false),
         };
         let (offset, shown) = match tokens.get(pos) {
             Some(t) => (t.span.start, t.text),
@@ -257,7 +277,9 @@ impl<'a> State<'a> {
                 _ => format!("no viable alternative at input '{shown}'"),
             }
         });
-        error_at(self.source, offset, &message)
+        let mut e = error_at(self.source, offset, &message);
+        e.invalid = invalid;
+        e
     }
 }
 
