@@ -174,7 +174,7 @@ pub(crate) fn trim(
 ) -> Result<(), StorageError> {
     let below = ks.range(..lo.to_vec());
     let above = hi.map(|hi| ks.range(hi.to_vec()..));
-    remove_all(db, ks, below.chain(above.into_iter().flatten())).map(|_| ())
+    remove_all(db, ks, below.chain(above.into_iter().flatten()), false).map(|_| ())
 }
 
 /// Removes every key of `ks` in `lo..hi` (`None`: to the end), in batches; returns the bytes
@@ -186,24 +186,31 @@ pub(crate) fn clear_range(
     hi: Option<&[u8]>,
 ) -> Result<(u64, u64), StorageError> {
     match hi {
-        Some(hi) => remove_all(db, ks, ks.range(lo.to_vec()..hi.to_vec())),
-        None => remove_all(db, ks, ks.range(lo.to_vec()..)),
+        Some(hi) => remove_all(db, ks, ks.range(lo.to_vec()..hi.to_vec()), true),
+        None => remove_all(db, ks, ks.range(lo.to_vec()..), true),
     }
 }
 
-/// Removes the keys `items` yields from `ks`, committing every 4,096; returns their bytes
-/// and logical partitions.
+/// Removes the keys `items` yields from `ks`, committing every 4,096; with `count`, returns
+/// their bytes and logical partitions (else zeros: a trim recounts what stays, and reads no
+/// value).
 fn remove_all(
     db: &Database,
     ks: &Keyspace,
     items: impl Iterator<Item = fjall::Guard>,
+    count: bool,
 ) -> Result<(u64, u64), StorageError> {
     let mut batch = db.batch();
     let (mut bytes, mut partitions) = (0u64, crate::counting::PartitionCounter::default());
     for g in items {
-        let (k, v) = g.into_inner()?;
-        bytes += (k.len() + v.len()) as u64;
-        partitions.see(&k)?;
+        let k = if count {
+            let (k, v) = g.into_inner()?;
+            bytes += (k.len() + v.len()) as u64;
+            partitions.see(&k)?;
+            k
+        } else {
+            g.key()?
+        };
         batch.remove(ks, k);
         if batch.len() >= 4096 {
             std::mem::replace(&mut batch, db.batch()).commit()?;
