@@ -257,19 +257,19 @@ impl Splitter {
         ));
         // The bytes above `at` and each half's largest logical partition: from the sizes when
         // they were read; else half the bytes, and the source's largest for both halves.
-        let expected = match &sizes {
+        let (expected, lower_largest) = match &sizes {
             Some(sizes) => {
                 let largest = |upper: bool| {
                     let half = sizes.iter().filter(|(t, _)| (*t > at) == upper);
                     half.map(|(_, b)| *b).max().unwrap_or(0)
                 };
                 upper.saw_partition_size(largest(true));
-                src.largest.store(largest(false), Ordering::Relaxed);
-                sizes.iter().filter(|(t, _)| *t > at).map(|(_, b)| *b).sum()
+                let above = sizes.iter().filter(|(t, _)| *t > at).map(|(_, b)| *b).sum();
+                (above, Some(largest(false)))
             }
             None => {
                 upper.saw_partition_size(src.largest_partition());
-                source_bytes / 2
+                (source_bytes / 2, None)
             }
         };
         ring.set_split_progress(0, expected);
@@ -286,6 +286,10 @@ impl Splitter {
                     upper: upper.clone(),
                 }),
             });
+            // From here writes above `at` raise the new half's mark, not the source's.
+            if let Some(lower) = lower_largest {
+                src.largest.store(lower, Ordering::Relaxed);
+            }
             (split_view, db.snapshot())
         };
         tracing::info!(
