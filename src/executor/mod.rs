@@ -122,12 +122,14 @@ pub struct Answer {
     pub response: Response,
     /// The frame's optional parts.
     pub envelope: Envelope,
+    /// How long the request ran (zero when it panicked).
+    pub took: std::time::Duration,
 }
 
 /// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response with the
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
-    let started = std::time::Instant::now();
+    let started = crate::metrics::clock::now();
     // A request that panicked on this thread may have left its note.
     crate::metrics::coordinated::take();
     let class = observed::observe(node.metrics(), ctx, &request, &known);
@@ -147,7 +149,7 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
         crate::query_trace::event(|| "Request complete".to_string());
         answered
     });
-    let ended = std::time::Instant::now();
+    let ended = crate::metrics::clock::now();
     let took = ended - started;
     let error = match &response {
         Response::Error(e) => Some(e.code()),
@@ -177,7 +179,11 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
             .custom_payload
             .push((REQUEST_CHARGE.to_string(), spent.to_be_bytes().to_vec()));
     }
-    Answer { response, envelope }
+    Answer {
+        response,
+        envelope,
+        took,
+    }
 }
 
 /// The custom payload key of a response's request units.
@@ -221,6 +227,7 @@ pub fn execute_caught(node: &Node, ctx: &SessionContext, request: Request, known
         Answer {
             response: crate::error::internal_error(),
             envelope: Envelope::default(),
+            took: std::time::Duration::ZERO,
         }
     })
 }
