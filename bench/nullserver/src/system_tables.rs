@@ -23,6 +23,155 @@ pub(crate) struct VirtualTable {
     pub(crate) rows: Vec<Vec<Option<Vec<u8>>>>,
 }
 
+/// Columns as (name, CQL type).
+type Columns = &'static [(&'static str, &'static str)];
+
+/// The system tables that hold no rows here: (keyspace, table, columns as (name, CQL type)).
+const EMPTY_TABLES: &[(&str, &str, Columns)] = &[
+    (
+        "system",
+        "peers",
+        &[
+            ("peer", "inet"),
+            ("data_center", "text"),
+            ("host_id", "uuid"),
+            ("preferred_ip", "inet"),
+            ("rack", "text"),
+            ("release_version", "text"),
+            ("rpc_address", "inet"),
+            ("schema_version", "uuid"),
+            ("tokens", "set<text>"),
+        ],
+    ),
+    (
+        "system",
+        "peers_v2",
+        &[
+            ("peer", "inet"),
+            ("peer_port", "int"),
+            ("data_center", "text"),
+            ("host_id", "uuid"),
+            ("native_address", "inet"),
+            ("native_port", "int"),
+            ("preferred_ip", "inet"),
+            ("preferred_port", "int"),
+            ("rack", "text"),
+            ("release_version", "text"),
+            ("schema_version", "uuid"),
+            ("tokens", "set<text>"),
+        ],
+    ),
+    (
+        "system_schema",
+        "types",
+        &[
+            ("keyspace_name", "text"),
+            ("type_name", "text"),
+            ("field_names", "list<text>"),
+            ("field_types", "list<text>"),
+        ],
+    ),
+    (
+        "system_schema",
+        "views",
+        &[
+            ("keyspace_name", "text"),
+            ("view_name", "text"),
+            ("base_table_id", "uuid"),
+            ("base_table_name", "text"),
+            ("include_all_columns", "boolean"),
+            ("where_clause", "text"),
+        ],
+    ),
+    (
+        "system_schema",
+        "indexes",
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("index_name", "text"),
+            ("kind", "text"),
+            ("options", "map<text, text>"),
+        ],
+    ),
+    (
+        "system_schema",
+        "triggers",
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("trigger_name", "text"),
+            ("options", "map<text, text>"),
+        ],
+    ),
+    (
+        "system_schema",
+        "functions",
+        &[
+            ("keyspace_name", "text"),
+            ("function_name", "text"),
+            ("argument_types", "list<text>"),
+            ("argument_names", "list<text>"),
+            ("body", "text"),
+            ("called_on_null_input", "boolean"),
+            ("language", "text"),
+            ("return_type", "text"),
+        ],
+    ),
+    (
+        "system_schema",
+        "aggregates",
+        &[
+            ("keyspace_name", "text"),
+            ("aggregate_name", "text"),
+            ("argument_types", "list<text>"),
+            ("final_func", "text"),
+            ("initcond", "text"),
+            ("return_type", "text"),
+            ("state_func", "text"),
+            ("state_type", "text"),
+        ],
+    ),
+    (
+        "system_schema",
+        "dropped_columns",
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("column_name", "text"),
+            ("type", "text"),
+        ],
+    ),
+    (
+        "system_virtual_schema",
+        "keyspaces",
+        &[("keyspace_name", "text")],
+    ),
+    (
+        "system_virtual_schema",
+        "tables",
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("comment", "text"),
+        ],
+    ),
+    (
+        "system_virtual_schema",
+        "columns",
+        &[
+            ("keyspace_name", "text"),
+            ("table_name", "text"),
+            ("column_name", "text"),
+            ("clustering_order", "text"),
+            ("column_name_bytes", "blob"),
+            ("kind", "text"),
+            ("position", "int"),
+            ("type", "text"),
+        ],
+    ),
+];
+
 const HOST_ID: [u8; 16] = [
     0x6e, 0x75, 0x6c, 0x6c, 0x72, 0x69, 0x40, 0x67, 0x80, 0x64, 0x62, 0, 0, 0, 0, 1,
 ];
@@ -38,9 +187,6 @@ fn text() -> DataType {
 }
 fn set_of_text() -> DataType {
     DataType::Set(Box::new(text()))
-}
-fn list_of_text() -> DataType {
-    DataType::List(Box::new(text()))
 }
 fn map_of_text() -> DataType {
     DataType::Map(Box::new(text()), Box::new(text()))
@@ -108,31 +254,6 @@ pub(crate) fn table(
                 Some(text_collection(["0"])),
             ]],
         },
-        ("system", "peers") => empty(vec![
-            ("peer", n(Inet)),
-            ("data_center", text()),
-            ("host_id", n(Uuid)),
-            ("preferred_ip", n(Inet)),
-            ("rack", text()),
-            ("release_version", text()),
-            ("rpc_address", n(Inet)),
-            ("schema_version", n(Uuid)),
-            ("tokens", set_of_text()),
-        ]),
-        ("system", "peers_v2") => empty(vec![
-            ("peer", n(Inet)),
-            ("peer_port", n(Int)),
-            ("data_center", text()),
-            ("host_id", n(Uuid)),
-            ("native_address", n(Inet)),
-            ("native_port", n(Int)),
-            ("preferred_ip", n(Inet)),
-            ("preferred_port", n(Int)),
-            ("rack", text()),
-            ("release_version", text()),
-            ("schema_version", n(Uuid)),
-            ("tokens", set_of_text()),
-        ]),
         ("system_schema", "keyspaces") => {
             let rows = catalog.read(|keyspaces| {
                 keyspaces
@@ -233,76 +354,16 @@ pub(crate) fn table(
                 rows,
             }
         }
-        ("system_schema", "types") => empty(vec![
-            ("keyspace_name", text()),
-            ("type_name", text()),
-            ("field_names", list_of_text()),
-            ("field_types", list_of_text()),
-        ]),
-        ("system_schema", "views") => empty(vec![
-            ("keyspace_name", text()),
-            ("view_name", text()),
-            ("base_table_id", n(Uuid)),
-            ("base_table_name", text()),
-            ("include_all_columns", n(Boolean)),
-            ("where_clause", text()),
-        ]),
-        ("system_schema", "indexes") => empty(vec![
-            ("keyspace_name", text()),
-            ("table_name", text()),
-            ("index_name", text()),
-            ("kind", text()),
-            ("options", map_of_text()),
-        ]),
-        ("system_schema", "triggers") => empty(vec![
-            ("keyspace_name", text()),
-            ("table_name", text()),
-            ("trigger_name", text()),
-            ("options", map_of_text()),
-        ]),
-        ("system_schema", "functions") => empty(vec![
-            ("keyspace_name", text()),
-            ("function_name", text()),
-            ("argument_types", list_of_text()),
-            ("argument_names", list_of_text()),
-            ("body", text()),
-            ("called_on_null_input", n(Boolean)),
-            ("language", text()),
-            ("return_type", text()),
-        ]),
-        ("system_schema", "aggregates") => empty(vec![
-            ("keyspace_name", text()),
-            ("aggregate_name", text()),
-            ("argument_types", list_of_text()),
-            ("final_func", text()),
-            ("initcond", text()),
-            ("return_type", text()),
-            ("state_func", text()),
-            ("state_type", text()),
-        ]),
-        ("system_schema", "dropped_columns") => empty(vec![
-            ("keyspace_name", text()),
-            ("table_name", text()),
-            ("column_name", text()),
-            ("type", text()),
-        ]),
-        ("system_virtual_schema", "keyspaces") => empty(vec![("keyspace_name", text())]),
-        ("system_virtual_schema", "tables") => empty(vec![
-            ("keyspace_name", text()),
-            ("table_name", text()),
-            ("comment", text()),
-        ]),
-        ("system_virtual_schema", "columns") => empty(vec![
-            ("keyspace_name", text()),
-            ("table_name", text()),
-            ("column_name", text()),
-            ("clustering_order", text()),
-            ("column_name_bytes", n(NativeType::Blob)),
-            ("kind", text()),
-            ("position", n(Int)),
-            ("type", text()),
-        ]),
-        _ => return None,
+        _ => {
+            let (_, _, columns) = EMPTY_TABLES
+                .iter()
+                .find(|(k, t, _)| *k == keyspace && *t == table)?;
+            let columns = columns
+                .iter()
+                .map(|(name, t)| Some((*name, cql::parse_data_type(t).ok()?)))
+                .collect::<Option<Vec<_>>>()?;
+            empty(columns)
+        }
     })
 }
 
