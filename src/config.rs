@@ -268,6 +268,9 @@ pub struct Config {
     /// Requests taking at least this many milliseconds are kept in `system_traces.sessions`
     /// (0: none).
     pub slow_query_log_ms: u64,
+    /// Whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's `materialized_views_enabled`,
+    /// off by default as in Cassandra 4.1).
+    pub materialized_views_enabled: bool,
     /// When true, the main `listen` port speaks only TLS.
     pub tls_only: bool,
     /// Seconds a client gets to complete the TLS handshake before it is disconnected.
@@ -424,6 +427,7 @@ impl Default for Config {
             metrics_listen: DEFAULT_METRICS_LISTEN.to_string(),
             trace_probability: 0.0,
             slow_query_log_ms: 0,
+            materialized_views_enabled: false,
             tls_only: false,
             tls_handshake_timeout_seconds: 10,
         }

@@ -122,6 +122,36 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
         let _ = writeln!(s, "    PRIMARY KEY ({})", key.join(", "));
     }
     s.push(')');
+    if let Some(v) = t.view.as_ref().filter(|_| !virtual_table) {
+        // Cassandra 4.1's `ViewMetadata.toCqlString`: the view's SELECT, then its options.
+        s.clear();
+        let columns = if v.include_all_columns {
+            "*".to_string()
+        } else {
+            t.select_star_order()
+                .iter()
+                .map(|c| ident(&c.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let pk_names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
+        let mut key = vec![if pk.len() == 1 {
+            pk_names[0].clone()
+        } else {
+            format!("({})", pk_names.join(", "))
+        }];
+        key.extend(ck.iter().map(|c| ident(&c.name)));
+        let _ = write!(
+            s,
+            "CREATE MATERIALIZED VIEW {}.{} AS\n    SELECT {columns}\n    FROM {}.{}\n    WHERE {}\n    PRIMARY KEY ({})\n",
+            ident(&t.keyspace),
+            ident(&t.name),
+            ident(&t.keyspace),
+            ident(&v.base_table),
+            v.where_clause,
+            key.join(", ")
+        );
+    }
     if virtual_table {
         // As Cassandra 4.1 prints a virtual table: its comment, then the end of the remark.
         let _ = write!(s, " WITH comment = {};\n*/", quote(&t.params.comment));
@@ -214,15 +244,26 @@ fn keyspace_elements(ks: &Keyspace, only: bool, internals: bool) -> Vec<Element>
     for t in types_in_dependency_order(ks) {
         out.push((ks.name.clone(), "type", t.name.clone(), type_statement(t)));
     }
-    for t in ks.tables.values() {
+    // Tables, then the views (each after its base, which a view needs to be created).
+    let (views, tables): (Vec<_>, Vec<_>) = ks.tables.values().partition(|t| t.view.is_some());
+    for t in tables.into_iter().chain(views) {
         out.push((
             ks.name.clone(),
-            "table",
+            element_kind(t),
             t.name.clone(),
             table_statement(t, virt, internals),
         ));
     }
     out
+}
+
+/// The `type` column of a DESCRIBE row of `t`.
+fn element_kind(t: &Table) -> &'static str {
+    if t.view.is_some() {
+        "materialized_view"
+    } else {
+        "table"
+    }
 }
 
 /// Types ordered so that each comes after the types it uses.
@@ -395,7 +436,7 @@ pub fn describe(
                 state,
             )
         }
-        DescribeTarget::Table(name) => {
+        DescribeTarget::Table(name) | DescribeTarget::MaterializedView(name) => {
             let ks = ks_of(name, current)?;
             let k = keyspace(catalog, &ks)?;
             let t = k.tables.get(&name.name).ok_or_else(|| {
@@ -404,7 +445,7 @@ pub fn describe(
             element_rows(
                 vec![(
                     ks.clone(),
-                    "table",
+                    element_kind(t),
                     t.name.clone(),
                     table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
                 )],
@@ -471,7 +512,7 @@ pub fn describe(
                 return element_rows(
                     vec![(
                         ks.clone(),
-                        "table",
+                        element_kind(t),
                         t.name.clone(),
                         table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
                     )],

@@ -38,6 +38,7 @@ pub mod selection;
 pub mod time;
 mod traced;
 pub mod values;
+mod views;
 pub mod virtual_select;
 
 use crate::context::SessionContext;
@@ -390,9 +391,25 @@ fn run(
         | Statement::DropTable(_)
         | Statement::CreateType(_)
         | Statement::AlterType(_)
-        | Statement::DropType(_) => {
+        | Statement::DropType(_)
+        | Statement::CreateView(_)
+        | Statement::DropView(_) => {
+            if matches!(stmt, Statement::CreateView(_)) {
+                views::check_enabled(node)?;
+            }
             let result = run_ddl(node, ctx, stmt)
                 .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
+            if let (Statement::CreateView(v), ResultBody::SchemaChange(_)) = (stmt, &result) {
+                crate::client_warnings::warn(views::EXPERIMENTAL.to_string());
+                let ks = schema::ddl_keyspace(&v.name, ctx.keyspace.as_deref())?;
+                let catalog = node.catalog();
+                if let (Some(view), Some(base)) = (
+                    catalog.table(&ks, &v.name.name),
+                    catalog.table(&ks, &v.base.name),
+                ) {
+                    views::build(node.shards(), base, view)?;
+                }
+            }
             if matches!(result, ResultBody::SchemaChange(_)) {
                 warn_replication(node, stmt);
                 if !node.has_peers() {
@@ -523,9 +540,11 @@ fn run_plan(
         Plan::Modify(m) => {
             let write = crate::metrics::Operation::Write;
             crate::metrics::coordinated::note(crate::schema::table_id(m.table()), write);
+            views::check_writable(m.table())?;
             let mutations = m.mutations(values, inputs.timestamp, shards)?;
-            apply(
+            views::apply(
                 shards,
+                catalog,
                 mutations
                     .into_iter()
                     .map(|x| (m.table().clone(), x))
@@ -550,11 +569,12 @@ fn run_plan(
             }
             let mut writes = Vec::new();
             for p in plans {
+                views::check_writable(p.table())?;
                 for m in p.mutations(values, Some(ts), shards)? {
                     writes.push((p.table().clone(), m));
                 }
             }
-            apply(shards, writes)?;
+            views::apply(shards, catalog, writes)?;
             Ok(ResultBody::Void)
         }
     }

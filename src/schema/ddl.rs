@@ -25,7 +25,10 @@ pub struct DdlOutcome {
     pub dropped_tables: Vec<Uuid>,
 }
 
-fn change(change_type: SchemaChangeType, target: SchemaChangeTarget) -> Option<SchemaChange> {
+pub(super) fn change(
+    change_type: SchemaChangeType,
+    target: SchemaChangeTarget,
+) -> Option<SchemaChange> {
     Some(SchemaChange {
         change_type,
         target,
@@ -47,7 +50,7 @@ pub(crate) fn keyspace_of(
         })
 }
 
-fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
+pub(super) fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
     if name.is_empty()
         || name.len() > 48
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -59,7 +62,10 @@ fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
     Ok(())
 }
 
-fn user_keyspace<'a>(catalog: &'a mut Catalog, name: &str) -> Result<&'a mut Keyspace, QueryError> {
+pub(super) fn user_keyspace<'a>(
+    catalog: &'a mut Catalog,
+    name: &str,
+) -> Result<&'a mut Keyspace, QueryError> {
     if is_system_keyspace(name) {
         return Err(QueryError::Unauthorized(format!(
             "{name} keyspace is not user-modifiable."
@@ -144,6 +150,8 @@ pub fn apply_ddl(
             );
         }
         Statement::CreateTable(s) => return create_table(catalog, s, current),
+        Statement::CreateView(s) => return super::views::create_view(catalog, s, current),
+        Statement::DropView(s) => return super::views::drop_view(catalog, s, current),
         Statement::AlterTable(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
             let exists = catalog.table(&ks_name, &s.name.name).is_some();
@@ -183,6 +191,7 @@ pub fn apply_ddl(
         Statement::DropTable(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
             let ks = user_keyspace(catalog, &ks_name)?;
+            super::views::check_table_drop(ks, &s.name.name)?;
             match ks.tables.remove(&s.name.name) {
                 Some(t) => out.dropped_tables.push(t.id),
                 None if s.if_exists => return Ok(out),
@@ -359,7 +368,7 @@ pub fn apply_ddl(
 }
 
 /// A read-only copy used to resolve types while a keyspace is borrowed mutably.
-fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
+pub(super) fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
     catalog.clone()
 }
 
@@ -535,7 +544,11 @@ fn create_table(
     Ok(out)
 }
 
-fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, QueryError> {
+pub(super) fn build_table(
+    catalog: &Catalog,
+    ks: &str,
+    s: &CreateTable,
+) -> Result<Table, QueryError> {
     let qualified = format!("{ks}.{}", s.name.name);
     let mut defs: Vec<&ColumnDef> = Vec::new();
     let mut names = HashSet::new();
@@ -742,6 +755,8 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
         params,
         next_column_id: next_id,
         dropped: Vec::new(),
+        view: None,
+        views: Vec::new(),
     })
 }
 

@@ -271,7 +271,7 @@ impl fmt::Display for ColumnDef {
     }
 }
 
-struct Names<'a>(&'a [String]);
+pub(crate) struct Names<'a>(pub(crate) &'a [String]);
 
 impl fmt::Display for Names<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -354,7 +354,17 @@ impl fmt::Display for CreateTable {
             f.write_str(")")?;
         }
         f.write_str(")")?;
-        let o = &self.options;
+        WithOptions(&self.options).fmt(f)
+    }
+}
+
+/// ` WITH CLUSTERING ORDER BY (...) AND COMPACT STORAGE AND name = value ...`: a table's or a
+/// view's options, or nothing when there are none.
+pub(crate) struct WithOptions<'a>(pub(crate) &'a TableOptions);
+
+impl fmt::Display for WithOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let o = self.0;
         let mut sep = " WITH ";
         if !o.clustering_order.is_empty() {
             f.write_str(sep)?;

@@ -10,6 +10,7 @@ mod describe;
 mod dml;
 mod expr;
 mod select;
+mod view;
 
 use std::fmt;
 
@@ -32,6 +33,7 @@ pub use dml::{
 };
 pub use expr::{BinaryOp, Expr, Literal, Operator, Relation};
 pub use select::{Select, Selector};
+pub use view::{CreateView, DropView};
 
 /// One CQL statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +74,10 @@ pub enum Statement {
     CreateIndex(CreateIndex),
     /// `DROP INDEX ...`.
     DropIndex(DropIndex),
+    /// `CREATE MATERIALIZED VIEW ...`.
+    CreateView(Box<CreateView>),
+    /// `DROP MATERIALIZED VIEW ...`.
+    DropView(DropView),
     /// `DESCRIBE ...` / `DESC ...`.
     Describe(Describe),
     /// `CREATE ROLE ...`.
@@ -211,6 +217,8 @@ impl fmt::Display for Statement {
             Statement::DropType(s) => s.fmt(f),
             Statement::CreateIndex(s) => s.fmt(f),
             Statement::DropIndex(s) => s.fmt(f),
+            Statement::CreateView(s) => s.fmt(f),
+            Statement::DropView(s) => s.fmt(f),
             Statement::Describe(s) => s.fmt(f),
             Statement::CreateRole(s) => s.fmt(f),
             Statement::AlterRole(s) => s.fmt(f),

@@ -12,6 +12,7 @@ mod dml;
 mod expr;
 mod select;
 mod statement;
+mod view;
 
 use std::cell::{Cell, RefCell};
 use std::iter::Enumerate;

@@ -7,7 +7,7 @@ use nom::combinator::opt;
 use nom::Parser;
 
 use super::common::{ident, kw, qualified_name};
-use super::{auth, ddl, dml, select, Expected, Input, PResult};
+use super::{auth, ddl, dml, select, view, Expected, Input, PResult};
 use crate::ast::{Statement, Unsupported};
 use crate::syntax::lexer::TokenKind;
 
@@ -21,6 +21,7 @@ pub(crate) fn statement(i: Input<'_>) -> PResult<'_, Statement> {
         dml::batch.map(|s| Statement::Batch(Box::new(s))),
         use_statement,
         truncate,
+        view::view_statement,
         unsupported,
         ddl::ddl_statement,
         ddl::describe.map(Statement::Describe),
@@ -52,12 +53,10 @@ fn unsupported(i: Input<'_>) -> PResult<'_, Statement> {
         &["create", "or", "replace", "function"],
         &["create", "aggregate"],
         &["create", "or", "replace", "aggregate"],
-        &["create", "materialized", "view"],
         &["create", "trigger"],
         &["alter", "materialized", "view"],
         &["drop", "function"],
         &["drop", "aggregate"],
-        &["drop", "materialized", "view"],
         &["drop", "trigger"],
         &["add", "identity"],
         &["drop", "identity"],
