@@ -186,3 +186,42 @@ def test_a_view_survives_a_restart(request, tmp_path):
     finally:
         cluster.shutdown()
         stop_and_check(srv)
+
+
+def test_a_view_in_a_cluster_is_kept_through_any_coordinator(request, tmp_path):
+    """Two nodes, RF 2: the view's DDL reaches both, and writes coordinated by either node
+    keep the view in step, read back from the other at ALL."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    from test_cluster import cluster_node, connect, port_free_on_all, wait_formed, write_new_table
+
+    native = port_free_on_all(set())
+    internode = port_free_on_all({native})
+    metrics = port_free_on_all({native, internode})
+    nodes = [cluster_node(tmp_path, i, (native, internode, metrics), request.node.nodeid,
+                          "materialized_views_enabled = true\n") for i in (1, 2)]
+    clients = []
+    try:
+        for n in nodes:
+            n.start()
+        wait_formed(nodes)
+        c1, c2 = connect(nodes[0], only=True), connect(nodes[1], only=True)
+        clients = [c1, c2]
+        s1, s2 = c1.connect(), c2.connect()
+        s1.execute("CREATE KEYSPACE cv WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s1.execute("CREATE TABLE cv.t (k int PRIMARY KEY, v text)")
+        all_ = ConsistencyLevel.ALL
+        write_new_table(s1, SimpleStatement("INSERT INTO cv.t (k, v) VALUES (1, 'a')", consistency_level=all_), ())
+        s1.execute("CREATE MATERIALIZED VIEW cv.by_v AS SELECT * FROM cv.t WHERE v IS NOT NULL PRIMARY KEY (v, k)")
+        write_new_table(s2, SimpleStatement("INSERT INTO cv.t (k, v) VALUES (2, 'b')", consistency_level=all_), ())
+        write_new_table(s1, SimpleStatement("UPDATE cv.t SET v = 'c' WHERE k = 1", consistency_level=all_), ())
+        read = SimpleStatement("SELECT v, k FROM cv.by_v", consistency_level=all_)
+        for s in (s1, s2):
+            assert sorted((r.v, r.k) for r in s.execute(read)) == [("b", 2), ("c", 1)]
+    finally:
+        for c in clients:
+            c.shutdown()
+        for n in nodes:
+            if n.proc is not None and n.running():
+                n.stop()
