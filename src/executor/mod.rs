@@ -383,7 +383,9 @@ fn run(
         | Statement::DropTable(_)
         | Statement::CreateType(_)
         | Statement::AlterType(_)
-        | Statement::DropType(_) => {
+        | Statement::DropType(_)
+        | Statement::CreateIndex(_)
+        | Statement::DropIndex(_) => {
             let result = run_ddl(node, ctx, stmt)
                 .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
             if matches!(result, ResultBody::SchemaChange(_)) {
@@ -398,9 +400,6 @@ fn run(
             }
             Ok(result)
         }
-        Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
-            "Secondary indexes are not supported by ringdb",
-        )),
         Statement::Unsupported(u) => Err(QueryError::invalid(format!(
             "{} is not supported by ringdb",
             u.kind

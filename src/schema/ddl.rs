@@ -47,6 +47,11 @@ pub(crate) fn keyspace_of(
         })
 }
 
+/// Checks an index name as Cassandra does for every schema name.
+pub(crate) fn check_index_name(name: &str) -> Result<(), QueryError> {
+    check_name("Index", name)
+}
+
 fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
     if name.is_empty()
         || name.len() > 48
@@ -177,6 +182,50 @@ pub fn apply_ddl(
                 SchemaChangeTarget::Table {
                     keyspace: ks_name,
                     name: s.name.name.clone(),
+                },
+            );
+        }
+        Statement::CreateIndex(s) => {
+            let ks_name = keyspace_of(&s.table, current)?;
+            let Some(table) = catalog.table(&ks_name, &s.table.name).cloned() else {
+                user_keyspace(catalog, &ks_name)?;
+                return Err(QueryError::invalid(format!(
+                    "Table '{ks_name}.{}' doesn't exist",
+                    s.table.name
+                )));
+            };
+            user_keyspace(catalog, &ks_name)?;
+            let Some(def) = super::index::create_index(catalog, &ks_name, &table, s)? else {
+                return Ok(out);
+            };
+            let mut t = (*table).clone();
+            t.indexes.push(def);
+            set_table(catalog, &ks_name, t);
+            out.change = change(
+                SchemaChangeType::Updated,
+                SchemaChangeTarget::Table {
+                    keyspace: ks_name,
+                    name: s.table.name.clone(),
+                },
+            );
+        }
+        Statement::DropIndex(s) => {
+            let ks_name = keyspace_of(&s.name, current)?;
+            user_keyspace(catalog, &ks_name)?;
+            let Some(table_name) = super::index::drop_index_table(catalog, &ks_name, s)? else {
+                return Ok(out);
+            };
+            let Some(table) = catalog.table(&ks_name, &table_name).cloned() else {
+                return Ok(out);
+            };
+            let mut t = (*table).clone();
+            t.indexes.retain(|i| i.name != s.name.name);
+            set_table(catalog, &ks_name, t);
+            out.change = change(
+                SchemaChangeType::Updated,
+                SchemaChangeTarget::Table {
+                    keyspace: ks_name,
+                    name: table_name,
                 },
             );
         }
@@ -359,6 +408,12 @@ pub fn apply_ddl(
 }
 
 /// A read-only copy used to resolve types while a keyspace is borrowed mutably.
+fn set_table(catalog: &mut Catalog, ks: &str, t: Table) {
+    if let Some(keyspace) = catalog.keyspaces.get_mut(ks) {
+        keyspace.tables.insert(t.name.clone(), Arc::new(t));
+    }
+}
+
 fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
     catalog.clone()
 }
@@ -742,6 +797,7 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
         params,
         next_column_id: next_id,
         dropped: Vec::new(),
+        indexes: Vec::new(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! The schema catalog: keyspaces, tables, columns and user types, with their persisted form.
 
 mod ddl;
+pub mod index;
 mod layout;
 mod options;
 mod persist;
@@ -133,6 +134,9 @@ pub struct Table {
     /// Dropped columns.
     #[serde(default)]
     pub dropped: Vec<DroppedColumn>,
+    /// Secondary indexes (`CREATE INDEX`).
+    #[serde(default)]
+    pub indexes: Vec<index::IndexDef>,
 }
 
 impl Table {
