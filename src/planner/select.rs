@@ -117,7 +117,8 @@ impl SelectPlan {
             &select.where_clause,
             &table,
             markers,
-            select.allow_filtering,
+            select.allow_filtering
+                || crate::planner::index_choice::served_by_indexes(&select.where_clause, &table),
             true,
         )?;
         // Leading key columns fixed by equality may be left out of GROUP BY.

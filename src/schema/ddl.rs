@@ -408,6 +408,23 @@ pub fn apply_ddl(
 }
 
 /// A read-only copy used to resolve types while a keyspace is borrowed mutably.
+/// Cassandra's `AlterTableStatement` refusal to drop or rename an indexed column.
+fn check_no_index(t: &Table, column: &str, verb: &str) -> Result<(), QueryError> {
+    let names: Vec<&str> = t
+        .indexes
+        .iter()
+        .filter(|i| i.column == column)
+        .map(|i| i.name.as_str())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(QueryError::invalid(format!(
+        "Cannot {verb} column {column} because it has dependent secondary indexes ({})",
+        names.join(", ")
+    )))
+}
+
 fn set_table(catalog: &mut Catalog, ks: &str, t: Table) {
     if let Some(keyspace) = catalog.keyspaces.get_mut(ks) {
         keyspace.tables.insert(t.name.clone(), Arc::new(t));
@@ -902,6 +919,7 @@ fn alter_table(
                         "Cannot drop PRIMARY KEY column {name}"
                     )));
                 }
+                check_no_index(t, name, "drop")?;
                 let dropped = DroppedColumn {
                     name: c.name.clone(),
                     type_text: c.data_type.to_string(),
@@ -938,6 +956,7 @@ fn alter_table(
                         "Cannot rename column {from} to {to} in table '{qualified}'; another column with that name already exists"
                     )));
                 }
+                check_no_index(t, from, "rename")?;
                 t.columns[pos].name = to.clone();
             }
             Ok(true)

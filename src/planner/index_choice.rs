@@ -1,0 +1,70 @@
+//! Whether a SELECT's WHERE clause is served by secondary indexes, so that it needs no
+//! ALLOW FILTERING (Cassandra's `StatementRestrictions` with `IndexRestrictions`).
+//!
+//! The query itself runs as the filtering scan over the physical partitions (through
+//! `Shards::scan`), which checks every row against every restriction: results never depend
+//! on index entries. This is also the seam for ANN (`ORDER BY v ANN OF`) later.
+
+use crate::schema::index::{IndexDef, TargetKind};
+use crate::schema::{ColumnKind, Table};
+use cql::ast::{Operator, Relation};
+
+/// True when `index` can answer `op` on its column (a map-element `=` when `element`).
+fn supports(index: &IndexDef, op: Operator, element: bool) -> bool {
+    match (index.kind, op, element) {
+        (TargetKind::Entries, Operator::Eq, true) => true,
+        (_, _, true) => false,
+        (TargetKind::Simple | TargetKind::Full, Operator::Eq, _) => true,
+        (TargetKind::Simple, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, _) => {
+            index.is_sai()
+        }
+        (TargetKind::Values, Operator::Contains, _) => true,
+        (TargetKind::Keys, Operator::ContainsKey, _) => true,
+        _ => false,
+    }
+}
+
+/// The index answering a relation on `column`, if one does.
+fn serving<'a>(
+    table: &'a Table,
+    column: &str,
+    op: Operator,
+    element: bool,
+) -> Option<&'a IndexDef> {
+    table
+        .indexes
+        .iter()
+        .find(|i| i.column == column && supports(i, op, element))
+}
+
+/// True when the relations need no ALLOW FILTERING because indexes serve them: at least one
+/// relation on a non-key column is indexed, every relation on a non-key column is indexed,
+/// and a legacy index serves the only such relation (Cassandra filters the rest, which needs
+/// ALLOW FILTERING; SAI intersects several indexed columns).
+pub fn served_by_indexes(relations: &[Relation], table: &Table) -> bool {
+    if table.indexes.is_empty() {
+        return false;
+    }
+    let mut used: Vec<&IndexDef> = Vec::new();
+    for rel in relations {
+        let (column, op, element) = match rel {
+            Relation::Simple { column, op, .. } => (column, *op, false),
+            Relation::MapElement { column, op, .. } => (column, *op, true),
+            Relation::MultiColumn { .. } | Relation::Token { .. } => continue,
+        };
+        let Some(col) = table.column(column) else {
+            return false;
+        };
+        let key = matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering);
+        match serving(table, column, op, element) {
+            Some(i) => used.push(i),
+            None if key => {}
+            None => return false,
+        }
+    }
+    match used.len() {
+        0 => false,
+        1 => true,
+        _ => used.iter().all(|i| i.is_sai()),
+    }
+}
