@@ -16,6 +16,7 @@ from cassandra import InvalidRequest
 from cassandra.query import SimpleStatement
 
 from conftest import make_cluster, new_server, run_cqlsh, stop_and_check
+from test_cluster import ring  # noqa: F401  (the three-node fixture)
 
 FILTERING = "Cannot execute this query as it might involve data filtering"
 SAI = "org.apache.cassandra.index.sai.StorageAttachedIndex"
@@ -216,3 +217,37 @@ def test_restart_keeps_the_index(tmp_path, request):
     finally:
         c.shutdown()
     stop_and_check(srv)
+
+
+def test_index_in_a_cluster(ring):
+    # A CREATE INDEX made on node 1 travels with the schema (the metadata Raft group): node 2
+    # answers an indexed query without ALLOW FILTERING and lists it in system_schema.indexes.
+    from test_cluster import connect, write_new_table
+    c1 = connect(ring[0])
+    c2 = connect(ring[1], only=True)
+    try:
+        s1 = c1.connect()
+        s1.execute("CREATE KEYSPACE idx_ring WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s1.execute("CREATE TABLE idx_ring.t (k int PRIMARY KEY, v int)")
+        ins = s1.prepare("INSERT INTO idx_ring.t (k, v) VALUES (?, ?)")
+        for k in range(40):
+            write_new_table(s1, ins, (k, k % 4))
+        s1.execute("CREATE INDEX ON idx_ring.t (v)")
+        s2 = c2.connect()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                got = sorted(r.k for r in s2.execute("SELECT k FROM idx_ring.t WHERE v = 3"))
+                break
+            except InvalidRequest:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert got == [k for k in range(40) if k % 4 == 3]
+        names = [r.index_name for r in s2.execute(
+            "SELECT index_name FROM system_schema.indexes WHERE keyspace_name = 'idx_ring'")]
+        assert names == ["t_v_idx"]
+    finally:
+        c2.shutdown()
+        c1.shutdown()
