@@ -8,6 +8,7 @@
 use crate::schema::index::{IndexDef, TargetKind};
 use crate::schema::{ColumnKind, Table};
 use cql::ast::{Operator, Relation};
+use cql::types::{DataType, NativeType};
 
 /// True when `index` can answer `op` on its column (a map-element `=` when `element`).
 fn supports(index: &IndexDef, op: Operator, element: bool) -> bool {
@@ -24,13 +25,32 @@ fn supports(index: &IndexDef, op: Operator, element: bool) -> bool {
     }
 }
 
-/// The index answering a relation on `column`, if one does.
+/// True for the types SAI indexes as literals, answering `=` but no range (SAI's
+/// `IndexTermType.isLiteral`): strings, booleans, blobs.
+fn literal_type(ty: &DataType) -> bool {
+    matches!(
+        ty,
+        DataType::Native(
+            NativeType::Text | NativeType::Ascii | NativeType::Boolean | NativeType::Blob
+        )
+    )
+}
+
+/// The index answering a relation on `column` of type `ty`, if one does.
 fn serving<'a>(
     table: &'a Table,
     column: &str,
+    ty: &DataType,
     op: Operator,
     element: bool,
 ) -> Option<&'a IndexDef> {
+    let range = matches!(
+        op,
+        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge
+    );
+    if range && literal_type(ty) {
+        return None;
+    }
     table
         .indexes
         .iter()
@@ -56,7 +76,7 @@ pub fn served_by_indexes(relations: &[Relation], table: &Table) -> bool {
             return false;
         };
         let key = matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering);
-        match serving(table, column, op, element) {
+        match serving(table, column, &col.data_type, op, element) {
             Some(i) => used.push(i),
             None if key => {}
             None => return false,

@@ -114,7 +114,7 @@ fn sai_class(s: &CreateIndex) -> Result<Option<String>, QueryError> {
     let Some(class) = &s.custom_class else {
         if s.custom {
             return Err(QueryError::invalid(
-                "CUSTOM index requires specifying the index class",
+                "Must specify index implementation via USING",
             ));
         }
         return Ok(None);
@@ -172,6 +172,7 @@ pub fn create_index(
         )));
     }
     let ty = &col.data_type;
+    check_indexable_type(column, ty)?;
     let collection = matches!(
         ty.unfrozen(),
         DataType::List(_) | DataType::Set(_) | DataType::Map(..)
@@ -244,6 +245,29 @@ pub fn create_index(
         )));
     }
     Ok(Some(def))
+}
+
+/// Cassandra's refusals by type: durations anywhere, and non-frozen UDTs.
+fn check_indexable_type(column: &str, ty: &DataType) -> Result<(), QueryError> {
+    if ty.references_duration() {
+        let message = match ty.unfrozen() {
+            DataType::List(_) | DataType::Set(_) | DataType::Map(..) => {
+                "Secondary indexes are not supported on collections containing durations"
+            }
+            DataType::Tuple(_) => {
+                "Secondary indexes are not supported on tuples containing durations"
+            }
+            DataType::Udt(_) => "Secondary indexes are not supported on UDTs containing durations",
+            _ => "Secondary indexes are not supported on duration columns",
+        };
+        return Err(QueryError::invalid(message));
+    }
+    if matches!(ty, DataType::Udt(_)) {
+        return Err(QueryError::invalid(format!(
+            "Cannot create index on non-frozen UDT column {column}"
+        )));
+    }
+    Ok(())
 }
 
 /// Finds the table holding the index `DROP INDEX` names; None for `IF EXISTS` on a missing one.

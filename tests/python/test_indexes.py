@@ -104,6 +104,9 @@ def test_sai_ranges_and_several_columns(session, people):
     assert got == [13, 16, 19]
     with pytest.raises(InvalidRequest, match=FILTERING):
         session.execute(f"SELECT id FROM {people} WHERE age > 10 AND tags CONTAINS 't1'")
+    # SAI indexes text as a literal: = only, a range is filtered.
+    with pytest.raises(InvalidRequest, match=FILTERING):
+        session.execute(f"SELECT id FROM {people} WHERE city > 'p'")
 
 
 def test_paging_across_physical_partitions(session, ks):
@@ -189,6 +192,11 @@ def test_cassandra_refusals(session, ks, people):
     session.execute(f"CREATE TABLE {ks}.cnt (k int PRIMARY KEY, n counter)")
     with pytest.raises(InvalidRequest, match="counter tables"):
         session.execute(f"CREATE INDEX ON {ks}.cnt (n)")
+    session.execute(f"CREATE TABLE {ks}.dur (k int PRIMARY KEY, d duration)")
+    with pytest.raises(InvalidRequest, match="Secondary indexes are not supported on duration columns"):
+        session.execute(f"CREATE INDEX ON {ks}.dur (d)")
+    with pytest.raises(InvalidRequest, match="Must specify index implementation via USING"):
+        session.execute(f"CREATE CUSTOM INDEX ON {ks}.one (v)")
     # AlterTableStatement: an indexed column cannot be dropped.
     with pytest.raises(InvalidRequest, match="dependent secondary indexes \\(a\\)"):
         session.execute(f"ALTER TABLE {ks}.one DROP v")
