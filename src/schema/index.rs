@@ -138,6 +138,15 @@ pub fn create_index(
     s: &CreateIndex,
 ) -> Result<Option<IndexDef>, QueryError> {
     let class_name = sai_class(s)?;
+    if !s.options.is_empty() {
+        // CreateIndexStatement / IndexAttributes.validate; SAI's analyzer options
+        // (case_sensitive, normalize, ...) change matching, which ringdb does not do.
+        return Err(QueryError::invalid(if class_name.is_none() {
+            "Cannot specify options for a non-CUSTOM index".to_string()
+        } else {
+            "Storage-attached index options are not supported by ringdb".to_string()
+        }));
+    }
     let (column, requested) = match &s.target {
         IndexTarget::Column(c) => (c, None),
         IndexTarget::Keys(c) => (c, Some(TargetKind::Keys)),

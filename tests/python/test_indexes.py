@@ -197,6 +197,9 @@ def test_cassandra_refusals(session, ks, people):
         session.execute(f"CREATE INDEX ON {ks}.dur (d)")
     with pytest.raises(InvalidRequest, match="Must specify index implementation via USING"):
         session.execute(f"CREATE CUSTOM INDEX ON {ks}.one (v)")
+    # IndexAttributes.validate.
+    with pytest.raises(InvalidRequest, match="Cannot specify options for a non-CUSTOM index"):
+        session.execute(f"CREATE INDEX ON {ks}.one (v) WITH OPTIONS = {{'x': 'y'}}")
     # AlterTableStatement: an indexed column cannot be dropped.
     with pytest.raises(InvalidRequest, match="dependent secondary indexes \\(a\\)"):
         session.execute(f"ALTER TABLE {ks}.one DROP v")
