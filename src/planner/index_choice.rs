@@ -57,28 +57,46 @@ fn serving<'a>(
         .find(|i| i.column == column && supports(i, op, element))
 }
 
+/// True when every partition-key column is restricted by `=` or `IN`: the query reads given
+/// partitions, and restrictions on key columns are served by the key itself.
+fn partition_given(relations: &[Relation], table: &Table) -> bool {
+    table.partition_key().all(|pk| {
+        relations.iter().any(|r| {
+            matches!(r, Relation::Simple { column, op: Operator::Eq | Operator::In, .. }
+                if *column == pk.name)
+        })
+    })
+}
+
 /// True when the relations need no ALLOW FILTERING because indexes serve them: at least one
-/// relation on a non-key column is indexed, every relation on a non-key column is indexed,
-/// and a legacy index serves the only such relation (Cassandra filters the rest, which needs
-/// ALLOW FILTERING; SAI intersects several indexed columns).
+/// relation is indexed, every other relation on a non-key column is indexed too, so are
+/// those on key columns unless the partition is given, and a legacy index serves the only
+/// indexed relation (Cassandra counts every restriction its index query must filter, and
+/// more than one needs ALLOW FILTERING; SAI intersects several indexed columns).
 pub fn served_by_indexes(relations: &[Relation], table: &Table) -> bool {
     if table.indexes.is_empty() {
         return false;
     }
+    let partition = partition_given(relations, table);
     let mut used: Vec<&IndexDef> = Vec::new();
     for rel in relations {
         let (column, op, element) = match rel {
             Relation::Simple { column, op, .. } => (column, *op, false),
             Relation::MapElement { column, op, .. } => (column, *op, true),
-            Relation::MultiColumn { .. } | Relation::Token { .. } => continue,
+            Relation::MultiColumn { .. } if partition => continue,
+            Relation::MultiColumn { .. } => return false,
+            Relation::Token { .. } => continue,
         };
         let Some(col) = table.column(column) else {
             return false;
         };
+        if col.kind == ColumnKind::PartitionKey && partition {
+            continue;
+        }
         let key = matches!(col.kind, ColumnKind::PartitionKey | ColumnKind::Clustering);
         match serving(table, column, &col.data_type, op, element) {
             Some(i) => used.push(i),
-            None if key => {}
+            None if key && partition => {}
             None => return false,
         }
     }

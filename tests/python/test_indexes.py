@@ -87,6 +87,11 @@ def test_legacy_index_needs_allow_filtering_for_other_columns(session, people):
     session.execute(f"CREATE INDEX ON {people} (city)")
     with pytest.raises(InvalidRequest, match=FILTERING):
         session.execute(f"SELECT id FROM {people} WHERE city = 'rome' AND age = 4")
+    # A clustering column restricted beside the index without the partition: filtered too.
+    with pytest.raises(InvalidRequest, match=FILTERING):
+        session.execute(f"SELECT id FROM {people} WHERE city = 'rome' AND seq = 1")
+    # With the partition given, the clustering restriction is served by the key.
+    assert ids(session.execute(f"SELECT id FROM {people} WHERE id = 4 AND seq = 1 AND city = 'rome'")) == [4]
     got = ids(session.execute(f"SELECT id FROM {people} WHERE city = 'rome' AND age > 20 ALLOW FILTERING"))
     assert got == [22, 25, 28]
     # A legacy index does not answer a range.
