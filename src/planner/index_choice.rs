@@ -106,3 +106,70 @@ pub fn served_by_indexes(relations: &[Relation], table: &Table) -> bool {
         _ => used.iter().all(|i| i.is_sai()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{apply_ddl, Catalog};
+    use cql::ast::Statement;
+
+    fn catalog(ddl: &[&str]) -> Catalog {
+        let mut c = Catalog::default();
+        for text in ddl {
+            let stmt = cql::parse_statement(text).expect("ddl parses");
+            apply_ddl(&mut c, &stmt, Some("ks"), 0).expect("ddl applies");
+        }
+        c
+    }
+
+    fn served(c: &Catalog, select: &str) -> bool {
+        let Ok(Statement::Select(s)) = cql::parse_statement(select) else {
+            panic!("not a select: {select}");
+        };
+        let table = c.table("ks", "t").expect("table");
+        served_by_indexes(&s.where_clause, table)
+    }
+
+    const BASE: [&str; 2] = [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE ks.t (k int, c int, v int, w int, s text, m map<text, int>, PRIMARY KEY (k, c))",
+    ];
+
+    #[test]
+    fn one_legacy_index_serves_one_restriction() {
+        let mut ddl = BASE.to_vec();
+        ddl.extend(["CREATE INDEX ON ks.t (v)", "CREATE INDEX ON ks.t (w)"]);
+        let c = catalog(&ddl);
+        assert!(served(&c, "SELECT * FROM t WHERE v = 1"));
+        assert!(served(
+            &c,
+            "SELECT * FROM t WHERE k = 1 AND c = 2 AND v = 1"
+        ));
+        assert!(!served(&c, "SELECT * FROM t WHERE v = 1 AND w = 2"));
+        assert!(!served(&c, "SELECT * FROM t WHERE v = 1 AND c = 2"));
+        assert!(!served(&c, "SELECT * FROM t WHERE v > 1"));
+        assert!(!served(&c, "SELECT * FROM t WHERE s = 'a'"));
+    }
+
+    #[test]
+    fn sai_serves_ranges_and_several_columns() {
+        let mut ddl = BASE.to_vec();
+        ddl.extend([
+            "CREATE INDEX ON ks.t (v) USING 'sai'",
+            "CREATE INDEX ON ks.t (s) USING 'sai'",
+            "CREATE CUSTOM INDEX ON ks.t (KEYS(m)) USING 'StorageAttachedIndex'",
+        ]);
+        let c = catalog(&ddl);
+        assert!(served(
+            &c,
+            "SELECT * FROM t WHERE v > 1 AND v < 5 AND s = 'a'"
+        ));
+        assert!(served(
+            &c,
+            "SELECT * FROM t WHERE m CONTAINS KEY 'x' AND v = 1"
+        ));
+        assert!(!served(&c, "SELECT * FROM t WHERE s > 'a'"));
+        assert!(!served(&c, "SELECT * FROM t WHERE m CONTAINS 1"));
+        assert!(!served(&c, "SELECT * FROM t WHERE v = 1 AND w = 2"));
+    }
+}
