@@ -5,6 +5,7 @@
 //! `Shards::scan`), which checks every row against every restriction: results never depend
 //! on index entries. This is also the seam for ANN (`ORDER BY v ANN OF`) later.
 
+use crate::error::QueryError;
 use crate::schema::index::{IndexDef, TargetKind};
 use crate::schema::{ColumnKind, Table};
 use cql::ast::{Operator, Relation};
@@ -105,6 +106,34 @@ pub fn served_by_indexes(relations: &[Relation], table: &Table) -> bool {
         1 => true,
         _ => used.iter().all(|i| i.is_sai()),
     }
+}
+
+/// Cassandra's `validateSecondaryIndexSelections`: an index query cannot read partitions
+/// given by `IN` (checked whether or not ALLOW FILTERING is given).
+///
+/// # Errors
+/// InvalidRequest with Cassandra's message.
+pub fn check_index_selection(relations: &[Relation], table: &Table) -> Result<(), QueryError> {
+    let uses_index = relations.iter().any(|r| match r {
+        Relation::Simple { column, op, .. } | Relation::MapElement { column, op, .. } => {
+            let element = matches!(r, Relation::MapElement { .. });
+            table.column(column).is_some_and(|c| {
+                c.kind != ColumnKind::PartitionKey
+                    && serving(table, column, &c.data_type, *op, element).is_some()
+            })
+        }
+        _ => false,
+    });
+    let key_in = relations.iter().any(|r| {
+        matches!(r, Relation::Simple { column, op: Operator::In, .. }
+            if table.column(column).is_some_and(|c| c.kind == ColumnKind::PartitionKey))
+    });
+    if uses_index && key_in {
+        return Err(QueryError::invalid(
+            "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

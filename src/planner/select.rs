@@ -113,6 +113,7 @@ impl SelectPlan {
                 outputs.push((planned.selection, spec(&name, planned.data_type)));
             }
         }
+        crate::planner::index_choice::check_index_selection(&select.where_clause, &table)?;
         let restrictions = Restrictions::plan(
             &select.where_clause,
             &table,

@@ -78,6 +78,9 @@ def test_partition_key_and_limit(session, people):
     session.execute(f"CREATE INDEX ON {people} (age)")
     assert ids(session.execute(f"SELECT id FROM {people} WHERE id = 5 AND age = 5")) == [5]
     assert ids(session.execute(f"SELECT id FROM {people} WHERE id = 5 AND age = 6")) == []
+    # StatementRestrictions.validateSecondaryIndexSelections.
+    with pytest.raises(InvalidRequest, match="Select on indexed columns and with IN clause for the PRIMARY KEY are not supported"):
+        session.execute(f"SELECT id FROM {people} WHERE id IN (5, 6) AND age = 5")
     session.execute(f"CREATE INDEX ON {people} (city)")
     assert len(list(session.execute(f"SELECT id FROM {people} WHERE city = 'paris' LIMIT 4"))) == 4
 
