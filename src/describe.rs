@@ -226,6 +226,46 @@ fn float(v: f64) -> String {
     }
 }
 
+/// Cassandra's `IndexMetadata.toCqlString`: `CREATE [CUSTOM] INDEX name ON ks.t (target)
+/// [USING 'class'];`.
+pub fn index_statement(t: &Table, i: &crate::schema::index::IndexDef) -> String {
+    let on = format!("{}.{}", ident(&t.keyspace), ident(&t.name));
+    match &i.class_name {
+        Some(class) => format!(
+            "CREATE CUSTOM INDEX {} ON {on} ({}) USING {};",
+            ident(&i.name),
+            i.target_text(),
+            quote(class)
+        ),
+        None => format!(
+            "CREATE INDEX {} ON {on} ({});",
+            ident(&i.name),
+            i.target_text()
+        ),
+    }
+}
+
+/// A table's element row followed by one per index, as DESCRIBE lists them.
+fn table_elements(t: &Table, virt: bool, internals: bool) -> Vec<Element> {
+    let mut out = vec![(
+        t.keyspace.clone(),
+        element_kind(t),
+        t.name.clone(),
+        table_statement(t, virt, internals),
+    )];
+    let mut indexes: Vec<_> = t.indexes.iter().collect();
+    indexes.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    for i in indexes {
+        out.push((
+            t.keyspace.clone(),
+            "index",
+            i.name.clone(),
+            index_statement(t, i),
+        ));
+    }
+    out
+}
+
 /// One element row: (keyspace, type, name, create statement).
 type Element = (String, &'static str, String, String);
 
@@ -247,12 +287,7 @@ fn keyspace_elements(ks: &Keyspace, only: bool, internals: bool) -> Vec<Element>
     // Tables, then the views (each after its base, which a view needs to be created).
     let (views, tables): (Vec<_>, Vec<_>) = ks.tables.values().partition(|t| t.view.is_some());
     for t in tables.into_iter().chain(views) {
-        out.push((
-            ks.name.clone(),
-            element_kind(t),
-            t.name.clone(),
-            table_statement(t, virt, internals),
-        ));
+        out.extend(table_elements(t, virt, internals));
     }
     out
 }
@@ -443,12 +478,7 @@ pub fn describe(
                 QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
             })?;
             element_rows(
-                vec![(
-                    ks.clone(),
-                    element_kind(t),
-                    t.name.clone(),
-                    table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
-                )],
+                table_elements(t, is_virtual_keyspace(&ks), d.with_internals),
                 page_size,
                 state,
             )
@@ -510,12 +540,14 @@ pub fn describe(
             let k = keyspace(catalog, &ks)?;
             if let Some(t) = k.tables.get(&name.name) {
                 return element_rows(
-                    vec![(
-                        ks.clone(),
-                        element_kind(t),
-                        t.name.clone(),
-                        table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
-                    )],
+                    table_elements(t, is_virtual_keyspace(&ks), d.with_internals),
+                    page_size,
+                    state,
+                );
+            }
+            if let Some((t, i)) = crate::schema::index::find_index(catalog, &ks, &name.name) {
+                return element_rows(
+                    vec![(ks.clone(), "index", i.name.clone(), index_statement(t, i))],
                     page_size,
                     state,
                 );
@@ -531,6 +563,19 @@ pub fn describe(
                 "'{}' not found in keyspace '{ks}'",
                 name.name
             )))
+        }
+        DescribeTarget::Index(name) => {
+            let ks = ks_of(name, current)?;
+            keyspace(catalog, &ks)?;
+            let (t, i) =
+                crate::schema::index::find_index(catalog, &ks, &name.name).ok_or_else(|| {
+                    QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
+                })?;
+            element_rows(
+                vec![(ks.clone(), "index", i.name.clone(), index_statement(t, i))],
+                page_size,
+                state,
+            )
         }
         other => Err(QueryError::invalid(format!(
             "DESCRIBE {other:?}: no such object in ringdb"

@@ -248,6 +248,17 @@ pub fn required(
         Statement::AlterType(s) => on(Permission::Alter, keyspace(s.name.keyspace.as_deref())),
         Statement::DropType(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
         Statement::CreateIndex(s) => on(Permission::Alter, table(&s.table)),
+        // DropIndexStatement.authorize: ALTER on the indexed table.
+        Statement::DropIndex(s) => {
+            let indexed = s
+                .name
+                .keyspace
+                .as_deref()
+                .or(session_keyspace)
+                .and_then(|ks| schema::index::find_index(catalog, ks, &s.name.name))
+                .map(|(t, _)| AuthResource::Table(t.keyspace.clone(), t.name.clone()));
+            on(Permission::Alter, indexed)
+        }
         _ => Vec::new(),
     }
 }

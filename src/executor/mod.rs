@@ -393,7 +393,9 @@ fn run(
         | Statement::AlterType(_)
         | Statement::DropType(_)
         | Statement::CreateView(_)
-        | Statement::DropView(_) => {
+        | Statement::DropView(_)
+        | Statement::CreateIndex(_)
+        | Statement::DropIndex(_) => {
             if matches!(stmt, Statement::CreateView(_)) {
                 views::check_enabled(node)?;
             }
@@ -422,9 +424,6 @@ fn run(
             }
             Ok(result)
         }
-        Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
-            "Secondary indexes are not supported by ringdb",
-        )),
         Statement::Unsupported(u) => Err(QueryError::invalid(format!(
             "{} is not supported by ringdb",
             u.kind

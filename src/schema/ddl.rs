@@ -50,6 +50,11 @@ pub(crate) fn keyspace_of(
         })
 }
 
+/// Checks an index name as Cassandra does for every schema name.
+pub(crate) fn check_index_name(name: &str) -> Result<(), QueryError> {
+    check_name("Index", name)
+}
+
 pub(super) fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
     if name.is_empty()
         || name.len() > 48
@@ -185,6 +190,50 @@ pub fn apply_ddl(
                 SchemaChangeTarget::Table {
                     keyspace: ks_name,
                     name: s.name.name.clone(),
+                },
+            );
+        }
+        Statement::CreateIndex(s) => {
+            let ks_name = keyspace_of(&s.table, current)?;
+            let Some(table) = catalog.table(&ks_name, &s.table.name).cloned() else {
+                user_keyspace(catalog, &ks_name)?;
+                return Err(QueryError::invalid(format!(
+                    "Table '{ks_name}.{}' doesn't exist",
+                    s.table.name
+                )));
+            };
+            user_keyspace(catalog, &ks_name)?;
+            let Some(def) = super::index::create_index(catalog, &ks_name, &table, s)? else {
+                return Ok(out);
+            };
+            let mut t = (*table).clone();
+            t.indexes.push(def);
+            set_table(catalog, &ks_name, t);
+            out.change = change(
+                SchemaChangeType::Updated,
+                SchemaChangeTarget::Table {
+                    keyspace: ks_name,
+                    name: s.table.name.clone(),
+                },
+            );
+        }
+        Statement::DropIndex(s) => {
+            let ks_name = keyspace_of(&s.name, current)?;
+            user_keyspace(catalog, &ks_name)?;
+            let Some(table_name) = super::index::drop_index_table(catalog, &ks_name, s)? else {
+                return Ok(out);
+            };
+            let Some(table) = catalog.table(&ks_name, &table_name).cloned() else {
+                return Ok(out);
+            };
+            let mut t = (*table).clone();
+            t.indexes.retain(|i| i.name != s.name.name);
+            set_table(catalog, &ks_name, t);
+            out.change = change(
+                SchemaChangeType::Updated,
+                SchemaChangeTarget::Table {
+                    keyspace: ks_name,
+                    name: table_name,
                 },
             );
         }
@@ -368,6 +417,29 @@ pub fn apply_ddl(
 }
 
 /// A read-only copy used to resolve types while a keyspace is borrowed mutably.
+/// Cassandra's `AlterTableStatement` refusal to drop or rename an indexed column.
+fn check_no_index(t: &Table, column: &str, verb: &str) -> Result<(), QueryError> {
+    let names: Vec<&str> = t
+        .indexes
+        .iter()
+        .filter(|i| i.column == column)
+        .map(|i| i.name.as_str())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(QueryError::invalid(format!(
+        "Cannot {verb} column {column} because it has dependent secondary indexes ({})",
+        names.join(", ")
+    )))
+}
+
+fn set_table(catalog: &mut Catalog, ks: &str, t: Table) {
+    if let Some(keyspace) = catalog.keyspaces.get_mut(ks) {
+        keyspace.tables.insert(t.name.clone(), Arc::new(t));
+    }
+}
+
 pub(super) fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
     catalog.clone()
 }
@@ -757,6 +829,7 @@ pub(super) fn build_table(
         dropped: Vec::new(),
         view: None,
         views: Vec::new(),
+        indexes: Vec::new(),
     })
 }
 
@@ -861,6 +934,7 @@ fn alter_table(
                         "Cannot drop PRIMARY KEY column {name}"
                     )));
                 }
+                check_no_index(t, name, "drop")?;
                 let dropped = DroppedColumn {
                     name: c.name.clone(),
                     type_text: c.data_type.to_string(),
@@ -897,6 +971,7 @@ fn alter_table(
                         "Cannot rename column {from} to {to} in table '{qualified}'; another column with that name already exists"
                     )));
                 }
+                check_no_index(t, from, "rename")?;
                 t.columns[pos].name = to.clone();
             }
             Ok(true)

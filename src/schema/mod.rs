@@ -1,6 +1,7 @@
 //! The schema catalog: keyspaces, tables, columns and user types, with their persisted form.
 
 mod ddl;
+pub mod index;
 mod layout;
 mod options;
 mod persist;
@@ -135,6 +136,9 @@ pub struct Table {
     /// Dropped columns.
     #[serde(default)]
     pub dropped: Vec<DroppedColumn>,
+    /// Secondary indexes (`CREATE INDEX`).
+    #[serde(default)]
+    pub indexes: Vec<index::IndexDef>,
     /// Set when the table is a materialized view of another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<ViewDef>,

@@ -159,6 +159,7 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         ("system_schema", "columns") => schema_columns(catalog, false),
         ("system_schema", "dropped_columns") => dropped_columns(catalog),
         ("system_schema", "types") => schema_types(catalog),
+        ("system_schema", "indexes") => schema_indexes(catalog),
         ("system_virtual_schema", "keyspaces") => schema_keyspaces(catalog, true),
         ("system_virtual_schema", "tables") => virtual_tables(catalog),
         ("system_virtual_schema", "columns") => schema_columns(catalog, true),
@@ -388,6 +389,31 @@ fn dropped_columns(catalog: &Catalog) -> Vec<NamedRow> {
                 ("dropped_time", Value::Timestamp(d.dropped_time_ms)),
                 ("kind", text(d.kind.as_str())),
                 ("type", text(d.type_text.clone())),
+            ]);
+        }
+    }
+    out
+}
+
+/// `system_schema.indexes`: options hold `target` and, for a custom index, `class_name`
+/// (Cassandra's `SchemaKeyspace.addIndexToSchemaMutation`).
+fn schema_indexes(catalog: &Catalog) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in tables(catalog, false) {
+        let mut indexes: Vec<_> = t.indexes.iter().collect();
+        indexes.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        for i in indexes {
+            let mut options = BTreeMap::new();
+            options.insert("target".to_string(), i.target_text());
+            if let Some(class) = &i.class_name {
+                options.insert("class_name".to_string(), class.clone());
+            }
+            out.push(vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("index_name", text(i.name.clone())),
+                ("kind", text(i.kind_text())),
+                ("options", text_map(&options)),
             ]);
         }
     }

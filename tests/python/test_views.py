@@ -126,6 +126,9 @@ def test_views_refuse_what_cassandra_refuses(vs):
     with pytest.raises(InvalidRequest, match="Cannot include more than one non-primary key column"):
         vs.execute("CREATE MATERIALIZED VIEW mv.bad AS SELECT * FROM mv.t WHERE v IS NOT NULL "
                    "AND c IS NOT NULL AND w IS NOT NULL PRIMARY KEY (v, w, k, c)")
+    # CreateIndexStatement: a view takes no index.
+    with pytest.raises(InvalidRequest, match="Secondary indexes on materialized views aren't supported"):
+        vs.execute("CREATE INDEX ON mv.by_v (w)")
     # DropViewStatement / DropTableStatement: each drops only its own kind.
     with pytest.raises(InvalidRequest, match="Cannot use DROP TABLE on a materialized view"):
         vs.execute("DROP TABLE mv.by_v")
