@@ -35,6 +35,15 @@ pub(super) fn change(
     })
 }
 
+/// A change of the table `name` of `keyspace`.
+pub(super) fn table_change(
+    change_type: SchemaChangeType,
+    keyspace: String,
+    name: String,
+) -> Option<SchemaChange> {
+    change(change_type, SchemaChangeTarget::Table { keyspace, name })
+}
+
 /// Keyspace of a possibly-qualified name, from the session's `USE` otherwise.
 pub(crate) fn keyspace_of(
     name: &QualifiedName,
@@ -185,13 +194,7 @@ pub fn apply_ddl(
             let t = Arc::new(t);
             ks.tables.insert(t.name.clone(), t.clone());
             out.storage_tables.push(t);
-            out.change = change(
-                SchemaChangeType::Updated,
-                SchemaChangeTarget::Table {
-                    keyspace: ks_name,
-                    name: s.name.name.clone(),
-                },
-            );
+            out.change = table_change(SchemaChangeType::Updated, ks_name, s.name.name.clone());
         }
         Statement::CreateIndex(s) => {
             let ks_name = keyspace_of(&s.table, current)?;
@@ -209,13 +212,7 @@ pub fn apply_ddl(
             let mut t = (*table).clone();
             t.indexes.push(def);
             set_table(catalog, &ks_name, t);
-            out.change = change(
-                SchemaChangeType::Updated,
-                SchemaChangeTarget::Table {
-                    keyspace: ks_name,
-                    name: s.table.name.clone(),
-                },
-            );
+            out.change = table_change(SchemaChangeType::Updated, ks_name, s.table.name.clone());
         }
         Statement::DropIndex(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
@@ -229,13 +226,7 @@ pub fn apply_ddl(
             let mut t = (*table).clone();
             t.indexes.retain(|i| i.name != s.name.name);
             set_table(catalog, &ks_name, t);
-            out.change = change(
-                SchemaChangeType::Updated,
-                SchemaChangeTarget::Table {
-                    keyspace: ks_name,
-                    name: table_name,
-                },
-            );
+            out.change = table_change(SchemaChangeType::Updated, ks_name, table_name);
         }
         Statement::DropTable(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
@@ -251,13 +242,7 @@ pub fn apply_ddl(
                     )))
                 }
             }
-            out.change = change(
-                SchemaChangeType::Dropped,
-                SchemaChangeTarget::Table {
-                    keyspace: ks_name,
-                    name: s.name.name.clone(),
-                },
-            );
+            out.change = table_change(SchemaChangeType::Dropped, ks_name, s.name.name.clone());
         }
         Statement::CreateType(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
@@ -606,13 +591,7 @@ fn create_table(
     let table = Arc::new(table);
     ks.tables.insert(table_name.clone(), table.clone());
     out.storage_tables.push(table);
-    out.change = change(
-        SchemaChangeType::Created,
-        SchemaChangeTarget::Table {
-            keyspace: ks_name,
-            name: table_name.clone(),
-        },
-    );
+    out.change = table_change(SchemaChangeType::Created, ks_name, table_name.clone());
     Ok(out)
 }
 

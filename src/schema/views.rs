@@ -7,10 +7,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use cql::ast::{ColumnDef, CreateTable, CreateView, DropView, Expr, Literal, Operator, Relation};
-use cql::response::{SchemaChangeTarget, SchemaChangeType};
+use cql::response::SchemaChangeType;
 
 use super::ddl::{
-    build_table, catalog_snapshot_for_types, change, check_name, keyspace_of, user_keyspace,
+    build_table, catalog_snapshot_for_types, check_name, keyspace_of, table_change, user_keyspace,
     DdlOutcome,
 };
 use super::{Catalog, ColumnKind, Keyspace, ViewDef};
@@ -236,13 +236,7 @@ pub(super) fn create_view(
     with_view.views.push(s.name.name.clone());
     ks.tables.insert(base.name.clone(), Arc::new(with_view));
     out.storage_tables.push(table);
-    out.change = change(
-        SchemaChangeType::Created,
-        SchemaChangeTarget::Table {
-            keyspace: ks_name,
-            name: s.name.name.clone(),
-        },
-    );
+    out.change = table_change(SchemaChangeType::Created, ks_name, s.name.name.clone());
     Ok(out)
 }
 
@@ -283,12 +277,6 @@ pub(super) fn drop_view(
             ks.tables.insert(base.name.clone(), Arc::new(without));
         }
     }
-    out.change = change(
-        SchemaChangeType::Dropped,
-        SchemaChangeTarget::Table {
-            keyspace: ks_name,
-            name: s.name.name.clone(),
-        },
-    );
+    out.change = table_change(SchemaChangeType::Dropped, ks_name, s.name.name.clone());
     Ok(out)
 }
