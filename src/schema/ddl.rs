@@ -1,5 +1,6 @@
 //! Applies DDL statements to the catalog with Cassandra's validation and messages.
 
+use super::names::check_name;
 use super::{
     is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, DroppedColumn, Keyspace,
     KeyspaceParams, Table, TableParams, TypeDef,
@@ -57,23 +58,6 @@ pub(crate) fn keyspace_of(
                 "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
             )
         })
-}
-
-/// Checks an index name as Cassandra does for every schema name.
-pub(crate) fn check_index_name(name: &str) -> Result<(), QueryError> {
-    check_name("Index", name)
-}
-
-pub(super) fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
-    if name.is_empty()
-        || name.len() > 48
-        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
-        return Err(QueryError::invalid(format!(
-            "{kind} name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")"
-        )));
-    }
-    Ok(())
 }
 
 pub(super) fn user_keyspace<'a>(

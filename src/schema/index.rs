@@ -163,7 +163,7 @@ pub fn create_index(
                 "Index '{name}' already exists"
             )));
         }
-        super::ddl::check_index_name(name)?;
+        super::names::check_name("Index", name)?;
     }
     if table.is_counter() {
         return Err(QueryError::invalid(

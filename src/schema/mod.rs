@@ -3,6 +3,7 @@
 mod ddl;
 pub mod index;
 mod layout;
+mod names;
 mod options;
 mod persist;
 pub mod throughput;

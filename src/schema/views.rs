@@ -10,9 +10,9 @@ use cql::ast::{ColumnDef, CreateTable, CreateView, DropView, Expr, Literal, Oper
 use cql::response::SchemaChangeType;
 
 use super::ddl::{
-    build_table, catalog_snapshot_for_types, check_name, keyspace_of, table_change, user_keyspace,
-    DdlOutcome,
+    build_table, catalog_snapshot_for_types, keyspace_of, table_change, user_keyspace, DdlOutcome,
 };
+use super::names::check_name;
 use super::{Catalog, ColumnKind, Keyspace, ViewDef};
 use crate::error::QueryError;
 
