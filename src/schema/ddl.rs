@@ -814,6 +814,11 @@ fn alter_table(
     catalog: &Catalog,
     now_ms: i64,
 ) -> Result<bool, QueryError> {
+    if t.view.is_some() {
+        return Err(QueryError::invalid(
+            "Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead",
+        ));
+    }
     let qualified = format!("{}.{}", t.keyspace, t.name);
     match op {
         AlterTableOp::Add {
@@ -898,6 +903,13 @@ fn alter_table(
                     )));
                 }
                 check_no_index(t, name, "drop")?;
+                // AlterTableStatement.DropColumns: a base keeps its columns while it has views.
+                if !t.views.is_empty() {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot drop column {name} on base table {} with materialized views",
+                        t.name
+                    )));
+                }
                 let dropped = DroppedColumn {
                     name: c.name.clone(),
                     type_text: c.data_type.to_string(),

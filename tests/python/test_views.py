@@ -126,6 +126,12 @@ def test_views_refuse_what_cassandra_refuses(vs):
     with pytest.raises(InvalidRequest, match="Cannot include more than one non-primary key column"):
         vs.execute("CREATE MATERIALIZED VIEW mv.bad AS SELECT * FROM mv.t WHERE v IS NOT NULL "
                    "AND c IS NOT NULL AND w IS NOT NULL PRIMARY KEY (v, w, k, c)")
+    # AlterTableStatement: a view is altered only as a view, and a base with views keeps its
+    # columns.
+    with pytest.raises(InvalidRequest, match="Cannot use ALTER TABLE on a materialized view"):
+        vs.execute("ALTER TABLE mv.by_v ADD x int")
+    with pytest.raises(InvalidRequest, match="Cannot drop column w on base table t with materialized views"):
+        vs.execute("ALTER TABLE mv.t DROP w")
     # CreateIndexStatement: a view takes no index.
     with pytest.raises(InvalidRequest, match="Secondary indexes on materialized views aren't supported"):
         vs.execute("CREATE INDEX ON mv.by_v (w)")
