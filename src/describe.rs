@@ -4,7 +4,7 @@
 use crate::error::QueryError;
 use crate::executor::virtual_select::page;
 use crate::schema::{
-    is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, Keyspace, Table, TypeDef,
+    is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, Keyspace, Table, TypeDef,
 };
 use crate::system::{is_virtual_keyspace, NodeInfo, PARTITIONER};
 use bytes::Bytes;
@@ -76,9 +76,9 @@ pub fn type_statement(t: &TypeDef) -> String {
     s
 }
 
-/// `CREATE TABLE` for a table, options included.
-pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> String {
-    let mut s = String::new();
+/// A table's `CREATE TABLE ks.t (columns, PRIMARY KEY (...))` (a virtual table's under its
+/// warning), up to the closing parenthesis.
+fn table_header(s: &mut String, t: &Table, virtual_table: bool, pk: &[&Column], ck: &[&Column]) {
     if virtual_table {
         s.push_str("/*\nWarning: Table ");
         let _ = write!(s, "{}.{} is a virtual table and cannot be recreated with CQL.\nStructure, for reference:\n", ident(&t.keyspace), ident(&t.name));
@@ -94,8 +94,6 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
         ident(&t.keyspace),
         ident(&t.name)
     );
-    let pk: Vec<_> = t.partition_key().collect();
-    let ck: Vec<_> = t.clustering().collect();
     let single_pk = pk.len() == 1 && ck.is_empty();
     for c in t.select_star_order() {
         let _ = write!(s, "    {} {}", ident(&c.name), c.data_type);
@@ -111,20 +109,30 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
         s.truncate(s.len() - 2);
         s.push('\n');
     } else {
-        let pk_names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
-        let pk_text = if pk.len() == 1 {
-            pk_names[0].clone()
-        } else {
-            format!("({})", pk_names.join(", "))
-        };
-        let mut key = vec![pk_text];
-        key.extend(ck.iter().map(|c| ident(&c.name)));
-        let _ = writeln!(s, "    PRIMARY KEY ({})", key.join(", "));
+        let _ = writeln!(s, "    PRIMARY KEY ({})", primary_key(pk, ck));
     }
     s.push(')');
+}
+
+/// `(pk), c1, c2`: the text between a PRIMARY KEY's parentheses.
+fn primary_key(pk: &[&Column], ck: &[&Column]) -> String {
+    let names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
+    let mut key = vec![if names.len() == 1 {
+        names.join("")
+    } else {
+        format!("({})", names.join(", "))
+    }];
+    key.extend(ck.iter().map(|c| ident(&c.name)));
+    key.join(", ")
+}
+
+/// `CREATE TABLE` for a table (`CREATE MATERIALIZED VIEW` for a view), options included.
+pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> String {
+    let mut s = String::new();
+    let pk: Vec<_> = t.partition_key().collect();
+    let ck: Vec<_> = t.clustering().collect();
     if let Some(v) = t.view.as_ref().filter(|_| !virtual_table) {
         // Cassandra 4.1's `ViewMetadata.toCqlString`: the view's SELECT, then its options.
-        s.clear();
         let columns = if v.include_all_columns {
             "*".to_string()
         } else {
@@ -134,13 +142,6 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let pk_names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
-        let mut key = vec![if pk.len() == 1 {
-            pk_names[0].clone()
-        } else {
-            format!("({})", pk_names.join(", "))
-        }];
-        key.extend(ck.iter().map(|c| ident(&c.name)));
         let _ = write!(
             s,
             "CREATE MATERIALIZED VIEW {}.{} AS\n    SELECT {columns}\n    FROM {}.{}\n    WHERE {}\n    PRIMARY KEY ({})\n",
@@ -149,8 +150,10 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
             ident(&t.keyspace),
             ident(&v.base_table),
             v.where_clause,
-            key.join(", ")
+            primary_key(&pk, &ck)
         );
+    } else {
+        table_header(&mut s, t, virtual_table, &pk, &ck);
     }
     if virtual_table {
         // As Cassandra 4.1 prints a virtual table: its comment, then the end of the remark.
