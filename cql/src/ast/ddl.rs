@@ -273,6 +273,24 @@ impl fmt::Display for ColumnDef {
 
 pub(crate) struct Names<'a>(pub(crate) &'a [String]);
 
+/// `PRIMARY KEY (pk, c1, c2)` (`((p1, p2), c1)` for a composite partition key).
+pub(crate) struct PrimaryKey<'a>(pub(crate) &'a [String], pub(crate) &'a [String]);
+
+impl fmt::Display for PrimaryKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PRIMARY KEY (")?;
+        if self.0.len() == 1 {
+            Names(self.0).fmt(f)?;
+        } else {
+            write!(f, "({})", Names(self.0))?;
+        }
+        for c in self.1 {
+            write!(f, ", {}", Ident(c))?;
+        }
+        f.write_str(")")
+    }
+}
+
 impl fmt::Display for Names<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let idents: Vec<_> = self.0.iter().map(|c| Ident(c)).collect();
@@ -342,16 +360,7 @@ impl fmt::Display for CreateTable {
             if !self.columns.is_empty() {
                 f.write_str(", ")?;
             }
-            f.write_str("PRIMARY KEY (")?;
-            if self.partition_key.len() == 1 {
-                Names(&self.partition_key).fmt(f)?;
-            } else {
-                write!(f, "({})", Names(&self.partition_key))?;
-            }
-            for c in &self.clustering_key {
-                write!(f, ", {}", Ident(c))?;
-            }
-            f.write_str(")")?;
+            PrimaryKey(&self.partition_key, &self.clustering_key).fmt(f)?;
         }
         f.write_str(")")?;
         WithOptions(&self.options).fmt(f)

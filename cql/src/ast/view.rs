@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use super::ddl::{Names, WithOptions};
+use super::ddl::{Names, PrimaryKey, WithOptions};
 use super::select::WhereClause;
-use super::{if_exists, if_not_exists, Ident, QualifiedName, Relation, TableOptions};
+use super::{if_exists, if_not_exists, QualifiedName, Relation, TableOptions};
 
 /// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name AS SELECT columns FROM base WHERE ...
 /// PRIMARY KEY (...) [WITH ...]`.
@@ -52,16 +52,11 @@ impl fmt::Display for CreateView {
         }
         write!(f, " FROM {}", self.base)?;
         WhereClause(&self.where_clause).fmt(f)?;
-        f.write_str(" PRIMARY KEY (")?;
-        if self.partition_key.len() == 1 {
-            Names(&self.partition_key).fmt(f)?;
-        } else {
-            write!(f, "({})", Names(&self.partition_key))?;
-        }
-        for c in &self.clustering_key {
-            write!(f, ", {}", Ident(c))?;
-        }
-        f.write_str(")")?;
+        write!(
+            f,
+            " {}",
+            PrimaryKey(&self.partition_key, &self.clustering_key)
+        )?;
         WithOptions(&self.options).fmt(f)
     }
 }
