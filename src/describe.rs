@@ -234,6 +234,20 @@ fn float(v: f64) -> String {
 pub fn index_statement(t: &Table, i: &crate::schema::index::IndexDef) -> String {
     let on = format!("{}.{}", ident(&t.keyspace), ident(&t.name));
     match &i.class_name {
+        Some(class) if !i.options.is_empty() => {
+            let options: Vec<String> = i
+                .options
+                .iter()
+                .map(|(k, v)| format!("{}: {}", quote(k), quote(v)))
+                .collect();
+            format!(
+                "CREATE CUSTOM INDEX {} ON {on} ({}) USING {} WITH OPTIONS = {{{}}};",
+                ident(&i.name),
+                i.target_text(),
+                quote(class),
+                options.join(", ")
+            )
+        }
         Some(class) => format!(
             "CREATE CUSTOM INDEX {} ON {on} ({}) USING {};",
             ident(&i.name),

@@ -30,6 +30,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use storage::{ColumnValue, Cursor, Slice, TokenRange};
 
+mod ann;
+
 const MIN_TOKEN: i64 = i64::MIN;
 
 /// How aggregate results are limited and paged: LIMIT, PER PARTITION LIMIT, page size, state.
@@ -189,6 +191,9 @@ impl SelectPlan {
         page_size: Option<i32>,
         paging_state: Option<&Bytes>,
     ) -> Result<ResultBody, QueryError> {
+        if let Some(ann) = &self.ann {
+            return self.execute_ann(shards, values, ann, page_size);
+        }
         if self.aggregate {
             self.warn_aggregation();
         }

@@ -74,6 +74,8 @@ pub struct ScrapedSeries {
     pub item_cache_misses: IntCounter,
     /// `ringdb_storage_items_read_total`.
     pub items_read: IntCounter,
+    /// `ringdb_vector_index_backlog`: vectors not yet in their graphs, plus graphs not built.
+    pub vector_index_backlog: IntGauge,
     /// `ringdb_raft_groups_led`.
     pub groups_led: IntGauge,
     /// `ringdb_raft_groups_held`.
@@ -282,6 +284,10 @@ impl Metrics {
             items_read: m.counter(
                 "ringdb_storage_items_read_total",
                 "Stored items reads pulled from the LSM engine",
+            )?,
+            vector_index_backlog: m.gauge(
+                "ringdb_vector_index_backlog",
+                "Vectors waiting to enter their vector index graphs, plus graphs not yet built",
             )?,
             groups_led: m.gauge("ringdb_raft_groups_led", "Raft groups this node leads")?,
             groups_held: m.gauge(

@@ -16,6 +16,7 @@
 //! (`literal`, `json`, `functions` and the few they use), which import nothing else of either
 //! side.
 
+pub mod ann;
 pub mod conditions;
 pub mod index_choice;
 pub mod modify;

@@ -4,6 +4,7 @@
 //! The executor's `select` module runs a plan.
 
 use crate::error::QueryError;
+use crate::planner::ann::AnnPlan;
 use crate::planner::restrictions::{KeyValues, Restrictions};
 use crate::planner::selection::{plan_group_by, plan_selector, Selection};
 use crate::planner::terms::{Markers, Term};
@@ -57,6 +58,8 @@ pub struct SelectPlan {
     /// True when a selector holds a bind marker (a similarity function's argument): the
     /// selections are then bound to the request's values before the read.
     pub(crate) selection_markers: bool,
+    /// `ORDER BY v ANN OF [...]`: rows come best first from the vector index.
+    pub(crate) ann: Option<AnnPlan>,
 }
 
 impl SelectPlan {
@@ -118,7 +121,9 @@ impl SelectPlan {
             &select.where_clause,
             &table,
             markers,
+            // An ANN query filters its candidates: its own checks name unindexed columns.
             select.allow_filtering
+                || !select.ann.is_empty()
                 || crate::planner::index_choice::served_by_indexes(&select.where_clause, &table),
             true,
         )?;
@@ -136,6 +141,7 @@ impl SelectPlan {
         };
         let group_by = plan_group_by(&select.group_by, &table, eq_prefix)?;
         let aggregate = !group_by.is_empty() || outputs.iter().any(|(s, _)| s.is_aggregate());
+        let ann = crate::planner::ann::plan_ann(select, &table, &restrictions, aggregate, markers)?;
         // ORDER BY: all clustering columns in table order, all same or all reversed.
         let mut reversed = false;
         let mut order_columns: Vec<(usize, bool)> = Vec::new();
@@ -265,6 +271,7 @@ impl SelectPlan {
             fingerprint,
             wire_columns,
             selection_markers,
+            ann,
         })
     }
 

@@ -5,9 +5,18 @@
 
 use super::{Catalog, ColumnKind, Table};
 use crate::error::QueryError;
-use cql::ast::{CreateIndex, DropIndex, IndexTarget};
+use cql::ast::{CreateIndex, DropIndex, IndexTarget, OptionValue};
 use cql::types::DataType;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A vector index's option naming its similarity function.
+pub const SIMILARITY_OPTION: &str = "similarity_function";
+
+/// True for `vector<float, n>`, the one vector type SAI indexes for ANN.
+pub fn is_float_vector(ty: &DataType) -> bool {
+    matches!(ty, DataType::Vector(e, _) if **e == DataType::Native(cql::types::NativeType::Float))
+}
 
 /// The class name Cassandra stores for a storage-attached index.
 pub const SAI_CLASS: &str = "org.apache.cassandra.index.sai.StorageAttachedIndex";
@@ -39,6 +48,9 @@ pub struct IndexDef {
     pub kind: TargetKind,
     /// The custom class (SAI), or None for a legacy index.
     pub class_name: Option<String>,
+    /// Options besides `class_name` and `target`: a vector index's `similarity_function`.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
 }
 
 impl IndexDef {
@@ -57,6 +69,20 @@ impl IndexDef {
     /// True for a storage-attached index (ranges and several columns without ALLOW FILTERING).
     pub fn is_sai(&self) -> bool {
         self.class_name.as_deref() == Some(SAI_CLASS)
+    }
+
+    /// A storage-attached index on a `vector<float, n>` column: what storage keeps a graph
+    /// of for ANN queries, with its similarity function (cosine unless set).
+    pub fn vector_similarity(&self, table: &Table) -> Option<storage::Similarity> {
+        if !self.is_sai() || !is_float_vector(&table.column(&self.column)?.data_type) {
+            return None;
+        }
+        Some(
+            self.options
+                .get(SIMILARITY_OPTION)
+                .and_then(|s| storage::Similarity::from_option(s))
+                .unwrap_or_default(),
+        )
     }
 
     /// `COMPOSITES` for a legacy index, `CUSTOM` for a custom one.
@@ -138,14 +164,12 @@ pub fn create_index(
     s: &CreateIndex,
 ) -> Result<Option<IndexDef>, QueryError> {
     let class_name = sai_class(s)?;
-    if !s.options.is_empty() {
-        // CreateIndexStatement / IndexAttributes.validate; SAI's analyzer options
-        // (case_sensitive, normalize, ...) change matching, which ringdb does not do.
-        return Err(QueryError::invalid(if class_name.is_none() {
-            "Cannot specify options for a non-CUSTOM index".to_string()
-        } else {
-            "Storage-attached index options are not supported by ringdb".to_string()
-        }));
+    let options = index_options(s)?;
+    if !options.is_empty() && class_name.is_none() {
+        // CreateIndexStatement / IndexAttributes.validate.
+        return Err(QueryError::invalid(
+            "Cannot specify options for a non-CUSTOM index",
+        ));
     }
     let (column, requested) = match &s.target {
         IndexTarget::Column(c) => (c, None),
@@ -237,6 +261,7 @@ pub fn create_index(
             "Cannot create a storage-attached index on full() of a frozen collection",
         ));
     }
+    check_vector_index(column, ty, class_name.is_some(), &options)?;
     let def = IndexDef {
         name: s
             .name
@@ -245,6 +270,7 @@ pub fn create_index(
         column: column.clone(),
         kind,
         class_name,
+        options,
     };
     if let Some(existing) = table
         .indexes
@@ -260,6 +286,75 @@ pub fn create_index(
         )));
     }
     Ok(Some(def))
+}
+
+/// The `WITH OPTIONS = {...}` map of `CREATE INDEX`, as text.
+fn index_options(s: &CreateIndex) -> Result<BTreeMap<String, String>, QueryError> {
+    let mut out = BTreeMap::new();
+    for (name, value) in &s.options {
+        let pairs = match (name.as_str(), value) {
+            ("options", OptionValue::Map(pairs)) => pairs,
+            _ => {
+                return Err(QueryError::invalid(format!(
+                    "Unknown property '{name}'"
+                )))
+            }
+        };
+        for (k, v) in pairs {
+            let text = |o: &OptionValue| match o {
+                OptionValue::String(s) | OptionValue::Constant(s) | OptionValue::Identifier(s) => {
+                    Ok(s.clone())
+                }
+                OptionValue::Map(_) => Err(QueryError::invalid("Index options must be text")),
+            };
+            out.insert(text(k)?, text(v)?);
+        }
+    }
+    Ok(out)
+}
+
+/// SAI's vector rules (`StorageAttachedIndex` / `VectorSimilarityFunction`): options other
+/// than `similarity_function` are refused by ringdb (SAI's analyzers change matching, which it
+/// does not do), the function must be known, and cosine needs more than one dimension.
+fn check_vector_index(
+    column: &str,
+    ty: &DataType,
+    sai: bool,
+    options: &BTreeMap<String, String>,
+) -> Result<(), QueryError> {
+    if let Some(other) = options.keys().find(|k| k.as_str() != SIMILARITY_OPTION) {
+        return Err(QueryError::invalid(format!(
+            "Storage-attached index option '{other}' is not supported by ringdb"
+        )));
+    }
+    let vector = matches!(ty, DataType::Vector(..));
+    if !sai || !vector {
+        if options.contains_key(SIMILARITY_OPTION) {
+            return Err(QueryError::invalid(format!(
+                "Option {SIMILARITY_OPTION} is only supported on vector columns (not {column})"
+            )));
+        }
+        return Ok(());
+    }
+    if !is_float_vector(ty) {
+        return Err(QueryError::invalid(format!(
+            "Vector indexes are only supported on vectors of float; {column} is {ty}"
+        )));
+    }
+    let similarity = match options.get(SIMILARITY_OPTION) {
+        None => storage::Similarity::Cosine,
+        Some(s) => storage::Similarity::from_option(s).ok_or_else(|| {
+            QueryError::invalid(format!(
+                "Similarity function {s} was not recognized for the vector index (COSINE, EUCLIDEAN, DOT_PRODUCT)"
+            ))
+        })?,
+    };
+    if similarity == storage::Similarity::Cosine && matches!(ty, DataType::Vector(_, 1)) {
+        return Err(QueryError::invalid(
+            "Cosine similarity is not supported for single-dimension vectors",
+        ));
+    }
+    Ok(())
 }
 
 /// Cassandra's refusals by type: durations anywhere, and non-frozen UDTs.
@@ -312,6 +407,7 @@ mod tests {
             column: "m".into(),
             kind: TargetKind::Keys,
             class_name: None,
+            options: BTreeMap::new(),
         };
         assert_eq!(d.target_text(), "keys(m)");
         assert_eq!(d.kind_text(), "COMPOSITES");

@@ -1,7 +1,8 @@
 //! How a catalog table maps onto storage: its storage id and its [`TableLayout`] (key types,
-//! clustering order, column ids, the point-read columns and gc grace).
+//! clustering order, column ids, the point-read columns, gc grace and vector indexes).
 
 use super::{ClusteringOrder, ColumnKind, Table};
+use cql::types::DataType;
 use storage::{TableId, TableLayout};
 
 /// The storage layout of a catalog table.
@@ -33,6 +34,22 @@ pub fn layout_of(table: &Table) -> TableLayout {
                 .then(|| regular.map(|c| c.id).collect())
         },
         gc_grace_seconds: u32::try_from(table.params.gc_grace_seconds).unwrap_or(0),
+        vector_indexes: table
+            .indexes
+            .iter()
+            .filter_map(|i| {
+                let similarity = i.vector_similarity(table)?;
+                let column = table.column(&i.column)?;
+                let DataType::Vector(_, n) = &column.data_type else {
+                    return None;
+                };
+                Some(storage::VectorIndexSpec {
+                    column: column.id,
+                    dimension: *n as usize,
+                    similarity,
+                })
+            })
+            .collect(),
     }
 }
 

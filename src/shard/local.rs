@@ -3,7 +3,8 @@
 
 use super::{CasDecision, CasError, PartitionLocks, ShardError, Shards};
 use storage::{
-    Cursor, Mutation, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout, TokenRange,
+    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout,
+    TokenRange, VectorIndexSpec,
 };
 
 /// Every physical partition of this node, read and written in place.
@@ -44,6 +45,19 @@ impl Shards for LocalShards {
         cursor: Option<&Cursor>,
     ) -> Result<ScanPage, ShardError> {
         Ok(self.storage.scan(table, range, limit, cursor)?)
+    }
+
+    fn nearest(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        index: &VectorIndexSpec,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<NearestRow>, ShardError> {
+        Ok(self
+            .storage
+            .nearest(table, range, index.column, query, k)?)
     }
 
     fn compare_and_set(

@@ -21,6 +21,7 @@
 //! - **Reads** see every write acknowledged before they started, and a write batch whole or
 //!   not at all.
 
+mod exact_nearest;
 mod local;
 mod partition_locks;
 mod shard_error;
@@ -31,7 +32,8 @@ pub use shard_error::{Rejected, ShardError};
 
 use crate::error::QueryError;
 use storage::{
-    Cursor, Mutation, PartitionSlice, ScanPage, Slice, TableId, TableLayout, TokenRange,
+    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, TableId, TableLayout,
+    TokenRange, VectorIndexSpec,
 };
 
 /// Why a compare-and-set did not complete.
@@ -141,4 +143,21 @@ pub trait Shards: Send + Sync {
     /// # Errors
     /// As [`storage::Storage::truncate`].
     fn truncate(&self, table: TableId) -> Result<(), ShardError>;
+
+    /// The at most `k` live rows of `range` whose vectors in `column` (indexed with `index`)
+    /// score highest against `query`, best first. The default reads the range exactly
+    /// through [`Shards::scan`]; shards over this node's store answer from its graphs.
+    ///
+    /// # Errors
+    /// As [`Shards::scan`].
+    fn nearest(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        index: &VectorIndexSpec,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<NearestRow>, ShardError> {
+        exact_nearest::exact_nearest(self, table, range, index, query, k)
+    }
 }

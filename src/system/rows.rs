@@ -408,6 +408,9 @@ fn schema_indexes(catalog: &Catalog) -> Vec<NamedRow> {
             if let Some(class) = &i.class_name {
                 options.insert("class_name".to_string(), class.clone());
             }
+            for (k, v) in &i.options {
+                options.insert(k.clone(), v.clone());
+            }
             out.push(vec![
                 ("keyspace_name", text(t.keyspace.clone())),
                 ("table_name", text(t.name.clone())),

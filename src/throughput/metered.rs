@@ -15,7 +15,8 @@ use crate::shard::{CasDecision, CasError, ShardError, Shards, ShardsAt};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 use storage::{
-    Cursor, Mutation, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout, TokenRange,
+    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout,
+    TokenRange, VectorIndexSpec,
 };
 
 /// A request's shards, metered.
@@ -208,6 +209,31 @@ impl Shards for MeteredShards<'_> {
             });
             self.pay(table, end, cost, Operation::Scan, started);
             Ok(page)
+        })
+    }
+
+    fn nearest(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        index: &VectorIndexSpec,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<NearestRow>, ShardError> {
+        self.retrying(table, || {
+            let from = range.start.saturating_add(1);
+            let end = self.admit(table, || from)?;
+            if crate::query_trace::active() {
+                self.trace_partition("Searching vectors from", table, from);
+            }
+            let started = clock::now();
+            let rows = self.inner.get().nearest(table, range, index, query, k)?;
+            let cost = self.read_factor * rows.as_slice().read_cost();
+            crate::query_trace::event(|| {
+                format!("Found {} nearest rows ({cost} request units)", rows.len())
+            });
+            self.pay(table, end, cost, Operation::Scan, started);
+            Ok(rows)
         })
     }
 

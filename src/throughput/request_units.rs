@@ -10,7 +10,7 @@
 //! - Reads at SERIAL or LOCAL_SERIAL cost twice as much, and so do linearizable reads in a
 //!   cluster (QUORUM and above).
 
-use storage::{ColumnValue, PartitionSlice, Row, ScanPage};
+use storage::{ColumnValue, NearestRow, PartitionSlice, Row, ScanPage};
 
 /// Bytes in the model's kilobyte.
 const KB: u64 = 1024;
@@ -67,6 +67,20 @@ impl ReadCost for PartitionSlice {
         let bytes = self.static_cells.values().map(value_bytes).sum::<u64>()
             + self.rows.iter().map(row_bytes).sum::<u64>();
         read(bytes, self.rows.len() as u64)
+    }
+}
+
+impl ReadCost for &[NearestRow] {
+    fn read_cost(&self) -> f64 {
+        let bytes = self
+            .iter()
+            .map(|n| {
+                n.partition_key.iter().map(|k| k.len() as u64).sum::<u64>()
+                    + n.static_cells.values().map(value_bytes).sum::<u64>()
+                    + row_bytes(&n.row)
+            })
+            .sum();
+        read(bytes, self.len() as u64)
     }
 }
 

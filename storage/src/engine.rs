@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
+use crate::ann::{AnnIndexes, AnnWorker};
 use crate::clock::Clock;
 use crate::compaction::GcRegistry;
 use crate::disk::DiskGuard;
@@ -55,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) disk: Arc<DiskGuard>,
     /// The background threads (stopped and joined when the store closes).
     pub(crate) workers: Workers,
+    /// The vector indexes' graphs (see `crate::ann`).
+    pub(crate) ann: AnnIndexes,
 }
 
 impl Drop for Inner {
@@ -143,6 +146,7 @@ impl Storage {
             item_cache: ItemCache::new(options.item_cache_bytes, stripes::COUNT),
             disk,
             workers: Workers::new(priority),
+            ann: AnnIndexes::default(),
         });
         let workers = &inner.workers;
         if let SyncPolicy::Periodic(every) = options.sync {
@@ -150,6 +154,10 @@ impl Storage {
         }
         split_worker::start(workers, &inner.splitter, options.max_concurrent_splits)?;
         workers.start(FileReaper::new(db_dir, inner.tables.clone()))?;
+        workers.start_with(
+            inner.ann.signal.clone(),
+            AnnWorker::new(Arc::downgrade(&inner)),
+        )?;
         if let Some(idle) = options.idle_compaction {
             workers.start(IdleCompactor::new(
                 inner.tables.clone(),

@@ -39,6 +39,9 @@ pub struct EngineStats {
     pub item_cache_misses: u64,
     /// Stored items all reads pulled from the engine.
     pub items_read: u64,
+    /// Vectors waiting to be inserted into their graphs, plus one per graph whose build's
+    /// scan is not done: zero once vector search runs on built graphs only.
+    pub vector_index_backlog: u64,
 }
 
 impl Storage {
@@ -64,6 +67,7 @@ impl Storage {
             item_cache_hits: hits,
             item_cache_misses: misses,
             items_read: self.items_read(),
+            vector_index_backlog: self.inner.ann.backlog(),
         }
     }
 }

@@ -74,6 +74,7 @@
 #![deny(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod ann;
 mod blocked_bloom;
 mod bundle;
 mod cell;
@@ -148,6 +149,7 @@ mod split_tests;
 #[cfg(test)]
 mod tests;
 
+pub use ann::{decode_vector, NearestRow, Similarity, VectorIndexSpec};
 pub use cell::CellValue;
 pub use clock::Clock;
 pub use cursor::Cursor;

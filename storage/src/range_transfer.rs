@@ -181,6 +181,8 @@ impl Storage {
         // whole import held up every write of the node. The sizes and the item cache are
         // settled under them.
         let all = self.inner.stripes.lock(u64::MAX);
+        // Graphs built while the items went in may lack them: built again from the rows.
+        self.inner.ann.forget_table(id);
         let mut retired = Vec::new();
         for p in view.parts.iter() {
             let Some(a) = added.get(&p.id) else { continue };

@@ -6,6 +6,7 @@ use std::fmt;
 
 use cql::types::DataType;
 
+use crate::ann::VectorIndexSpec;
 use crate::key::Order;
 
 /// A table's identity (the schema's table uuid as a u128).
@@ -41,6 +42,9 @@ pub struct TableLayout {
     /// Tombstones and expired cells older than this are purged at compaction (see
     /// `compaction`). Default [`DEFAULT_GC_GRACE_SECONDS`].
     pub gc_grace_seconds: u32,
+    /// The table's vector indexes: each keeps an HNSW graph per physical partition
+    /// ([`crate::Storage::nearest`]).
+    pub vector_indexes: Vec<VectorIndexSpec>,
 }
 
 impl Default for TableLayout {
@@ -51,6 +55,7 @@ impl Default for TableLayout {
             columns: BTreeMap::new(),
             point_row_columns: None,
             gc_grace_seconds: DEFAULT_GC_GRACE_SECONDS,
+            vector_indexes: Vec::new(),
         }
     }
 }

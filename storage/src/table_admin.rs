@@ -33,7 +33,7 @@ impl Storage {
     /// for an unreadable routing map.
     pub fn create_table(&self, id: TableId, layout: TableLayout) -> Result<(), StorageError> {
         let existing = self.table(id).ok();
-        let ring = match existing {
+        let ring = match &existing {
             Some(t) => t.ring.clone(),
             None => {
                 let ring = Arc::new(open_ring(&self.inner.rings, id)?);
@@ -45,6 +45,10 @@ impl Storage {
             }
         };
         self.inner.gc.register(id, &layout);
+        let vectors = layout.vector_indexes.clone();
+        if existing.is_some_and(|t| t.layout.vector_indexes != vectors) {
+            self.inner.ann.forget_table(id);
+        }
         self.inner.tables.insert(Table {
             id,
             layout,
@@ -52,6 +56,9 @@ impl Storage {
         });
         for p in &ring.current().parts {
             self.inner.splitter.maybe_queue(id, p);
+            for spec in &vectors {
+                self.inner.ann.ensure(id, spec, p.id);
+            }
         }
         Ok(())
     }
@@ -70,6 +77,7 @@ impl Storage {
             .unwrap_or_else(|p| p.into_inner());
         self.inner.tables.remove(id);
         self.inner.gc.unregister(id);
+        self.inner.ann.forget_table(id);
         let view = table.ring.current();
         let cached: Vec<u64> = view
             .parts
@@ -178,6 +186,8 @@ impl Storage {
         drop(all);
         // No lookup reaches the retired ids' entries any more; the scan runs without stripes.
         self.inner.item_cache.forget_partitions(&retired);
+        // The graphs still hold the cleared rows' vectors: built again on the next query.
+        self.inner.ann.forget_table(id);
         cleared?;
         self.after_write()?;
         Ok(removed)

@@ -141,6 +141,18 @@ impl Storage {
         }
         drop(window);
         committed?;
+        // Written vectors wait for their graphs' worker (see `crate::ann`).
+        for (s, view) in staged.iter().zip(&views) {
+            if !s.table.layout.vector_indexes.is_empty() {
+                let route = view.route(s.addr.token);
+                let mut parts: SmallVec<[u64; 2]> = SmallVec::new();
+                parts.push(route.primary.id);
+                parts.extend(route.dual.map(|d| d.id));
+                self.inner
+                    .ann
+                    .written(s.table_id, &s.table.layout, &parts, s.mutation);
+            }
+        }
         for (s, flags) in staged.iter().zip(marked) {
             s.table.ring.content.committed(flags);
         }

@@ -32,7 +32,7 @@ pub use dml::{
     InsertValues, Update, Using,
 };
 pub use expr::{BinaryOp, Expr, Literal, Operator, Relation};
-pub use select::{Select, Selector};
+pub use select::{AnnOrdering, Select, Selector};
 pub use view::{CreateView, DropView};
 
 /// One CQL statement.

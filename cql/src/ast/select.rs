@@ -31,12 +31,38 @@ pub struct Select {
     pub group_by: Vec<String>,
     /// `ORDER BY` columns.
     pub order_by: Vec<(String, Order)>,
+    /// `ORDER BY column ANN OF vector` orderings (Cassandra 5.0's vector search), kept apart
+    /// from `order_by` so the planner can refuse the mixes Cassandra refuses.
+    pub ann: Vec<AnnOrdering>,
     /// `PER PARTITION LIMIT` (an integer literal or a bind marker).
     pub per_partition_limit: Option<Expr>,
     /// `LIMIT` (an integer literal or a bind marker).
     pub limit: Option<Expr>,
     /// `ALLOW FILTERING`.
     pub allow_filtering: bool,
+}
+
+/// One `column ANN OF vector [ASC | DESC]` item of an `ORDER BY` clause.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnOrdering {
+    /// The vector column.
+    pub column: String,
+    /// The query vector (a literal, a marker or a cast).
+    pub vector: Expr,
+    /// `ASC` or `DESC` when written (Cassandra refuses `DESC`).
+    pub order: Option<Order>,
+    /// How many plain `order_by` items come before it in the clause.
+    pub position: usize,
+}
+
+impl fmt::Display for AnnOrdering {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ANN OF {}", Ident(&self.column), self.vector)?;
+        if let Some(order) = self.order {
+            write!(f, " {order}")?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for Selector {
@@ -85,9 +111,23 @@ impl fmt::Display for Select {
             let cols: Vec<_> = self.group_by.iter().map(|c| Ident(c)).collect();
             write!(f, " GROUP BY {}", Comma(&cols))?;
         }
+        let mut written = 0;
+        let mut separator = |f: &mut fmt::Formatter<'_>| {
+            written += 1;
+            f.write_str(if written == 1 { " ORDER BY " } else { ", " })
+        };
+        let mut ann = self.ann.iter().peekable();
         for (i, (col, order)) in self.order_by.iter().enumerate() {
-            f.write_str(if i == 0 { " ORDER BY " } else { ", " })?;
+            while let Some(a) = ann.next_if(|a| a.position <= i) {
+                separator(f)?;
+                a.fmt(f)?;
+            }
+            separator(f)?;
             write!(f, "{} {order}", Ident(col))?;
+        }
+        for a in ann {
+            separator(f)?;
+            a.fmt(f)?;
         }
         if let Some(n) = &self.per_partition_limit {
             write!(f, " PER PARTITION LIMIT {n}")?;

@@ -6,6 +6,7 @@
 use super::{FunctionArg, Signature, SYSTEM};
 use crate::error::QueryError;
 use cql::types::{DataType, NativeType, Value};
+use storage::Similarity;
 
 /// The similarity functions' registered names.
 pub const SIMILARITY_FUNCTIONS: [&str; 3] = [
@@ -139,32 +140,18 @@ pub fn call(name: &str, a: Option<&Value>, b: Option<&Value>) -> Result<Option<V
             "All arguments must have the same vector dimensions",
         ));
     }
-    let score = match name {
-        "similarity_cosine" => {
-            let (mut dot, mut nx, mut ny) = (0f32, 0f32, 0f32);
-            for (p, q) in x.iter().zip(&y) {
-                dot += p * q;
-                nx += p * p;
-                ny += q * q;
-            }
-            if nx == 0.0 || ny == 0.0 {
-                return Err(QueryError::invalid(format!(
-                    "Function {name} doesn't support all-zero vectors"
-                )));
-            }
-            let cos = (f64::from(dot) / (f64::from(nx) * f64::from(ny)).sqrt()) as f32;
-            (1.0 + cos) / 2.0
-        }
-        "similarity_euclidean" => {
-            let d: f32 = x.iter().zip(&y).map(|(p, q)| (p - q) * (p - q)).sum();
-            1.0 / (1.0 + d)
-        }
-        _ => {
-            let dot: f32 = x.iter().zip(&y).map(|(p, q)| p * q).sum();
-            (1.0 + dot) / 2.0
-        }
+    let similarity = match name {
+        "similarity_cosine" => Similarity::Cosine,
+        "similarity_euclidean" => Similarity::Euclidean,
+        _ => Similarity::DotProduct,
     };
-    Ok(Some(Value::Float(score)))
+    let zero = |v: &[f32]| v.iter().all(|e| *e == 0.0);
+    if similarity == Similarity::Cosine && (zero(&x) || zero(&y)) {
+        return Err(QueryError::invalid(format!(
+            "Function {name} doesn't support all-zero vectors"
+        )));
+    }
+    Ok(Some(Value::Float(similarity.score(&x, &y))))
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use nom::multi::separated_list1;
 use nom::Parser;
 
 use super::common::{comma, ident, kw, kws, qualified_name, sym};
-use super::expr::{alias, int_value, selector_expr, where_clause};
+use super::expr::{alias, int_value, selector_expr, term, where_clause};
 use super::{Input, PResult};
-use crate::ast::{Order, Select, Selector};
+use crate::ast::{AnnOrdering, Expr, Order, Select, Selector};
 use crate::syntax::lexer::TokenKind;
 
 /// `SELECT ...`.
@@ -37,11 +37,24 @@ pub(crate) fn select(i: Input<'_>) -> PResult<'_, Select> {
         separated_list1(comma, ident).parse(i)
     })
     .parse(i)?;
-    let (i, order_by) = opt(|i| {
+    let (i, orderings) = opt(|i| {
         let (i, _) = kws(&["order", "by"])(i)?;
-        separated_list1(comma, ordering).parse(i)
+        separated_list1(comma, select_ordering).parse(i)
     })
     .parse(i)?;
+    let mut order_by = Vec::new();
+    let mut ann = Vec::new();
+    for o in orderings.unwrap_or_default() {
+        match o {
+            SelectOrdering::Column(column, order) => order_by.push((column, order)),
+            SelectOrdering::Ann(column, vector, order) => ann.push(AnnOrdering {
+                column,
+                vector,
+                order,
+                position: order_by.len(),
+            }),
+        }
+    }
     let (i, per_partition_limit) = opt(|i| {
         let (i, _) = kws(&["per", "partition", "limit"])(i)?;
         int_value(i)
@@ -62,10 +75,39 @@ pub(crate) fn select(i: Input<'_>) -> PResult<'_, Select> {
             table,
             where_clause: where_clause.unwrap_or_default(),
             group_by: group_by.unwrap_or_default(),
-            order_by: order_by.unwrap_or_default(),
+            order_by,
+            ann,
             per_partition_limit,
             limit,
             allow_filtering: allow_filtering.is_some(),
+        },
+    ))
+}
+
+/// One item of a SELECT's `ORDER BY`.
+enum SelectOrdering {
+    Column(String, Order),
+    Ann(String, Expr, Option<Order>),
+}
+
+/// `orderByClause` of a SELECT: `column [ASC | DESC]` or `column ANN OF term [ASC | DESC]`.
+fn select_ordering(i: Input<'_>) -> PResult<'_, SelectOrdering> {
+    let (i, column) = ident(i)?;
+    let (i, vector) = opt(|i| {
+        let (i, _) = kws(&["ann", "of"])(i)?;
+        term(i)
+    })
+    .parse(i)?;
+    let (i, order) = opt(alt((
+        kw("asc").map(|_| Order::Asc),
+        kw("desc").map(|_| Order::Desc),
+    )))
+    .parse(i)?;
+    Ok((
+        i,
+        match vector {
+            Some(v) => SelectOrdering::Ann(column, v, order),
+            None => SelectOrdering::Column(column, order.unwrap_or(Order::Asc)),
         },
     ))
 }

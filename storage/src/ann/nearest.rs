@@ -1,0 +1,187 @@
+//! [`Storage::nearest`]: the rows whose vectors score highest against a query vector, over a
+//! token range, merged across physical partitions.
+
+use std::collections::BTreeMap;
+
+use super::decode_vector;
+use crate::engine::Storage;
+use crate::key::ClusteringBound;
+use crate::partition_address::address;
+use crate::ring::RingView;
+use crate::row::{ColumnValue, Row};
+use crate::scan_page::TokenRange;
+use crate::slice::Slice;
+use crate::token::{MAX_TOKEN, MIN_TOKEN};
+use crate::{StorageError, TableId};
+
+/// Rows per page of an exact read of a partition whose graph is not built yet.
+const EXACT_PAGE: usize = 1000;
+
+/// One row [`Storage::nearest`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearestRow {
+    /// Its similarity score (higher is nearer).
+    pub score: f32,
+    /// Its partition's token.
+    pub token: i64,
+    /// Partition-key components, protocol-serialized.
+    pub partition_key: Vec<Vec<u8>>,
+    /// The partition's live static columns.
+    pub static_cells: BTreeMap<u32, ColumnValue>,
+    /// The row.
+    pub row: Row,
+}
+
+/// The token range of the `index`th physical partition of `view`.
+pub(crate) fn part_range(view: &RingView, index: usize) -> TokenRange {
+    let start = match index {
+        0 => MIN_TOKEN,
+        i => view.map.ranges[i - 1].end,
+    };
+    TokenRange {
+        start,
+        end: view.map.ranges[index].end,
+    }
+}
+
+/// `a ∩ b` as a scan range, or None when empty (`end` MIN or MAX: the end of the ring).
+fn intersect(a: TokenRange, b: TokenRange) -> Option<TokenRange> {
+    let end_of = |r: TokenRange| if r.end == MIN_TOKEN { MAX_TOKEN } else { r.end };
+    let start = a.start.max(b.start);
+    let end = end_of(a).min(end_of(b));
+    (start < end).then_some(TokenRange { start, end })
+}
+
+fn contains(r: TokenRange, token: i64) -> bool {
+    token > r.start && token <= r.end
+}
+
+impl Storage {
+    /// The at most `k` live rows of `range` whose vectors in `column` score highest against
+    /// `query` under the column's vector index, best first. Each physical partition answers
+    /// from its graph once built, by reading its rows exactly before; every row is read again
+    /// and scored on its stored vector.
+    ///
+    /// # Errors
+    /// [`StorageError::UnknownTable`], [`StorageError::InvalidRequest`] when `column` has no
+    /// vector index or `query` another length, else as [`Storage::scan`].
+    pub fn nearest(
+        &self,
+        table_id: TableId,
+        range: TokenRange,
+        column: u32,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<NearestRow>, StorageError> {
+        let table = self.table(table_id)?;
+        let spec = table
+            .layout
+            .vector_indexes
+            .iter()
+            .find(|s| s.column == column)
+            .copied()
+            .ok_or_else(|| {
+                StorageError::InvalidRequest(format!("column {column} has no vector index"))
+            })?;
+        if query.len() != spec.dimension {
+            return Err(StorageError::InvalidRequest(format!(
+                "a query vector of {} elements for vectors of {}",
+                query.len(),
+                spec.dimension
+            )));
+        }
+        let score_of = |row: &Row| match row.cells.get(&column) {
+            Some(ColumnValue::Simple(cell)) => decode_vector(&cell.value, spec.dimension)
+                .map(|v| spec.similarity.score(query, &v))
+                .filter(|s| !s.is_nan()),
+            _ => None,
+        };
+        let view = table.ring.current();
+        let ids: Vec<u64> = view.parts.iter().map(|p| p.id).collect();
+        self.inner.ann.retain_parts(table_id, &ids);
+        let mut found: Vec<NearestRow> = Vec::new();
+        for (index, part) in view.parts.iter().enumerate() {
+            let Some(r) = intersect(part_range(&view, index), range) else {
+                continue;
+            };
+            let graph = self.inner.ann.ensure(table_id, &spec, part.id);
+            if !graph.is_complete() {
+                let mut cursor = None;
+                loop {
+                    let page = self.scan(table_id, r, EXACT_PAGE, cursor.as_ref())?;
+                    for p in page.partitions {
+                        for row in p.rows {
+                            if let Some(score) = score_of(&row) {
+                                found.push(NearestRow {
+                                    score,
+                                    token: p.token,
+                                    partition_key: p.partition_key.clone(),
+                                    static_cells: p.static_cells.clone(),
+                                    row,
+                                });
+                            }
+                        }
+                    }
+                    keep_best(&mut found, k);
+                    match page.cursor {
+                        Some(c) => cursor = Some(c),
+                        None => break,
+                    }
+                }
+                continue;
+            }
+            // Twice k from the graph: some candidates are stale or outside the range.
+            for candidate in graph.candidates(query, k.saturating_mul(2).max(k + 8)) {
+                let token = address(&table.layout, &candidate.partition_key)?.token;
+                if !contains(r, token) {
+                    continue;
+                }
+                let at = ClusteringBound::Inclusive(candidate.clustering.clone());
+                let slice = Slice {
+                    start: at.clone(),
+                    end: at,
+                    reversed: false,
+                    limit: Some(1),
+                    cursor: None,
+                };
+                let read = self.read_partition(table_id, &candidate.partition_key, &slice)?;
+                for row in read.rows {
+                    if let Some(score) = score_of(&row) {
+                        found.push(NearestRow {
+                            score,
+                            token,
+                            partition_key: candidate.partition_key.clone(),
+                            static_cells: read.static_cells.clone(),
+                            row,
+                        });
+                    }
+                }
+            }
+            keep_best(&mut found, k);
+        }
+        Ok(found)
+    }
+}
+
+/// Sorts best first and keeps `k`.
+fn keep_best(found: &mut Vec<NearestRow>, k: usize) {
+    found.sort_by(|a, b| b.score.total_cmp(&a.score));
+    found.truncate(k);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_intersect_with_the_ring_end() {
+        let full = TokenRange::FULL;
+        let part = TokenRange { start: 10, end: MAX_TOKEN };
+        assert_eq!(intersect(part, full), Some(part));
+        let q = TokenRange { start: MIN_TOKEN, end: 20 };
+        assert_eq!(intersect(part, q), Some(TokenRange { start: 10, end: 20 }));
+        assert_eq!(intersect(TokenRange { start: MIN_TOKEN, end: 5 }, part), None);
+        assert!(contains(TokenRange { start: 10, end: 20 }, 20));
+        assert!(!contains(TokenRange { start: 10, end: 20 }, 10));
+    }
+}
