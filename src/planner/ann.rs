@@ -46,7 +46,9 @@ pub fn plan_ann(
         return Ok(None);
     };
     if select.ann.len() > 1 {
-        return Err(QueryError::invalid("Cannot specify more than one ANN ordering"));
+        return Err(QueryError::invalid(
+            "Cannot specify more than one ANN ordering",
+        ));
     }
     if !select.order_by.is_empty() {
         return Err(QueryError::invalid(
@@ -66,7 +68,9 @@ pub fn plan_ann(
         ));
     }
     if ann.order == Some(Order::Desc) {
-        return Err(QueryError::invalid("Descending ANN ordering is not supported"));
+        return Err(QueryError::invalid(
+            "Descending ANN ordering is not supported",
+        ));
     }
     let similarity = table
         .indexes

@@ -294,11 +294,7 @@ fn index_options(s: &CreateIndex) -> Result<BTreeMap<String, String>, QueryError
     for (name, value) in &s.options {
         let pairs = match (name.as_str(), value) {
             ("options", OptionValue::Map(pairs)) => pairs,
-            _ => {
-                return Err(QueryError::invalid(format!(
-                    "Unknown property '{name}'"
-                )))
-            }
+            _ => return Err(QueryError::invalid(format!("Unknown property '{name}'"))),
         };
         for (k, v) in pairs {
             let text = |o: &OptionValue| match o {

@@ -55,9 +55,7 @@ impl Shards for LocalShards {
         query: &[f32],
         k: usize,
     ) -> Result<Vec<NearestRow>, ShardError> {
-        Ok(self
-            .storage
-            .nearest(table, range, index.column, query, k)?)
+        Ok(self.storage.nearest(table, range, index.column, query, k)?)
     }
 
     fn compare_and_set(

@@ -185,3 +185,32 @@ def test_page_size_below_limit_warns_and_returns_all(session, ks):
     assert len(result.current_rows) == 10
     warnings = result.response_future.warnings or []
     assert any("Top-K queries do not support paging" in w for w in warnings)
+
+
+def test_graphs_are_rebuilt_after_a_restart(tmp_path, request):
+    # The graphs live in memory beside the rows: a restarted server answers from its stored
+    # rows at once (reading exactly until a graph is built) and then from the graph.
+    from conftest import make_cluster, new_server, stop_and_check
+    srv = new_server(tmp_path, owner=request.node.nodeid).start()
+    c = make_cluster(srv)
+    try:
+        s = c.connect()
+        s.execute("CREATE KEYSPACE r WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute("CREATE TABLE r.t (k int PRIMARY KEY, v vector<float, 2>)")
+        s.execute(f"CREATE CUSTOM INDEX ON r.t (v) USING '{SAI}'")
+        for k in range(1, 30):
+            s.execute("INSERT INTO r.t (k, v) VALUES (%s, %s)", (k, [1.0, float(k)]))
+    finally:
+        c.shutdown()
+    stop_and_check(srv)
+    srv.start()
+    c = make_cluster(srv)
+    try:
+        s = c.connect()
+        for _ in range(3):
+            got = [r.k for r in s.execute("SELECT k FROM r.t ORDER BY v ANN OF [1.0, 7.1] LIMIT 2")]
+            assert got == [7, 8]
+    finally:
+        c.shutdown()
+    stop_and_check(srv)

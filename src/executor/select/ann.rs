@@ -168,11 +168,13 @@ impl SelectPlan {
             })
             .collect::<Result<_, _>>()?;
         if !ann.index.similarity.indexable(&query) {
-            return Err(QueryError::invalid(if ann.index.similarity == Similarity::Cosine {
-                "Zero and near-zero vectors cannot be indexed or queried with cosine similarity"
-            } else {
-                "A query vector must hold finite values only"
-            }));
+            return Err(QueryError::invalid(
+                if ann.index.similarity == Similarity::Cosine {
+                    "Zero and near-zero vectors cannot be indexed or queried with cosine similarity"
+                } else {
+                    "A query vector must hold finite values only"
+                },
+            ));
         }
         Ok(query)
     }

@@ -58,7 +58,12 @@ impl AnnIndexes {
 
     /// The graph of `spec`'s column in partition `part`, registered (and its build queued)
     /// when there was none.
-    pub(crate) fn ensure(&self, table: TableId, spec: &VectorIndexSpec, part: u64) -> Arc<PartGraph> {
+    pub(crate) fn ensure(
+        &self,
+        table: TableId,
+        spec: &VectorIndexSpec,
+        part: u64,
+    ) -> Arc<PartGraph> {
         let key = (table, spec.column, part);
         let mut state = self.state();
         if let Some(g) = state.graphs.get(&key) {

@@ -176,11 +176,26 @@ mod tests {
     #[test]
     fn ranges_intersect_with_the_ring_end() {
         let full = TokenRange::FULL;
-        let part = TokenRange { start: 10, end: MAX_TOKEN };
+        let part = TokenRange {
+            start: 10,
+            end: MAX_TOKEN,
+        };
         assert_eq!(intersect(part, full), Some(part));
-        let q = TokenRange { start: MIN_TOKEN, end: 20 };
+        let q = TokenRange {
+            start: MIN_TOKEN,
+            end: 20,
+        };
         assert_eq!(intersect(part, q), Some(TokenRange { start: 10, end: 20 }));
-        assert_eq!(intersect(TokenRange { start: MIN_TOKEN, end: 5 }, part), None);
+        assert_eq!(
+            intersect(
+                TokenRange {
+                    start: MIN_TOKEN,
+                    end: 5
+                },
+                part
+            ),
+            None
+        );
         assert!(contains(TokenRange { start: 10, end: 20 }, 20));
         assert!(!contains(TokenRange { start: 10, end: 20 }, 10));
     }

@@ -161,7 +161,10 @@ mod tests {
 
     #[test]
     fn vectors_decode_from_big_endian_floats() {
-        let bytes: Vec<u8> = [1.5f32, -2.0].iter().flat_map(|f| f.to_be_bytes()).collect();
+        let bytes: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|f| f.to_be_bytes())
+            .collect();
         assert_eq!(decode_vector(&bytes, 2), Some(vec![1.5, -2.0]));
         assert_eq!(decode_vector(&bytes, 3), None);
         assert_eq!(decode_vector(&bytes[..7], 2), None);

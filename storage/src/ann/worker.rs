@@ -45,7 +45,9 @@ impl Activity for AnnWorker {
         let storage = Storage { inner };
         if let Some((key, graph)) = storage.inner.ann.next_build() {
             match storage.build_graph(key, &graph, signal) {
-                Ok(rows) => tracing::debug!(table = %key.0, part = key.2, rows, "vector graph scanned"),
+                Ok(rows) => {
+                    tracing::debug!(table = %key.0, part = key.2, rows, "vector graph scanned")
+                }
                 Err(e) => {
                     // The graph stays incomplete (queries read exactly); try again later.
                     tracing::warn!(table = %key.0, part = key.2, "building a vector graph failed: {e}");
