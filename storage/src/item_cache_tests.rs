@@ -42,6 +42,7 @@ fn open_with(
             columns: BTreeMap::from([(VALUE, DataType::TEXT)]),
             point_row_columns: Some(vec![VALUE]),
             gc_grace_seconds,
+            ..TableLayout::default()
         },
     )
     .expect("table");
