@@ -2,7 +2,7 @@
 //! vectors written since, which wait (searched exactly meanwhile) to be inserted.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use anndists::dist::Distance;
@@ -51,7 +51,14 @@ pub(crate) struct PartGraph {
     /// Set once the build's scan has handed every stored row over: before that, queries
     /// read the partition exactly instead.
     complete: AtomicBool,
+    /// Candidates queries were given, and how many of them were stale (a row deleted,
+    /// expired, or found again under a newer vector): see [`PartGraph::worn_out`].
+    served: AtomicU64,
+    stale: AtomicU64,
 }
+
+/// Candidates served before staleness is judged.
+const WEAR_SAMPLE: u64 = 1000;
 
 impl PartGraph {
     /// An empty graph, its build still to come.
@@ -68,7 +75,18 @@ impl PartGraph {
             rows: RwLock::new(Vec::new()),
             waiting: Mutex::new(VecDeque::new()),
             complete: AtomicBool::new(false),
+            served: AtomicU64::new(0),
+            stale: AtomicU64::new(0),
         }
+    }
+
+    /// Counts `stale` of `served` candidates; true once more than half of a sample of
+    /// candidates were stale: the graph is to be built again from the rows (deleted and
+    /// overwritten rows leave their nodes behind until then).
+    pub(crate) fn worn_out(&self, served: usize, stale: usize) -> bool {
+        let s = self.served.fetch_add(served as u64, Ordering::Relaxed) + served as u64;
+        let t = self.stale.fetch_add(stale as u64, Ordering::Relaxed) + stale as u64;
+        s >= WEAR_SAMPLE && t * 2 > s
     }
 
     fn waiting(&self) -> MutexGuard<'_, VecDeque<Waiting>> {
@@ -121,10 +139,12 @@ impl PartGraph {
 
     /// The rows whose vectors are nearest `query`: about `k` from the graph, searched with
     /// at least [`EF_SEARCH`] candidates, plus the `k` nearest of the waiting vectors,
-    /// without repeats. Some may be stale (the caller reads each row again).
-    pub(crate) fn candidates(&self, query: &[f32], k: usize) -> Vec<Arc<RowRef>> {
+    /// without repeats, and how many repeats were dropped. Some may be stale (the caller
+    /// reads each row again).
+    pub(crate) fn candidates(&self, query: &[f32], k: usize) -> (Vec<Arc<RowRef>>, usize) {
         let mut out: Vec<Arc<RowRef>> = Vec::new();
         let mut seen: HashSet<Arc<RowRef>> = HashSet::new();
+        let mut repeats = 0;
         let ids: Vec<usize> = {
             let rows = self.rows.read().unwrap_or_else(|p| p.into_inner());
             if rows.is_empty() {
@@ -144,6 +164,8 @@ impl PartGraph {
                 if let Some(r) = rows.get(id) {
                     if seen.insert(r.clone()) {
                         out.push(r.clone());
+                    } else {
+                        repeats += 1;
                     }
                 }
             }
@@ -159,7 +181,7 @@ impl PartGraph {
                 out.push(r);
             }
         }
-        out
+        (out, repeats)
     }
 }
 
@@ -184,13 +206,21 @@ mod tests {
         assert_eq!(g.backlog(), 20);
         // 10 is in the graph, 40 still waits.
         for target in [10u32, 40] {
-            let found = g.candidates(&[target as f32, 0.1], 1);
+            let (found, _) = g.candidates(&[target as f32, 0.1], 1);
             assert!(found.contains(&row(target)), "{target}: {found:?}");
         }
         assert_eq!(g.insert_waiting(100), 20);
         assert_eq!(g.backlog(), 0);
-        let found = g.candidates(&[40.0, 0.1], 3);
+        let (found, _) = g.candidates(&[40.0, 0.1], 3);
         assert_eq!(found[0], row(40));
+    }
+
+    #[test]
+    fn a_graph_mostly_stale_wears_out() {
+        let g = PartGraph::new(Similarity::Euclidean);
+        assert!(!g.worn_out(900, 900));
+        assert!(!g.worn_out(200, 0));
+        assert!(g.worn_out(200, 200));
     }
 
     #[test]

@@ -90,6 +90,11 @@ impl AnnIndexes {
         state.builds.retain(|k| k.0 != table);
     }
 
+    /// Forgets one graph (worn out): the next query builds it again.
+    pub(crate) fn forget(&self, key: GraphKey) {
+        self.state().graphs.remove(&key);
+    }
+
     /// Forgets `table`'s graphs of partitions other than `parts` (split away).
     pub(crate) fn retain_parts(&self, table: TableId, parts: &[u64]) {
         let mut state = self.state();

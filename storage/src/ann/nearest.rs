@@ -131,7 +131,9 @@ impl Storage {
                 continue;
             }
             // Twice k from the graph: some candidates are stale or outside the range.
-            for candidate in graph.candidates(query, k.saturating_mul(2).max(k + 8)) {
+            let (candidates, repeats) = graph.candidates(query, k.saturating_mul(2).max(k + 8));
+            let mut stale = repeats;
+            for candidate in &candidates {
                 let token = address(&table.layout, &candidate.partition_key)?.token;
                 if !contains(r, token) {
                     continue;
@@ -145,6 +147,7 @@ impl Storage {
                     cursor: None,
                 };
                 let read = self.read_partition(table_id, &candidate.partition_key, &slice)?;
+                let before = found.len();
                 for row in read.rows {
                     if let Some(score) = score_of(&row) {
                         found.push(NearestRow {
@@ -156,6 +159,10 @@ impl Storage {
                         });
                     }
                 }
+                stale += usize::from(found.len() == before);
+            }
+            if graph.worn_out(candidates.len() + repeats, stale) {
+                self.inner.ann.forget((table_id, column, part.id));
             }
             keep_best(&mut found, k);
         }
