@@ -195,6 +195,8 @@ pub fn apply_ddl(
             };
             let mut t = (*table).clone();
             t.indexes.push(def);
+            // Storage keeps a graph per vector index (its layout lists them).
+            out.storage_tables.push(Arc::new(t.clone()));
             set_table(catalog, &ks_name, t);
             out.change = table_change(SchemaChangeType::Updated, ks_name, s.table.name.clone());
         }
@@ -209,6 +211,7 @@ pub fn apply_ddl(
             };
             let mut t = (*table).clone();
             t.indexes.retain(|i| i.name != s.name.name);
+            out.storage_tables.push(Arc::new(t.clone()));
             set_table(catalog, &ks_name, t);
             out.change = table_change(SchemaChangeType::Updated, ks_name, table_name);
         }
