@@ -466,8 +466,12 @@ fn run_plan(
     values: &Values<'_>,
     inputs: &Inputs<'_>,
 ) -> Result<ResultBody, QueryError> {
-    check_plan_replicas(node, catalog, plan, inputs.consistency)?;
-    let shards_at = node.shards_at(inputs.consistency);
+    let consistency = match plan {
+        Plan::Select(s) if s.ann.is_some() => topk_consistency(inputs.consistency)?,
+        _ => inputs.consistency,
+    };
+    check_plan_replicas(node, catalog, plan, consistency)?;
+    let shards_at = node.shards_at(consistency);
     let shards = shards_at.get();
     match plan {
         Plan::Virtual(v) => {
@@ -639,6 +643,28 @@ fn warn_replication(node: &Node, stmt: &Statement) {
             }
         }
         _ => {}
+    }
+}
+
+/// Cassandra 5.0's top-K (ANN) rule (`SelectStatement.execute`): SERIAL levels are refused,
+/// levels above ONE are downgraded to ONE (LOCAL_ONE when datacenter-local) with a warning.
+fn topk_consistency(cl: Consistency) -> Result<Consistency, QueryError> {
+    match cl {
+        Consistency::Serial | Consistency::LocalSerial => Err(QueryError::invalid(format!(
+            "Top-K queries can only be run with consistency level ONE/LOCAL_ONE. Consistency level {} was used.",
+            cl.name()
+        ))),
+        Consistency::One | Consistency::LocalOne => Ok(cl),
+        _ => {
+            let local = cl == Consistency::LocalQuorum;
+            let to = if local { Consistency::LocalOne } else { Consistency::One };
+            crate::client_warnings::warn(format!(
+                "Top-K queries can only be run with consistency level ONE / LOCAL_ONE / NODE_LOCAL. Consistency level {} was requested. Downgrading the consistency level to {}.",
+                cl.name(),
+                to.name()
+            ));
+            Ok(to)
+        }
     }
 }
 

@@ -185,6 +185,14 @@ def test_page_size_below_limit_warns_and_returns_all(session, ks):
     assert len(result.current_rows) == 10
     warnings = result.response_future.warnings or []
     assert any("Top-K queries do not support paging" in w for w in warnings)
+    # SelectStatement.TOPK_CONSISTENCY_LEVEL_WARNING: QUORUM is downgraded to ONE.
+    from cassandra import ConsistencyLevel
+    stmt = SimpleStatement(f"SELECT k FROM {ks}.p ORDER BY v ANN OF [3.0, 1.0] LIMIT 2",
+                           consistency_level=ConsistencyLevel.QUORUM)
+    result = session.execute(stmt)
+    assert [r.k for r in result] == [3, 4]
+    warnings = result.response_future.warnings or []
+    assert any("Downgrading the consistency level to ONE" in w for w in warnings)
 
 
 def test_graphs_are_rebuilt_after_a_restart(tmp_path, request):
