@@ -64,6 +64,8 @@ pub struct DataMachine {
     snapshots: SnapshotSupport,
     /// Raft asked for the current snapshot once (at start, for its position only).
     started: bool,
+    /// Dropped with the machine: its Raft's state machine task has ended (see [`Self::alive`]).
+    alive: Arc<()>,
 }
 
 impl DataMachine {
@@ -93,6 +95,7 @@ impl DataMachine {
             parent,
             snapshots,
             started: false,
+            alive: Arc::new(()),
         })
     }
 
@@ -136,6 +139,12 @@ impl DataMachine {
             None => true,
             Some(end) => tokens.all(|t| t <= end),
         }
+    }
+
+    /// A handle that stops upgrading once this machine is dropped: after its Raft shuts
+    /// down, the state machine task still applies the entries it was sent, then drops it.
+    pub fn alive(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.alive)
     }
 
     /// Forgets a group's position (the group left this node).

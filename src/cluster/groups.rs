@@ -6,12 +6,12 @@
 
 use super::data_machine::{DataMachine, SnapshotSupport};
 use super::network::GroupNetwork;
-use super::raft_types::{GroupId, GroupInfo, Raft};
+use super::raft_types::{Command, GroupId, GroupInfo, Raft};
 use super::Cluster;
 use openraft::BasicNode;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -20,6 +20,8 @@ use tracing::{info, warn};
 #[derive(Default)]
 pub struct Groups {
     rafts: RwLock<HashMap<GroupId, Raft>>,
+    /// Each running group's state machine, alive until its Raft's state machine task ends.
+    machines: Mutex<HashMap<GroupId, Weak<()>>>,
     /// Held (shared) by a write in place to a group without Raft, from its check that no Raft
     /// runs to its commit; held alone while a Raft is started, so no write in place reaches
     /// a group once its Raft (and the snapshots a new replica copies) has started.
@@ -37,6 +39,8 @@ pub struct Groups {
 
 /// How long a request waits for a leadership hand-over before it goes on anyway.
 const HAND_OVER_WAIT: Duration = Duration::from_secs(3);
+/// How long a stopped group's state machine may take to apply what it was sent.
+const MACHINE_STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// Holds a group's requests (see [`Groups::hold`]) until dropped.
 pub struct HandOver<'a> {
@@ -172,7 +176,13 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
             continue;
         }
         match start_group(cluster, group, &members).await {
-            Ok(raft) => {
+            Ok((raft, machine)) => {
+                cluster
+                    .groups
+                    .machines
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(group.id, machine);
                 let _gate = cluster
                     .groups
                     .in_place
@@ -205,22 +215,53 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
     };
     for (id, raft) in gone {
         let _ = raft.shutdown().await;
+        // The state machine task applies what it was sent before it ends: what is left of
+        // the log is read only after it (else entries would be applied twice).
+        let machine = cluster
+            .groups
+            .machines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        if let Some(machine) = machine {
+            let deadline = Instant::now() + MACHINE_STOP_WAIT;
+            while machine.strong_count() > 0 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            if machine.strong_count() > 0 {
+                warn!(
+                    group = id,
+                    "a stopped group's state machine is still running"
+                );
+            }
+        }
         let reseeded = cluster.meta_state().with(|s| {
             let new = s.replaced.get(&id)?;
             let g = s.groups.get(new)?;
             g.replicas.contains(&me).then_some(g.table)
         });
-        if let Some(table) = reseeded {
-            // The group could commit nothing more: what its log holds beyond the applied
+        // A group whose only replica is now this node, written in place from here on: a
+        // single replica's move ended (here, or rolled back at its sender). The leader that
+        // moved it away stepped down as soon as it committed the membership without itself,
+        // before telling this replica how far the log is committed: this log may hold
+        // acknowledged writes not applied yet.
+        let held_alone = cluster.meta_state().with(|s| {
+            let g = s.groups.get(&id)?;
+            (g.replicas == [me]).then_some(g.table)
+        });
+        if let Some(table) = reseeded.or(held_alone) {
+            // The group commits nothing more: what its log holds beyond the applied
             // position may have been acknowledged, so it is applied before the log goes.
             match apply_rest_of_log(cluster, id, table).await {
-                Ok(n) => info!(
+                Ok((n, writes)) => info!(
                     group = id,
                     entries = n,
-                    "applied the rest of a replaced group's log"
+                    writes,
+                    replaced = reseeded.is_some(),
+                    "applied the rest of a stopped group's log"
                 ),
                 Err(e) => {
-                    warn!(group = id, error = %e, "applying the rest of a replaced group's log")
+                    warn!(group = id, error = %e, "applying the rest of a stopped group's log")
                 }
             }
         }
@@ -259,12 +300,12 @@ pub async fn reconcile(cluster: &Arc<Cluster>) {
 }
 
 /// Applies to the store every entry of `group`'s log after its applied position; returns
-/// how many.
+/// how many, and how many of them are writes.
 async fn apply_rest_of_log(
     cluster: &Arc<Cluster>,
     group: GroupId,
     table: storage::TableId,
-) -> Result<usize, String> {
+) -> Result<(usize, usize), String> {
     use openraft::storage::RaftStateMachine;
     use openraft::RaftLogReader;
     let mut machine = DataMachine::open(
@@ -290,10 +331,19 @@ async fn apply_rest_of_log(
         .await
         .map_err(|e| e.to_string())?;
     let n = entries.len();
+    let writes = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.payload,
+                openraft::EntryPayload::Normal(Command::Write { .. })
+            )
+        })
+        .count();
     if n > 0 {
         machine.apply(entries).await.map_err(|e| e.to_string())?;
     }
-    Ok(n)
+    Ok((n, writes))
 }
 
 /// The range `(start, end]` of `group` in the metadata group's map, looked up when asked.
@@ -310,11 +360,12 @@ fn range_of(cluster: &Arc<Cluster>, group: GroupId) -> super::data_machine::Rang
     })
 }
 
+/// Starts `group`'s Raft at this node; returns it and its state machine's [`DataMachine::alive`].
 async fn start_group(
     cluster: &Arc<Cluster>,
     group: &GroupInfo,
     members: &BTreeMap<u64, String>,
-) -> Result<Raft, String> {
+) -> Result<(Raft, Weak<()>), String> {
     let me = cluster.me().id;
     // A replica that did not hold the split's parent has nothing to wait for: it starts from
     // a snapshot taken after the split. Nor has one whose parent is a single replica applying
@@ -342,6 +393,7 @@ async fn start_group(
         },
     )
     .map_err(|e| e.to_string())?;
+    let alive = machine.alive();
     let raft = Raft::new(
         cluster.me().id,
         cluster.data_raft_config().clone(),
@@ -374,5 +426,5 @@ async fn start_group(
             warn!(group = group.id, error = %e, "initializing a data group");
         }
     }
-    Ok(raft)
+    Ok((raft, alive))
 }
