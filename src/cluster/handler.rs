@@ -115,6 +115,20 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             })
             .await,
         ),
+        Request::Nearest {
+            group,
+            table,
+            range,
+            index,
+            query,
+            k,
+            linearizable,
+        } => Response::Nearest(
+            super::replica_read::read_here(cluster, group, table, range.end, linearizable, |s| {
+                s.nearest(table, range, index.column, &query, k)
+            })
+            .await,
+        ),
         Request::Move { group, .. }
         | Request::AbortMove { group, .. }
         | Request::Elect { group, .. }

@@ -37,6 +37,23 @@ pub enum Request {
         /// Read at the leader after a read index (QUORUM and above), else any replica.
         linearizable: bool,
     },
+    /// Vector search over part of a group's token range at a replica (its graphs).
+    Nearest {
+        /// The group.
+        group: GroupId,
+        /// The table.
+        table: storage::TableId,
+        /// The range, inside the group's.
+        range: storage::TokenRange,
+        /// The vector index.
+        index: storage::VectorIndexSpec,
+        /// The query vector.
+        query: Vec<f32>,
+        /// Most rows.
+        k: usize,
+        /// As for [`Request::Read`].
+        linearizable: bool,
+    },
     /// A scan of part of a group's token range at a replica.
     Scan {
         /// The group.
@@ -147,6 +164,8 @@ pub enum Response {
     Read(Result<storage::PartitionSlice, ProposeFailure>),
     /// To [`Request::Scan`].
     Scan(Result<storage::ScanPage, ProposeFailure>),
+    /// To [`Request::Nearest`]: best first.
+    Nearest(Result<Vec<storage::NearestRow>, ProposeFailure>),
     /// To [`Request::Move`] (true), [`Request::AbortMove`] (whether the move had finished),
     /// [`Request::Elect`] and [`Request::TransferLeader`] (whether the leadership moved).
     Moved(Result<bool, ProposeFailure>),

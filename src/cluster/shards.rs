@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::token::MIN_TOKEN;
 use storage::{
-    Cursor, Mutation, PartitionSlice, ScanPage, Slice, StorageError, TableId, TableLayout,
-    TokenRange,
+    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, StorageError, TableId,
+    TableLayout, TokenRange, VectorIndexSpec,
 };
 
 /// The pause before routing again a request that met a split (the map catches up in
@@ -423,6 +423,74 @@ impl Shards for ClusterShards {
                 done = stop;
             }
             return Ok(page);
+        }
+    }
+
+    fn nearest(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        index: &VectorIndexSpec,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<NearestRow>, ShardError> {
+        let end = if range.end == MIN_TOKEN {
+            i64::MAX
+        } else {
+            range.end
+        };
+        let deadline = Instant::now() + self.timeout(false);
+        let mut found: Vec<NearestRow> = Vec::new();
+        // Tokens up to `done` are searched; a split or move met on the way re-reads the map.
+        let mut done = range.start;
+        'route: loop {
+            let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
+            if groups.is_empty() {
+                return Err(ShardError::Storage(StorageError::UnknownTable(table)));
+            }
+            for (group_start, group) in groups {
+                if group.end <= done {
+                    continue;
+                }
+                let (start, stop) = (done.max(group_start), end.min(group.end));
+                if start >= stop {
+                    break;
+                }
+                let sub = TokenRange { start, end: stop };
+                // Each group's replica answers from its own graphs.
+                let part = self.read_group(
+                    &group,
+                    table,
+                    stop,
+                    deadline,
+                    |s| s.nearest(table, sub, index.column, query, k),
+                    |linearizable| Request::Nearest {
+                        group: group.id,
+                        table,
+                        range: sub,
+                        index: *index,
+                        query: query.to_vec(),
+                        k,
+                        linearizable,
+                    },
+                    |r| match r {
+                        Response::Nearest(r) => Some(r),
+                        _ => None,
+                    },
+                )?;
+                let Some(part) = part else {
+                    if Instant::now() >= deadline {
+                        return Err(self.read_timeout(&group));
+                    }
+                    std::thread::sleep(MOVED_RETRY);
+                    continue 'route;
+                };
+                found.extend(part);
+                found.sort_by(|a, b| b.score.total_cmp(&a.score));
+                found.truncate(k);
+                done = stop;
+            }
+            return Ok(found);
         }
     }
 

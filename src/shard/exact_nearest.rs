@@ -1,5 +1,5 @@
-//! Vector search by reading every row of a range: what shards without vector graphs (a
-//! cluster's) answer `ORDER BY v ANN OF` with. Exact, so its recall is 1.
+//! Vector search by reading every row of a range: what shards without vector graphs answer
+//! `ORDER BY v ANN OF` with (the default of [`Shards::nearest`]). Exact, so its recall is 1.
 
 use super::{ShardError, Shards};
 use storage::{ColumnValue, Cursor, NearestRow, TableId, TokenRange, VectorIndexSpec};

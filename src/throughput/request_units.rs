@@ -84,6 +84,12 @@ impl ReadCost for &[NearestRow] {
     }
 }
 
+impl ReadCost for Vec<NearestRow> {
+    fn read_cost(&self) -> f64 {
+        self.as_slice().read_cost()
+    }
+}
+
 impl ReadCost for ScanPage {
     fn read_cost(&self) -> f64 {
         let (mut bytes, mut rows) = (0u64, 0u64);

@@ -18,7 +18,7 @@ use crate::{StorageError, TableId};
 const EXACT_PAGE: usize = 1000;
 
 /// One row [`Storage::nearest`] found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NearestRow {
     /// Its similarity score (higher is nearer).
     pub score: f32,

@@ -2,7 +2,9 @@
 //! (what `similarity_*` and ANN results use) and as graph distances (what the HNSW walks).
 
 /// A vector index's `similarity_function` (Cassandra 5.0's `VectorSimilarityFunction`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum Similarity {
     /// `(1 + cos(a, b)) / 2`; the default.
     #[default]
@@ -105,7 +107,7 @@ fn squared_distance(a: &[f32], b: &[f32]) -> f32 {
 
 /// One vector index of a table, as storage keeps it: which column, how long its vectors
 /// are, how they compare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct VectorIndexSpec {
     /// The indexed column's id (a `vector<float, n>` regular column).
     pub column: u32,
