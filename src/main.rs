@@ -135,14 +135,14 @@ fn main() -> anyhow::Result<()> {
     if let Some(level) = cli.log_level {
         config.log_level = level;
     }
-    // A bare level keeps the storage engine's and the vector graphs' chatter at warn, and the
-    // Raft library's and the RPC crate's per-group retries quiet (a peer down is one line from
-    // liveness, not one per group and retry); a level with directives is taken as given.
+    // A bare level keeps the storage engine's own chatter at warn, and the Raft library's
+    // and the RPC crate's per-group retries quiet (a peer down is one line from liveness, not
+    // one per group and retry); a level with directives is taken as given.
     let directives = if config.log_level.contains(['=', ',']) {
         config.log_level.clone()
     } else {
         format!(
-            "{},lsm_tree=warn,fjall=warn,hnsw_rs=warn,openraft=error,openraft::replication=off,tarpc=off",
+            "{},lsm_tree=warn,fjall=warn,openraft=error,openraft::replication=off,tarpc=off",
             config.log_level
         )
     };

@@ -5,19 +5,19 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use anndists::dist::Distance;
-use hnsw_rs::hnsw::Hnsw;
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use super::similarity::Similarity;
 
 /// Links kept per node and layer (HNSW's `M`).
-const LINKS: usize = 24;
+const LINKS: usize = 32;
 /// Candidates weighed while inserting (HNSW's `ef_construction`).
-const EF_CONSTRUCTION: usize = 128;
-/// Graph layers at most.
-const LAYERS: usize = 16;
-/// Candidates weighed while searching, at least (HNSW's `ef`).
-pub(crate) const EF_SEARCH: usize = 256;
+const EF_CONSTRUCTION: usize = 256;
+/// Candidates weighed while searching (HNSW's `ef`): high, as vectors of many dimensions
+/// with little structure (the benchmark's random ones) need it for a recall of 0.95.
+pub(crate) const EF_SEARCH: usize = 768;
+/// Room the graph first reserves, in vectors (it doubles as it fills).
+const FIRST_CAPACITY: usize = 1024;
 
 /// The row a graph node stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,22 +28,15 @@ pub(crate) struct RowRef {
     pub(crate) clustering: Vec<Vec<u8>>,
 }
 
-/// The distance the graph walks by.
-struct GraphDistance(Similarity);
-
-impl Distance<f32> for GraphDistance {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        self.0.distance(a, b)
-    }
-}
-
 /// A vector waiting to be inserted.
 type Waiting = (Arc<RowRef>, Vec<f32>);
 
 /// One physical partition's graph for one vector column.
 pub(crate) struct PartGraph {
     similarity: Similarity,
-    hnsw: Hnsw<'static, f32, GraphDistance>,
+    /// The HNSW graph (usearch). Held shared to add and search, which it runs concurrently;
+    /// alone to grow its capacity.
+    graph: RwLock<Index>,
     /// Node id to row (ids are positions).
     rows: RwLock<Vec<Arc<RowRef>>>,
     /// Written or scanned vectors not in the graph yet, oldest first.
@@ -61,23 +54,36 @@ pub(crate) struct PartGraph {
 const WEAR_SAMPLE: u64 = 1000;
 
 impl PartGraph {
-    /// An empty graph, its build still to come.
-    pub(crate) fn new(similarity: Similarity) -> PartGraph {
-        PartGraph {
+    /// An empty graph for vectors of `dimension` elements, its build still to come.
+    ///
+    /// # Errors
+    /// The graph library's, as text.
+    pub(crate) fn new(similarity: Similarity, dimension: usize) -> Result<PartGraph, String> {
+        let metric = match similarity {
+            Similarity::Cosine => MetricKind::Cos,
+            Similarity::Euclidean => MetricKind::L2sq,
+            Similarity::DotProduct => MetricKind::IP,
+        };
+        let options = IndexOptions {
+            dimensions: dimension,
+            metric,
+            quantization: ScalarKind::F32,
+            connectivity: LINKS,
+            expansion_add: EF_CONSTRUCTION,
+            expansion_search: EF_SEARCH,
+            multi: false,
+        };
+        let graph = Index::new(&options).map_err(|e| e.to_string())?;
+        graph.reserve(FIRST_CAPACITY).map_err(|e| e.to_string())?;
+        Ok(PartGraph {
             similarity,
-            hnsw: Hnsw::new(
-                LINKS,
-                10_000,
-                LAYERS,
-                EF_CONSTRUCTION,
-                GraphDistance(similarity),
-            ),
+            graph: RwLock::new(graph),
             rows: RwLock::new(Vec::new()),
             waiting: Mutex::new(VecDeque::new()),
             complete: AtomicBool::new(false),
             served: AtomicU64::new(0),
             stale: AtomicU64::new(0),
-        }
+        })
     }
 
     /// Counts `stale` of `served` candidates; true once more than half of a sample of
@@ -128,40 +134,58 @@ impl PartGraph {
             rows.extend(batch.iter().map(|(r, _)| r.clone()));
             first
         };
+        {
+            let graph = self.graph.read().unwrap_or_else(|p| p.into_inner());
+            let (size, capacity) = (graph.size(), graph.capacity());
+            if size + batch.len() > capacity {
+                drop(graph);
+                let graph = self.graph.write().unwrap_or_else(|p| p.into_inner());
+                let wanted = (capacity * 2).max(size + batch.len());
+                if let Err(e) = graph.reserve(wanted) {
+                    tracing::warn!("growing a vector graph to {wanted}: {e}");
+                    return 0;
+                }
+            }
+        }
         // One by one on the caller's (lowered) thread: a parallel insert would take the
         // request threads' cores.
+        let graph = self.graph.read().unwrap_or_else(|p| p.into_inner());
         for (i, (_, v)) in batch.iter().enumerate() {
-            self.hnsw.insert_slice((v.as_slice(), first + i));
+            if let Err(e) = graph.add((first + i) as u64, v) {
+                tracing::warn!("adding to a vector graph: {e}");
+            }
         }
+        drop(graph);
         self.waiting().drain(..batch.len());
         batch.len()
     }
 
-    /// The rows whose vectors are nearest `query`: about `k` from the graph, searched with
-    /// at least [`EF_SEARCH`] candidates, plus the `k` nearest of the waiting vectors,
+    /// The rows whose vectors are nearest `query`: `k` from the graph, searched with
+    /// [`EF_SEARCH`] candidates, plus the `k` nearest of the waiting vectors,
     /// without repeats, and how many repeats were dropped. Some may be stale (the caller
     /// reads each row again).
     pub(crate) fn candidates(&self, query: &[f32], k: usize) -> (Vec<Arc<RowRef>>, usize) {
         let mut out: Vec<Arc<RowRef>> = Vec::new();
         let mut seen: HashSet<Arc<RowRef>> = HashSet::new();
         let mut repeats = 0;
-        let ids: Vec<usize> = {
-            let rows = self.rows.read().unwrap_or_else(|p| p.into_inner());
-            if rows.is_empty() {
+        let ids: Vec<u64> = {
+            let graph = self.graph.read().unwrap_or_else(|p| p.into_inner());
+            if graph.size() == 0 {
                 Vec::new()
             } else {
-                drop(rows);
-                self.hnsw
-                    .search(query, k, k.max(EF_SEARCH))
-                    .into_iter()
-                    .map(|n| n.d_id)
-                    .collect()
+                match graph.search(query, k) {
+                    Ok(found) => found.keys,
+                    Err(e) => {
+                        tracing::warn!("searching a vector graph: {e}");
+                        Vec::new()
+                    }
+                }
             }
         };
         {
             let rows = self.rows.read().unwrap_or_else(|p| p.into_inner());
             for id in ids {
-                if let Some(r) = rows.get(id) {
+                if let Some(r) = usize::try_from(id).ok().and_then(|i| rows.get(i)) {
                     if seen.insert(r.clone()) {
                         out.push(r.clone());
                     } else {
@@ -198,7 +222,7 @@ mod tests {
 
     #[test]
     fn waiting_and_inserted_vectors_are_both_found() {
-        let g = PartGraph::new(Similarity::Euclidean);
+        let g = PartGraph::new(Similarity::Euclidean, 2).expect("graph");
         for i in 0..50u32 {
             g.push(row(i), vec![i as f32, 0.0]);
         }
@@ -217,15 +241,17 @@ mod tests {
 
     #[test]
     fn a_graph_mostly_stale_wears_out() {
-        let g = PartGraph::new(Similarity::Euclidean);
-        assert!(!g.worn_out(900, 900));
-        assert!(!g.worn_out(200, 0));
-        assert!(g.worn_out(200, 200));
+        let g = PartGraph::new(Similarity::Euclidean, 2).expect("graph");
+        // Too few candidates served to judge; then more than half of them stale.
+        assert!(!g.worn_out(999, 999));
+        assert!(g.worn_out(1, 1));
+        let fresh = PartGraph::new(Similarity::Euclidean, 2).expect("graph");
+        assert!(!fresh.worn_out(1000, 400));
     }
 
     #[test]
     fn vectors_a_cosine_graph_cannot_hold_are_skipped() {
-        let g = PartGraph::new(Similarity::Cosine);
+        let g = PartGraph::new(Similarity::Cosine, 2).expect("graph");
         g.push(row(1), vec![0.0, 0.0]);
         g.push(row(2), vec![f32::INFINITY, 1.0]);
         g.push(row(3), vec![1.0, 1.0]);

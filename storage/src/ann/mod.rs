@@ -57,24 +57,31 @@ impl AnnIndexes {
     }
 
     /// The graph of `spec`'s column in partition `part`, registered (and its build queued)
-    /// when there was none.
+    /// when there was none; None when the graph library refuses to make one (queries then
+    /// read the partition exactly).
     pub(crate) fn ensure(
         &self,
         table: TableId,
         spec: &VectorIndexSpec,
         part: u64,
-    ) -> Arc<PartGraph> {
+    ) -> Option<Arc<PartGraph>> {
         let key = (table, spec.column, part);
         let mut state = self.state();
         if let Some(g) = state.graphs.get(&key) {
-            return g.clone();
+            return Some(g.clone());
         }
-        let g = Arc::new(PartGraph::new(spec.similarity));
+        let g = match PartGraph::new(spec.similarity, spec.dimension) {
+            Ok(g) => Arc::new(g),
+            Err(e) => {
+                tracing::warn!(table = %table, part, "making a vector graph: {e}");
+                return None;
+            }
+        };
         state.graphs.insert(key, g.clone());
         state.builds.push_back(key);
         drop(state);
         self.signal.wake();
-        g
+        Some(g)
     }
 
     /// The graph of `column` in `part`, if registered.

@@ -104,8 +104,12 @@ impl Storage {
             let Some(r) = intersect(part_range(&view, index), range) else {
                 continue;
             };
-            let graph = self.inner.ann.ensure(table_id, &spec, part.id);
-            if !graph.is_complete() {
+            let graph = self
+                .inner
+                .ann
+                .ensure(table_id, &spec, part.id)
+                .filter(|g| g.is_complete());
+            let Some(graph) = graph else {
                 let mut cursor = None;
                 loop {
                     let page = self.scan(table_id, r, EXACT_PAGE, cursor.as_ref())?;
@@ -129,7 +133,7 @@ impl Storage {
                     }
                 }
                 continue;
-            }
+            };
             // Twice k from the graph: some candidates are stale or outside the range.
             let (candidates, repeats) = graph.candidates(query, k.saturating_mul(2).max(k + 8));
             let mut stale = repeats;
