@@ -3,7 +3,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
@@ -18,6 +18,9 @@ const EF_CONSTRUCTION: usize = 256;
 pub(crate) const EF_SEARCH: usize = 768;
 /// Room the graph first reserves, in vectors (it doubles as it fills).
 const FIRST_CAPACITY: usize = 1024;
+/// Adds and searches one graph runs at once: the graph library keeps a context for each and
+/// fails a call that finds none free, so callers past this many wait for one.
+const SLOTS: usize = 8;
 
 /// The row a graph node stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -26,6 +29,16 @@ pub(crate) struct RowRef {
     pub(crate) partition_key: Vec<Vec<u8>>,
     /// Clustering values, protocol-serialized.
     pub(crate) clustering: Vec<Vec<u8>>,
+}
+
+/// One of a graph's contexts, held (see [`PartGraph::slot`]).
+struct Slot<'a>(&'a PartGraph);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// A vector waiting to be inserted.
@@ -39,6 +52,9 @@ pub(crate) struct PartGraph {
     graph: RwLock<Index>,
     /// Node id to row (ids are positions).
     rows: RwLock<Vec<Arc<RowRef>>>,
+    /// Free contexts of the graph library (see [`SLOTS`]), and their waiters.
+    free: Mutex<usize>,
+    freed: Condvar,
     /// Written or scanned vectors not in the graph yet, oldest first.
     waiting: Mutex<VecDeque<Waiting>>,
     /// Set once the build's scan has handed every stored row over: before that, queries
@@ -74,10 +90,14 @@ impl PartGraph {
             multi: false,
         };
         let graph = Index::new(&options).map_err(|e| e.to_string())?;
-        graph.reserve(FIRST_CAPACITY).map_err(|e| e.to_string())?;
+        graph
+            .reserve_capacity_and_threads(FIRST_CAPACITY, SLOTS)
+            .map_err(|e| e.to_string())?;
         Ok(PartGraph {
             similarity,
             graph: RwLock::new(graph),
+            free: Mutex::new(SLOTS),
+            freed: Condvar::new(),
             rows: RwLock::new(Vec::new()),
             waiting: Mutex::new(VecDeque::new()),
             complete: AtomicBool::new(false),
@@ -93,6 +113,16 @@ impl PartGraph {
         let s = self.served.fetch_add(served as u64, Ordering::Relaxed) + served as u64;
         let t = self.stale.fetch_add(stale as u64, Ordering::Relaxed) + stale as u64;
         s >= WEAR_SAMPLE && t * 2 > s
+    }
+
+    /// Takes one of the graph library's contexts until the guard drops.
+    fn slot(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
     }
 
     fn waiting(&self) -> MutexGuard<'_, VecDeque<Waiting>> {
@@ -141,7 +171,7 @@ impl PartGraph {
                 drop(graph);
                 let graph = self.graph.write().unwrap_or_else(|p| p.into_inner());
                 let wanted = (capacity * 2).max(size + batch.len());
-                if let Err(e) = graph.reserve(wanted) {
+                if let Err(e) = graph.reserve_capacity_and_threads(wanted, SLOTS) {
                     tracing::warn!("growing a vector graph to {wanted}: {e}");
                     return 0;
                 }
@@ -151,6 +181,7 @@ impl PartGraph {
         // request threads' cores.
         let graph = self.graph.read().unwrap_or_else(|p| p.into_inner());
         for (i, (_, v)) in batch.iter().enumerate() {
+            let _slot = self.slot();
             if let Err(e) = graph.add((first + i) as u64, v) {
                 tracing::warn!("adding to a vector graph: {e}");
             }
@@ -173,6 +204,7 @@ impl PartGraph {
             if graph.size() == 0 {
                 Vec::new()
             } else {
+                let _slot = self.slot();
                 match graph.search(query, k) {
                     Ok(found) => found.keys,
                     Err(e) => {
@@ -237,6 +269,34 @@ mod tests {
         assert_eq!(g.backlog(), 0);
         let (found, _) = g.candidates(&[40.0, 0.1], 3);
         assert_eq!(found[0], row(40));
+    }
+
+    #[test]
+    fn many_threads_search_while_one_inserts() {
+        // More searchers than the graph library has contexts: they wait for one, never fail.
+        let g = Arc::new(PartGraph::new(Similarity::Euclidean, 2).expect("graph"));
+        for i in 0..100u32 {
+            g.push(row(i), vec![i as f32, 1.0]);
+        }
+        assert_eq!(g.insert_waiting(100), 100);
+        for i in 100..3000u32 {
+            g.push(row(i), vec![i as f32, 1.0]);
+        }
+        let searchers: Vec<_> = (0..SLOTS * 2)
+            .map(|t| {
+                let g = g.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..20 {
+                        let (found, _) = g.candidates(&[t as f32, 1.0], 1);
+                        assert_eq!(found.first(), Some(&row(t as u32)));
+                    }
+                })
+            })
+            .collect();
+        while g.insert_waiting(64) > 0 {}
+        for s in searchers {
+            s.join().expect("searcher");
+        }
     }
 
     #[test]
