@@ -79,9 +79,10 @@ pub(super) fn batch(
     if planned.iter().any(|(p, _, _)| p.conditions().is_some()) {
         let refs: Vec<&ModifyPlan> = planned.iter().map(|(p, _, _)| p).collect();
         let vals: Vec<&Values<'_>> = bound.iter().collect();
-        return Ok(ResultBody::Rows(lwt::execute(
-            shards, &refs, &vals, ts, true,
-        )?));
+        let rows = super::views::around_conditional(shards, &catalog, &refs, &vals, ts, || {
+            lwt::execute(shards, &refs, &vals, ts, true)
+        })?;
+        return Ok(ResultBody::Rows(rows));
     }
     for ((plan, _, _), values) in planned.iter().zip(&bound) {
         for m in plan.mutations(values, Some(ts), shards)? {

@@ -537,7 +537,9 @@ fn run_plan(
             let write = crate::metrics::Operation::Write;
             crate::metrics::coordinated::note(crate::schema::table_id(m.table()), write);
             let ts = inputs.timestamp.unwrap_or_else(clock::next_timestamp);
-            let result = lwt::execute(shards, &[m], &[values], ts, false);
+            let result = views::around_conditional(shards, catalog, &[m], &[values], ts, || {
+                lwt::execute(shards, &[m], &[values], ts, false)
+            });
             Ok(ResultBody::Rows(result?))
         }
         Plan::Modify(m) => {
@@ -566,9 +568,10 @@ fn run_plan(
             if plans.iter().any(|p| p.conditions().is_some()) {
                 let refs: Vec<&planner::modify::ModifyPlan> = plans.iter().collect();
                 let vals: Vec<&Values<'_>> = plans.iter().map(|_| values).collect();
-                return Ok(ResultBody::Rows(lwt::execute(
-                    shards, &refs, &vals, ts, true,
-                )?));
+                let rows = views::around_conditional(shards, catalog, &refs, &vals, ts, || {
+                    lwt::execute(shards, &refs, &vals, ts, true)
+                })?;
+                return Ok(ResultBody::Rows(rows));
             }
             let mut writes = Vec::new();
             for p in plans {

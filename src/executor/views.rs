@@ -5,8 +5,9 @@
 //! read-before-write on the coordinator). `CREATE MATERIALIZED VIEW` fills a new view from
 //! the base's rows.
 //!
-//! Views are kept on a best-effort basis, as Cassandra warns: two writes racing on one base
-//! row, or a conditional (LWT) write, may leave a view row behind.
+//! Conditional (LWT) writes are watched the same way ([`around_conditional`]). Views are kept
+//! on a best-effort basis, as Cassandra warns: two writes racing on one base row may leave a
+//! view row behind.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +18,9 @@ use storage::{
 };
 
 use crate::error::QueryError;
+use crate::executor::values::Values;
 use crate::node::Node;
+use crate::planner::modify::ModifyPlan;
 use crate::schema::{self, Catalog, ColumnKind, Table};
 use crate::shard::Shards;
 
@@ -311,6 +314,46 @@ pub(crate) fn apply(
         return Ok(());
     }
     super::apply(shards, view_updates)
+}
+
+/// Runs the conditional write `run` of `plans` (bound to `values`, at `ts`) and keeps the
+/// views of their tables in step: the rows each statement's write would touch are read
+/// before and after it (a condition that failed changes none of them). A statement on a view
+/// is refused.
+///
+/// # Errors
+/// `run`'s error, a read's, or a view write's.
+pub(crate) fn around_conditional<R>(
+    shards: &dyn Shards,
+    catalog: &Catalog,
+    plans: &[&ModifyPlan],
+    values: &[&Values<'_>],
+    ts: i64,
+    run: impl FnOnce() -> Result<R, QueryError>,
+) -> Result<R, QueryError> {
+    let mut watched = Vec::new();
+    for (plan, v) in plans.iter().zip(values) {
+        check_writable(plan.table())?;
+        let views = views_of(catalog, plan.table());
+        if views.is_empty() {
+            continue;
+        }
+        for m in plan.mutations(v, Some(ts), shards)? {
+            let before = touched_rows(shards, plan.table(), &m)?;
+            watched.push((plan.table().clone(), m, views.clone(), before));
+        }
+    }
+    let result = run()?;
+    let mut updates = Vec::new();
+    for (table, m, views, before) in watched {
+        let after = touched_rows(shards, &table, &m)?;
+        let (ts, ttl) = timestamp_of(&m);
+        updates.extend(view_writes(&views, &before, &after, ts, ttl));
+    }
+    if !updates.is_empty() {
+        super::apply(shards, updates)?;
+    }
+    Ok(result)
 }
 
 /// Fills the new view `view` from every row of its base.
