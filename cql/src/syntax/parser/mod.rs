@@ -10,6 +10,7 @@ mod common;
 mod ddl;
 mod dml;
 mod expr;
+mod function;
 mod select;
 mod statement;
 
