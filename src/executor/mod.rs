@@ -37,6 +37,7 @@ pub mod select;
 pub mod selection;
 pub mod time;
 mod traced;
+mod user_functions;
 pub mod values;
 pub mod virtual_select;
 
@@ -401,6 +402,12 @@ fn run(
         Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
             "Secondary indexes are not supported by ringdb",
         )),
+        Statement::CreateFunction(_)
+        | Statement::DropFunction(_)
+        | Statement::CreateAggregate(_)
+        | Statement::DropAggregate(_) => {
+            user_functions::run(node.config(), &catalog, ctx.keyspace.as_deref(), stmt)
+        }
         Statement::Unsupported(u) => Err(QueryError::invalid(format!(
             "{} is not supported by ringdb",
             u.kind

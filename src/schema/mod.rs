@@ -7,6 +7,7 @@ mod persist;
 pub mod throughput;
 mod write_error;
 
+pub(crate) use ddl::keyspace_of;
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
 pub use layout::{layout_of, table_id};
 pub use options::{KeyspaceParams, Replicas, TableParams, DATA_CENTER, MAX_TTL};
