@@ -11,8 +11,8 @@ from cassandra import InvalidRequest
 
 from conftest import RingServer, fresh_name, make_cluster, stop_and_check
 
-# Cassandra 5.0 CreateFunctionStatement / CreateAggregateStatement (validate): the refusal
-# while UDFs are off names the 5.0 setting.
+# Cassandra 5.0 UDFunction.create (reached from CreateFunctionStatement) and
+# CreateAggregateStatement: the refusal while UDFs are off names the 5.0 setting.
 DISABLED = ("User-defined functions are disabled in cassandra.yaml - set "
             "user_defined_functions_enabled=true to enable")
 
@@ -85,7 +85,9 @@ def test_enabled_udfs_check_keyspace_and_language(request, tmp_path):
             s.execute(FUNC.format(ks="nope", lang="lua"))
         s.execute("CREATE KEYSPACE k1 WITH replication = "
                   "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-        # Java is not run by ringdb: refused unless user_defined_functions_java_schema is set.
+        # Java is not run by ringdb: refused unless user_defined_functions_java_schema is set,
+        # with the message Cassandra 3.x-4.0 UDFunction gives a language it has no engine for
+        # ("Invalid language '%s' for function '%s'").
         with pytest.raises(InvalidRequest, match="Invalid language 'java'"):
             s.execute(FUNC.format(ks="k1", lang="java"))
         # Past every check, the statement is still refused (bodies are not stored yet), but no
