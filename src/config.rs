@@ -274,6 +274,9 @@ pub struct Config {
     /// Lets functions in a language other than Lua (`LANGUAGE java`) into the schema; calling
     /// them still fails, since ringdb runs only Lua bodies.
     pub user_defined_functions_java_schema: bool,
+    /// Whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's `materialized_views_enabled`,
+    /// off by default as in Cassandra 4.1).
+    pub materialized_views_enabled: bool,
     /// When true, the main `listen` port speaks only TLS.
     pub tls_only: bool,
     /// Seconds a client gets to complete the TLS handshake before it is disconnected.
@@ -432,6 +435,7 @@ impl Default for Config {
             slow_query_log_ms: 0,
             user_defined_functions_enabled: false,
             user_defined_functions_java_schema: false,
+            materialized_views_enabled: false,
             tls_only: false,
             tls_handshake_timeout_seconds: 10,
         }

@@ -4,7 +4,7 @@
 use crate::error::QueryError;
 use crate::executor::virtual_select::page;
 use crate::schema::{
-    is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, Keyspace, Table, TypeDef,
+    is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, Keyspace, Table, TypeDef,
 };
 use crate::system::{is_virtual_keyspace, NodeInfo, PARTITIONER};
 use bytes::Bytes;
@@ -76,9 +76,9 @@ pub fn type_statement(t: &TypeDef) -> String {
     s
 }
 
-/// `CREATE TABLE` for a table, options included.
-pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> String {
-    let mut s = String::new();
+/// A table's `CREATE TABLE ks.t (columns, PRIMARY KEY (...))` (a virtual table's under its
+/// warning), up to the closing parenthesis.
+fn table_header(s: &mut String, t: &Table, virtual_table: bool, pk: &[&Column], ck: &[&Column]) {
     if virtual_table {
         s.push_str("/*\nWarning: Table ");
         let _ = write!(s, "{}.{} is a virtual table and cannot be recreated with CQL.\nStructure, for reference:\n", ident(&t.keyspace), ident(&t.name));
@@ -94,8 +94,6 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
         ident(&t.keyspace),
         ident(&t.name)
     );
-    let pk: Vec<_> = t.partition_key().collect();
-    let ck: Vec<_> = t.clustering().collect();
     let single_pk = pk.len() == 1 && ck.is_empty();
     for c in t.select_star_order() {
         let _ = write!(s, "    {} {}", ident(&c.name), c.data_type);
@@ -111,17 +109,52 @@ pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> Strin
         s.truncate(s.len() - 2);
         s.push('\n');
     } else {
-        let pk_names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
-        let pk_text = if pk.len() == 1 {
-            pk_names[0].clone()
-        } else {
-            format!("({})", pk_names.join(", "))
-        };
-        let mut key = vec![pk_text];
-        key.extend(ck.iter().map(|c| ident(&c.name)));
-        let _ = writeln!(s, "    PRIMARY KEY ({})", key.join(", "));
+        let _ = writeln!(s, "    PRIMARY KEY ({})", primary_key(pk, ck));
     }
     s.push(')');
+}
+
+/// `(pk), c1, c2`: the text between a PRIMARY KEY's parentheses.
+fn primary_key(pk: &[&Column], ck: &[&Column]) -> String {
+    let names: Vec<String> = pk.iter().map(|c| ident(&c.name)).collect();
+    let mut key = vec![if names.len() == 1 {
+        names.join("")
+    } else {
+        format!("({})", names.join(", "))
+    }];
+    key.extend(ck.iter().map(|c| ident(&c.name)));
+    key.join(", ")
+}
+
+/// `CREATE TABLE` for a table (`CREATE MATERIALIZED VIEW` for a view), options included.
+pub fn table_statement(t: &Table, virtual_table: bool, internals: bool) -> String {
+    let mut s = String::new();
+    let pk: Vec<_> = t.partition_key().collect();
+    let ck: Vec<_> = t.clustering().collect();
+    if let Some(v) = t.view.as_ref().filter(|_| !virtual_table) {
+        // Cassandra 4.1's `ViewMetadata.toCqlString`: the view's SELECT, then its options.
+        let columns = if v.include_all_columns {
+            "*".to_string()
+        } else {
+            t.select_star_order()
+                .iter()
+                .map(|c| ident(&c.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = write!(
+            s,
+            "CREATE MATERIALIZED VIEW {}.{} AS\n    SELECT {columns}\n    FROM {}.{}\n    WHERE {}\n    PRIMARY KEY ({})\n",
+            ident(&t.keyspace),
+            ident(&t.name),
+            ident(&t.keyspace),
+            ident(&v.base_table),
+            v.where_clause,
+            primary_key(&pk, &ck)
+        );
+    } else {
+        table_header(&mut s, t, virtual_table, &pk, &ck);
+    }
     if virtual_table {
         // As Cassandra 4.1 prints a virtual table: its comment, then the end of the remark.
         let _ = write!(s, " WITH comment = {};\n*/", quote(&t.params.comment));
@@ -196,6 +229,46 @@ fn float(v: f64) -> String {
     }
 }
 
+/// Cassandra's `IndexMetadata.toCqlString`: `CREATE [CUSTOM] INDEX name ON ks.t (target)
+/// [USING 'class'];`.
+pub fn index_statement(t: &Table, i: &crate::schema::index::IndexDef) -> String {
+    let on = format!("{}.{}", ident(&t.keyspace), ident(&t.name));
+    match &i.class_name {
+        Some(class) => format!(
+            "CREATE CUSTOM INDEX {} ON {on} ({}) USING {};",
+            ident(&i.name),
+            i.target_text(),
+            quote(class)
+        ),
+        None => format!(
+            "CREATE INDEX {} ON {on} ({});",
+            ident(&i.name),
+            i.target_text()
+        ),
+    }
+}
+
+/// A table's element row followed by one per index, as DESCRIBE lists them.
+fn table_elements(t: &Table, virt: bool, internals: bool) -> Vec<Element> {
+    let mut out = vec![(
+        t.keyspace.clone(),
+        element_kind(t),
+        t.name.clone(),
+        table_statement(t, virt, internals),
+    )];
+    let mut indexes: Vec<_> = t.indexes.iter().collect();
+    indexes.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    for i in indexes {
+        out.push((
+            t.keyspace.clone(),
+            "index",
+            i.name.clone(),
+            index_statement(t, i),
+        ));
+    }
+    out
+}
+
 /// One element row: (keyspace, type, name, create statement).
 type Element = (String, &'static str, String, String);
 
@@ -214,15 +287,21 @@ fn keyspace_elements(ks: &Keyspace, only: bool, internals: bool) -> Vec<Element>
     for t in types_in_dependency_order(ks) {
         out.push((ks.name.clone(), "type", t.name.clone(), type_statement(t)));
     }
-    for t in ks.tables.values() {
-        out.push((
-            ks.name.clone(),
-            "table",
-            t.name.clone(),
-            table_statement(t, virt, internals),
-        ));
+    // Tables, then the views (each after its base, which a view needs to be created).
+    let (views, tables): (Vec<_>, Vec<_>) = ks.tables.values().partition(|t| t.view.is_some());
+    for t in tables.into_iter().chain(views) {
+        out.extend(table_elements(t, virt, internals));
     }
     out
+}
+
+/// The `type` column of a DESCRIBE row of `t`.
+fn element_kind(t: &Table) -> &'static str {
+    if t.view.is_some() {
+        "materialized_view"
+    } else {
+        "table"
+    }
 }
 
 /// Types ordered so that each comes after the types it uses.
@@ -395,19 +474,14 @@ pub fn describe(
                 state,
             )
         }
-        DescribeTarget::Table(name) => {
+        DescribeTarget::Table(name) | DescribeTarget::MaterializedView(name) => {
             let ks = ks_of(name, current)?;
             let k = keyspace(catalog, &ks)?;
             let t = k.tables.get(&name.name).ok_or_else(|| {
                 QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
             })?;
             element_rows(
-                vec![(
-                    ks.clone(),
-                    "table",
-                    t.name.clone(),
-                    table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
-                )],
+                table_elements(t, is_virtual_keyspace(&ks), d.with_internals),
                 page_size,
                 state,
             )
@@ -469,12 +543,14 @@ pub fn describe(
             let k = keyspace(catalog, &ks)?;
             if let Some(t) = k.tables.get(&name.name) {
                 return element_rows(
-                    vec![(
-                        ks.clone(),
-                        "table",
-                        t.name.clone(),
-                        table_statement(t, is_virtual_keyspace(&ks), d.with_internals),
-                    )],
+                    table_elements(t, is_virtual_keyspace(&ks), d.with_internals),
+                    page_size,
+                    state,
+                );
+            }
+            if let Some((t, i)) = crate::schema::index::find_index(catalog, &ks, &name.name) {
+                return element_rows(
+                    vec![(ks.clone(), "index", i.name.clone(), index_statement(t, i))],
                     page_size,
                     state,
                 );
@@ -490,6 +566,19 @@ pub fn describe(
                 "'{}' not found in keyspace '{ks}'",
                 name.name
             )))
+        }
+        DescribeTarget::Index(name) => {
+            let ks = ks_of(name, current)?;
+            keyspace(catalog, &ks)?;
+            let (t, i) =
+                crate::schema::index::find_index(catalog, &ks, &name.name).ok_or_else(|| {
+                    QueryError::invalid(format!("'{}' not found in keyspace '{ks}'", name.name))
+                })?;
+            element_rows(
+                vec![(ks.clone(), "index", i.name.clone(), index_statement(t, i))],
+                page_size,
+                state,
+            )
         }
         other => Err(QueryError::invalid(format!(
             "DESCRIBE {other:?}: no such object in ringdb"

@@ -258,6 +258,17 @@ pub fn required(
         Statement::DropFunction(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
         Statement::DropAggregate(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
         Statement::CreateIndex(s) => on(Permission::Alter, table(&s.table)),
+        // DropIndexStatement.authorize: ALTER on the indexed table.
+        Statement::DropIndex(s) => {
+            let indexed = s
+                .name
+                .keyspace
+                .as_deref()
+                .or(session_keyspace)
+                .and_then(|ks| schema::index::find_index(catalog, ks, &s.name.name))
+                .map(|(t, _)| AuthResource::Table(t.keyspace.clone(), t.name.clone()));
+            on(Permission::Alter, indexed)
+        }
         _ => Vec::new(),
     }
 }

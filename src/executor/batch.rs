@@ -2,7 +2,7 @@
 //! values; conditional batches run as one compare-and-set, the others as one atomic write.
 
 use super::values::Values;
-use super::{apply, clock, lwt};
+use super::{clock, lwt};
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::node::Node;
@@ -98,7 +98,10 @@ pub(super) fn batch(
     if kind != cql::ast::BatchType::Logged {
         warn_unlogged(node, &writes);
     }
-    apply(shards, writes)?;
+    for (table, _) in &writes {
+        super::views::check_writable(table)?;
+    }
+    super::views::apply(shards, &node.catalog(), writes)?;
     Ok(ResultBody::Void)
 }
 

@@ -39,6 +39,7 @@ pub mod time;
 mod traced;
 mod user_functions;
 pub mod values;
+mod views;
 pub mod virtual_select;
 
 use crate::context::SessionContext;
@@ -123,12 +124,14 @@ pub struct Answer {
     pub response: Response,
     /// The frame's optional parts.
     pub envelope: Envelope,
+    /// How long the request ran (zero when it panicked).
+    pub took: std::time::Duration,
 }
 
 /// Executes one QUERY, PREPARE, EXECUTE or BATCH request and returns its response with the
 /// client warnings it raised; `known` is what the dispatch step already looked up or parsed.
 pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known) -> Answer {
-    let started = std::time::Instant::now();
+    let started = crate::metrics::clock::now();
     // A request that panicked on this thread may have left its note.
     crate::metrics::coordinated::take();
     let class = observed::observe(node.metrics(), ctx, &request, &known);
@@ -148,7 +151,7 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
         crate::query_trace::event(|| "Request complete".to_string());
         answered
     });
-    let ended = std::time::Instant::now();
+    let ended = crate::metrics::clock::now();
     let took = ended - started;
     let error = match &response {
         Response::Error(e) => Some(e.code()),
@@ -178,7 +181,11 @@ pub fn execute(node: &Node, ctx: &SessionContext, request: Request, known: Known
             .custom_payload
             .push((REQUEST_CHARGE.to_string(), spent.to_be_bytes().to_vec()));
     }
-    Answer { response, envelope }
+    Answer {
+        response,
+        envelope,
+        took,
+    }
 }
 
 /// The custom payload key of a response's request units.
@@ -222,6 +229,7 @@ pub fn execute_caught(node: &Node, ctx: &SessionContext, request: Request, known
         Answer {
             response: crate::error::internal_error(),
             envelope: Envelope::default(),
+            took: std::time::Duration::ZERO,
         }
     })
 }
@@ -384,9 +392,27 @@ fn run(
         | Statement::DropTable(_)
         | Statement::CreateType(_)
         | Statement::AlterType(_)
-        | Statement::DropType(_) => {
+        | Statement::DropType(_)
+        | Statement::CreateView(_)
+        | Statement::DropView(_)
+        | Statement::CreateIndex(_)
+        | Statement::DropIndex(_) => {
+            if matches!(stmt, Statement::CreateView(_)) {
+                views::check_enabled(node)?;
+            }
             let result = run_ddl(node, ctx, stmt)
                 .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
+            if let (Statement::CreateView(v), ResultBody::SchemaChange(_)) = (stmt, &result) {
+                crate::client_warnings::warn(views::EXPERIMENTAL.to_string());
+                let ks = schema::keyspace_of(&v.name, ctx.keyspace.as_deref())?;
+                let catalog = node.catalog();
+                if let (Some(view), Some(base)) = (
+                    catalog.table(&ks, &v.name.name),
+                    catalog.table(&ks, &v.base.name),
+                ) {
+                    views::build(node.shards(), base, view)?;
+                }
+            }
             if matches!(result, ResultBody::SchemaChange(_)) {
                 warn_replication(node, stmt);
                 if !node.has_peers() {
@@ -399,9 +425,6 @@ fn run(
             }
             Ok(result)
         }
-        Statement::CreateIndex(_) | Statement::DropIndex(_) => Err(QueryError::invalid(
-            "Secondary indexes are not supported by ringdb",
-        )),
         Statement::CreateFunction(_)
         | Statement::DropFunction(_)
         | Statement::CreateAggregate(_)
@@ -523,9 +546,11 @@ fn run_plan(
         Plan::Modify(m) => {
             let write = crate::metrics::Operation::Write;
             crate::metrics::coordinated::note(crate::schema::table_id(m.table()), write);
+            views::check_writable(m.table())?;
             let mutations = m.mutations(values, inputs.timestamp, shards)?;
-            apply(
+            views::apply(
                 shards,
+                catalog,
                 mutations
                     .into_iter()
                     .map(|x| (m.table().clone(), x))
@@ -550,11 +575,12 @@ fn run_plan(
             }
             let mut writes = Vec::new();
             for p in plans {
+                views::check_writable(p.table())?;
                 for m in p.mutations(values, Some(ts), shards)? {
                     writes.push((p.table().clone(), m));
                 }
             }
-            apply(shards, writes)?;
+            views::apply(shards, catalog, writes)?;
             Ok(ResultBody::Void)
         }
     }

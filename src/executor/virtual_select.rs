@@ -51,6 +51,17 @@ impl VirtualSelect {
                 _ => return Err(QueryError::invalid("LIMIT must be strictly positive")),
             },
         };
+        // The selectors' markers take their bound values.
+        let outputs: Vec<Output> = self
+            .outputs
+            .iter()
+            .map(|(o, _)| match o {
+                Output::Expr(sel) => {
+                    crate::planner::selection::bind_markers(sel, values).map(Output::Expr)
+                }
+                other => Ok(other.clone()),
+            })
+            .collect::<Result<_, QueryError>>()?;
         let mut matching = Vec::new();
         'rows: for row in rows {
             for (col, op, vals) in &bound {
@@ -81,10 +92,9 @@ impl VirtualSelect {
         if self.outputs.iter().any(|(o, _)| matches!(o, Output::Count)) {
             let count = matching.len() as i64;
             let first: &[Option<Bytes>] = matching.first().map_or(&[], |r| r.as_slice());
-            let row = self
-                .outputs
+            let row = outputs
                 .iter()
-                .map(|(o, _)| match o {
+                .map(|o| match o {
                     Output::Count => Ok(Some(Bytes::copy_from_slice(&count.to_be_bytes()))),
                     other => output(other, first),
                 })
@@ -102,9 +112,9 @@ impl VirtualSelect {
         let rows = page_rows
             .into_iter()
             .map(|row| {
-                self.outputs
+                outputs
                     .iter()
-                    .map(|(o, _)| output(o, &row))
+                    .map(|o| output(o, &row))
                     .collect::<Result<_, _>>()
             })
             .collect::<Result<_, _>>()?;

@@ -3,8 +3,9 @@
 //! 99th percentile, maximum, and the rate over the last minute. Buckets are quarter octaves
 //! of nanoseconds (a percentile is within 19% of the true value).
 
+use super::clock::{self, Stamp};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Sub-buckets per octave (a power of two).
 const SUB: u64 = 4;
@@ -156,14 +157,14 @@ impl Default for Stripe {
 
 /// One latency histogram.
 pub struct Latency {
-    started: Instant,
+    started: Stamp,
     stripes: Vec<Stripe>,
 }
 
 impl Default for Latency {
     fn default() -> Latency {
         Latency {
-            started: Instant::now(),
+            started: clock::now(),
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
         }
     }
@@ -171,7 +172,7 @@ impl Default for Latency {
 
 impl Latency {
     /// Records one operation that took `took`, ending at `now`.
-    pub fn record(&self, took: Duration, now: Instant) {
+    pub fn record(&self, took: Duration, now: Stamp) {
         let Some(stripe) = self.stripes.get(stripe_index()) else {
             return;
         };
@@ -294,7 +295,7 @@ mod tests {
     #[test]
     fn a_summary_gives_percentiles_and_the_maximum() {
         let l = Latency::default();
-        let now = Instant::now();
+        let now = clock::now();
         for _ in 0..98 {
             l.record(Duration::from_micros(100), now);
         }

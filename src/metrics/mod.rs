@@ -2,6 +2,7 @@
 //! ([`RequestClass`], per-table [`latency`] histograms). The metrics address that serves them
 //! is `crate::metrics_http`.
 
+pub mod clock;
 pub mod coordinated;
 pub mod latency;
 mod request_class;

@@ -2,6 +2,7 @@
 //! `ringdb_` prefix). What requests do is counted as they run; what the store and the cluster
 //! hold is read when the endpoint is scraped (`super::scrape`).
 
+use super::clock::{self, Stamp};
 use super::latency::{Operation, TableLatencies};
 use super::request_class::RequestClass;
 use cql::response::codes;
@@ -10,8 +11,11 @@ use prometheus::{
 };
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use storage::TableId;
+
+/// A thread's cached histograms of one table (`Metrics::with_table`).
+type CachedTable = (TableId, Arc<TableLatencies>);
 
 /// One table's series, resolved once per schema change (a request never looks up labels).
 #[derive(Clone)]
@@ -408,9 +412,10 @@ impl Metrics {
     /// Runs `f` on `table`'s histograms, found through this thread's cache of them (a
     /// request takes no lock: the cache is rebuilt when the tables change).
     fn with_table(&self, table: TableId, f: impl FnOnce(&TableLatencies)) {
+        // A thread sees few tables: a short list searched in order costs less than hashing.
         thread_local! {
-            static CACHE: std::cell::RefCell<(u64, HashMap<TableId, Arc<TableLatencies>>)> =
-                std::cell::RefCell::new((0, HashMap::new()));
+            static CACHE: std::cell::RefCell<(u64, Vec<CachedTable>)> =
+                const { std::cell::RefCell::new((0, Vec::new())) };
         }
         let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
         CACHE.with(|cache| {
@@ -419,24 +424,25 @@ impl Metrics {
                 cache.0 = generation;
                 cache.1.clear();
             }
-            let found = match cache.1.entry(table) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
-                    let Some(t) = tables.get(&table) else {
-                        return;
-                    };
-                    v.insert(t.latencies.clone())
-                }
+            if let Some((_, found)) = cache.1.iter().find(|(id, _)| *id == table) {
+                f(found);
+                return;
+            }
+            let tables = self.tables.read().unwrap_or_else(|p| p.into_inner());
+            let Some(t) = tables.get(&table) else {
+                return;
             };
-            f(found);
+            let latencies = t.latencies.clone();
+            drop(tables);
+            f(&latencies);
+            cache.1.push((table, latencies));
         });
     }
 
     /// Records `op` on `table`'s shards, started at `started` (it ends now), that cost `ru`
     /// request units.
-    pub fn local(&self, table: TableId, op: Operation, started: Instant, ru: f64) {
-        let now = Instant::now();
+    pub fn local(&self, table: TableId, op: Operation, started: Stamp, ru: f64) {
+        let now = clock::now();
         self.with_table(table, |t| {
             t.request_units_milli.add((ru * 1000.0).round() as u64);
             t.local(op).record(now - started, now);
@@ -444,7 +450,7 @@ impl Metrics {
     }
 
     /// Records a request doing `op` on `table` that took `took` and was answered at `now`.
-    pub fn coordinator(&self, table: TableId, op: Operation, took: Duration, now: Instant) {
+    pub fn coordinator(&self, table: TableId, op: Operation, took: Duration, now: Stamp) {
         self.with_table(table, |t| t.coordinator(op).record(took, now));
     }
 

@@ -17,6 +17,7 @@
 //! side.
 
 pub mod conditions;
+pub mod index_choice;
 pub mod modify;
 pub mod node_state;
 pub mod restrictions;

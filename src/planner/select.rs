@@ -113,11 +113,13 @@ impl SelectPlan {
                 outputs.push((planned.selection, spec(&name, planned.data_type)));
             }
         }
+        crate::planner::index_choice::check_index_selection(&select.where_clause, &table)?;
         let restrictions = Restrictions::plan(
             &select.where_clause,
             &table,
             markers,
-            select.allow_filtering,
+            select.allow_filtering
+                || crate::planner::index_choice::served_by_indexes(&select.where_clause, &table),
             true,
         )?;
         // Leading key columns fixed by equality may be left out of GROUP BY.

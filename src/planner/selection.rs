@@ -349,6 +349,27 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                 value_type,
             )
         }
+        // `(type) ?` and `(type) literal`: a term whose type the hint gives (Cassandra's
+        // `TypeCast`), as a function's argument.
+        Expr::TypeHint { ty, expr: inner } => match &**inner {
+            Expr::BindMarker(_) => (
+                Selection::Marker(crate::planner::terms::Term::Marker {
+                    index: usize::MAX,
+                    data_type: ty.clone(),
+                    receiver: expr.to_string(),
+                }),
+                ty.clone(),
+            ),
+            term => {
+                let value = literal_value(term, ty, &name).map_err(|_| {
+                    QueryError::invalid(format!("Cannot cast value {term} to type {ty}"))
+                })?;
+                (
+                    Selection::Const(value.map(|v| Bytes::from(v.to_bytes()))),
+                    ty.clone(),
+                )
+            }
+        },
         Expr::Literal(_) => {
             return Err(QueryError::invalid(format!(
                 "Invalid selector {expr}: constants are not supported as selectors"

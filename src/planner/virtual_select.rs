@@ -125,7 +125,14 @@ impl VirtualSelect {
                                 "Selector {other} is not supported on system table {ks}.{tn}"
                             ))
                         };
-                        let planned = crate::planner::selection::plan_selector(other, &table)?;
+                        let mut planned = crate::planner::selection::plan_selector(other, &table)?;
+                        // Markers in the selection come first in statement order.
+                        crate::planner::selection::number_markers(
+                            &mut planned.selection,
+                            markers,
+                            &ks,
+                            &tn,
+                        );
                         if planned.selection.is_aggregate()
                             || reads_cell_metadata(&planned.selection)
                         {

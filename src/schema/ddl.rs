@@ -1,5 +1,6 @@
 //! Applies DDL statements to the catalog with Cassandra's validation and messages.
 
+use super::names::check_name;
 use super::{
     is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, DroppedColumn, Keyspace,
     KeyspaceParams, Table, TableParams, TypeDef,
@@ -25,11 +26,23 @@ pub struct DdlOutcome {
     pub dropped_tables: Vec<Uuid>,
 }
 
-fn change(change_type: SchemaChangeType, target: SchemaChangeTarget) -> Option<SchemaChange> {
+pub(super) fn change(
+    change_type: SchemaChangeType,
+    target: SchemaChangeTarget,
+) -> Option<SchemaChange> {
     Some(SchemaChange {
         change_type,
         target,
     })
+}
+
+/// A change of the table `name` of `keyspace`.
+pub(super) fn table_change(
+    change_type: SchemaChangeType,
+    keyspace: String,
+    name: String,
+) -> Option<SchemaChange> {
+    change(change_type, SchemaChangeTarget::Table { keyspace, name })
 }
 
 /// Keyspace of a possibly-qualified name, from the session's `USE` otherwise.
@@ -47,19 +60,10 @@ pub(crate) fn keyspace_of(
         })
 }
 
-fn check_name(kind: &str, name: &str) -> Result<(), QueryError> {
-    if name.is_empty()
-        || name.len() > 48
-        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    {
-        return Err(QueryError::invalid(format!(
-            "{kind} name must not be empty, more than 48 characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")"
-        )));
-    }
-    Ok(())
-}
-
-fn user_keyspace<'a>(catalog: &'a mut Catalog, name: &str) -> Result<&'a mut Keyspace, QueryError> {
+pub(super) fn user_keyspace<'a>(
+    catalog: &'a mut Catalog,
+    name: &str,
+) -> Result<&'a mut Keyspace, QueryError> {
     if is_system_keyspace(name) {
         return Err(QueryError::Unauthorized(format!(
             "{name} keyspace is not user-modifiable."
@@ -144,6 +148,8 @@ pub fn apply_ddl(
             );
         }
         Statement::CreateTable(s) => return create_table(catalog, s, current),
+        Statement::CreateView(s) => return super::views::create_view(catalog, s, current),
+        Statement::DropView(s) => return super::views::drop_view(catalog, s, current),
         Statement::AlterTable(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
             let exists = catalog.table(&ks_name, &s.name.name).is_some();
@@ -172,17 +178,44 @@ pub fn apply_ddl(
             let t = Arc::new(t);
             ks.tables.insert(t.name.clone(), t.clone());
             out.storage_tables.push(t);
-            out.change = change(
-                SchemaChangeType::Updated,
-                SchemaChangeTarget::Table {
-                    keyspace: ks_name,
-                    name: s.name.name.clone(),
-                },
-            );
+            out.change = table_change(SchemaChangeType::Updated, ks_name, s.name.name.clone());
+        }
+        Statement::CreateIndex(s) => {
+            let ks_name = keyspace_of(&s.table, current)?;
+            let Some(table) = catalog.table(&ks_name, &s.table.name).cloned() else {
+                user_keyspace(catalog, &ks_name)?;
+                return Err(QueryError::invalid(format!(
+                    "Table '{ks_name}.{}' doesn't exist",
+                    s.table.name
+                )));
+            };
+            user_keyspace(catalog, &ks_name)?;
+            let Some(def) = super::index::create_index(catalog, &ks_name, &table, s)? else {
+                return Ok(out);
+            };
+            let mut t = (*table).clone();
+            t.indexes.push(def);
+            set_table(catalog, &ks_name, t);
+            out.change = table_change(SchemaChangeType::Updated, ks_name, s.table.name.clone());
+        }
+        Statement::DropIndex(s) => {
+            let ks_name = keyspace_of(&s.name, current)?;
+            user_keyspace(catalog, &ks_name)?;
+            let Some(table_name) = super::index::drop_index_table(catalog, &ks_name, s)? else {
+                return Ok(out);
+            };
+            let Some(table) = catalog.table(&ks_name, &table_name).cloned() else {
+                return Ok(out);
+            };
+            let mut t = (*table).clone();
+            t.indexes.retain(|i| i.name != s.name.name);
+            set_table(catalog, &ks_name, t);
+            out.change = table_change(SchemaChangeType::Updated, ks_name, table_name);
         }
         Statement::DropTable(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
             let ks = user_keyspace(catalog, &ks_name)?;
+            super::views::check_table_drop(ks, &s.name.name)?;
             match ks.tables.remove(&s.name.name) {
                 Some(t) => out.dropped_tables.push(t.id),
                 None if s.if_exists => return Ok(out),
@@ -193,13 +226,7 @@ pub fn apply_ddl(
                     )))
                 }
             }
-            out.change = change(
-                SchemaChangeType::Dropped,
-                SchemaChangeTarget::Table {
-                    keyspace: ks_name,
-                    name: s.name.name.clone(),
-                },
-            );
+            out.change = table_change(SchemaChangeType::Dropped, ks_name, s.name.name.clone());
         }
         Statement::CreateType(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
@@ -359,7 +386,30 @@ pub fn apply_ddl(
 }
 
 /// A read-only copy used to resolve types while a keyspace is borrowed mutably.
-fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
+/// Cassandra's `AlterTableStatement` refusal to drop or rename an indexed column.
+fn check_no_index(t: &Table, column: &str, verb: &str) -> Result<(), QueryError> {
+    let names: Vec<&str> = t
+        .indexes
+        .iter()
+        .filter(|i| i.column == column)
+        .map(|i| i.name.as_str())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(QueryError::invalid(format!(
+        "Cannot {verb} column {column} because it has dependent secondary indexes ({})",
+        names.join(", ")
+    )))
+}
+
+fn set_table(catalog: &mut Catalog, ks: &str, t: Table) {
+    if let Some(keyspace) = catalog.keyspaces.get_mut(ks) {
+        keyspace.tables.insert(t.name.clone(), Arc::new(t));
+    }
+}
+
+pub(super) fn catalog_snapshot_for_types(catalog: &Catalog) -> Catalog {
     catalog.clone()
 }
 
@@ -525,17 +575,15 @@ fn create_table(
     let table = Arc::new(table);
     ks.tables.insert(table_name.clone(), table.clone());
     out.storage_tables.push(table);
-    out.change = change(
-        SchemaChangeType::Created,
-        SchemaChangeTarget::Table {
-            keyspace: ks_name,
-            name: table_name.clone(),
-        },
-    );
+    out.change = table_change(SchemaChangeType::Created, ks_name, table_name.clone());
     Ok(out)
 }
 
-fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, QueryError> {
+pub(super) fn build_table(
+    catalog: &Catalog,
+    ks: &str,
+    s: &CreateTable,
+) -> Result<Table, QueryError> {
     let qualified = format!("{ks}.{}", s.name.name);
     let mut defs: Vec<&ColumnDef> = Vec::new();
     let mut names = HashSet::new();
@@ -742,6 +790,9 @@ fn build_table(catalog: &Catalog, ks: &str, s: &CreateTable) -> Result<Table, Qu
         params,
         next_column_id: next_id,
         dropped: Vec::new(),
+        view: None,
+        views: Vec::new(),
+        indexes: Vec::new(),
     })
 }
 
@@ -763,6 +814,11 @@ fn alter_table(
     catalog: &Catalog,
     now_ms: i64,
 ) -> Result<bool, QueryError> {
+    if t.view.is_some() {
+        return Err(QueryError::invalid(
+            "Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead",
+        ));
+    }
     let qualified = format!("{}.{}", t.keyspace, t.name);
     match op {
         AlterTableOp::Add {
@@ -846,6 +902,14 @@ fn alter_table(
                         "Cannot drop PRIMARY KEY column {name}"
                     )));
                 }
+                check_no_index(t, name, "drop")?;
+                // AlterTableStatement.DropColumns: a base keeps its columns while it has views.
+                if !t.views.is_empty() {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot drop column {name} on base table {} with materialized views",
+                        t.name
+                    )));
+                }
                 let dropped = DroppedColumn {
                     name: c.name.clone(),
                     type_text: c.data_type.to_string(),
@@ -882,6 +946,7 @@ fn alter_table(
                         "Cannot rename column {from} to {to} in table '{qualified}'; another column with that name already exists"
                     )));
                 }
+                check_no_index(t, from, "rename")?;
                 t.columns[pos].name = to.clone();
             }
             Ok(true)

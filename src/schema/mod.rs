@@ -1,10 +1,13 @@
 //! The schema catalog: keyspaces, tables, columns and user types, with their persisted form.
 
 mod ddl;
+pub mod index;
 mod layout;
+mod names;
 mod options;
 mod persist;
 pub mod throughput;
+mod views;
 mod write_error;
 
 pub(crate) use ddl::keyspace_of;
@@ -134,6 +137,28 @@ pub struct Table {
     /// Dropped columns.
     #[serde(default)]
     pub dropped: Vec<DroppedColumn>,
+    /// Secondary indexes (`CREATE INDEX`).
+    #[serde(default)]
+    pub indexes: Vec<index::IndexDef>,
+    /// Set when the table is a materialized view of another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ViewDef>,
+    /// The materialized views of this table, by name (in its keyspace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub views: Vec<String>,
+}
+
+/// What makes a table a materialized view (`system_schema.views`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewDef {
+    /// The base table, in the view's keyspace.
+    pub base_table: String,
+    /// The base table's id.
+    pub base_id: Uuid,
+    /// `SELECT *`.
+    pub include_all_columns: bool,
+    /// The WHERE clause, as CQL.
+    pub where_clause: String,
 }
 
 impl Table {

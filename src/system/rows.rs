@@ -155,9 +155,11 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         ("system_views", "coordinator_scan_latency") => views::latency(node, false, Scan),
         ("system_schema", "keyspaces") => schema_keyspaces(catalog, false),
         ("system_schema", "tables") => schema_tables(catalog),
+        ("system_schema", "views") => schema_views(catalog),
         ("system_schema", "columns") => schema_columns(catalog, false),
         ("system_schema", "dropped_columns") => dropped_columns(catalog),
         ("system_schema", "types") => schema_types(catalog),
+        ("system_schema", "indexes") => schema_indexes(catalog),
         ("system_virtual_schema", "keyspaces") => schema_keyspaces(catalog, true),
         ("system_virtual_schema", "tables") => virtual_tables(catalog),
         ("system_virtual_schema", "columns") => schema_columns(catalog, true),
@@ -272,62 +274,85 @@ fn tables(catalog: &Catalog, virtual_ks: bool) -> impl Iterator<Item = &Table> {
 
 fn schema_tables(catalog: &Catalog) -> Vec<NamedRow> {
     tables(catalog, false)
-        .map(|t| {
-            let p = &t.params;
-            let mut flags = vec![text("compound")];
-            if t.is_counter() {
-                flags.insert(0, text("counter"));
-            }
-            vec![
-                ("keyspace_name", text(t.keyspace.clone())),
-                ("table_name", text(t.name.clone())),
-                (
-                    "additional_write_policy",
-                    text(p.additional_write_policy.clone()),
-                ),
-                (
-                    "bloom_filter_fp_chance",
-                    Value::Double(p.bloom_filter_fp_chance),
-                ),
-                ("caching", text_map(&p.caching)),
-                ("cdc", Value::Boolean(p.cdc)),
-                ("comment", text(p.comment.clone())),
-                ("compaction", text_map(&p.compaction)),
-                ("compression", text_map(&p.compression)),
-                ("crc_check_chance", Value::Double(p.crc_check_chance)),
-                ("dclocal_read_repair_chance", Value::Double(0.0)),
-                ("default_time_to_live", Value::Int(p.default_time_to_live)),
-                (
-                    "extensions",
-                    Value::Map(
-                        p.extensions
-                            .iter()
-                            .map(|(k, v)| (text(k.clone()), Value::Blob(v.clone())))
-                            .chain(p.throughput.map(|t| {
-                                let (name, value) = t.option();
-                                (
-                                    text(name.to_string()),
-                                    Value::Blob(value.to_string().into_bytes()),
-                                )
-                            }))
-                            .collect(),
-                    ),
-                ),
-                ("flags", Value::Set(flags)),
-                ("gc_grace_seconds", Value::Int(p.gc_grace_seconds)),
-                ("id", Value::Uuid(t.id)),
-                ("max_index_interval", Value::Int(p.max_index_interval)),
-                (
-                    "memtable_flush_period_in_ms",
-                    Value::Int(p.memtable_flush_period_in_ms),
-                ),
-                ("min_index_interval", Value::Int(p.min_index_interval)),
-                ("read_repair", text(p.read_repair.clone())),
-                ("read_repair_chance", Value::Double(0.0)),
-                ("speculative_retry", text(p.speculative_retry.clone())),
-            ]
+        .filter(|t| t.view.is_none())
+        .map(table_row)
+        .collect()
+}
+
+/// `system_schema.views`: a view's row holds its table options as a table's does (the row is
+/// read by column name, so `table_name` and `flags` are left out), and its base.
+fn schema_views(catalog: &Catalog) -> Vec<NamedRow> {
+    tables(catalog, false)
+        .filter_map(|t| {
+            let v = t.view.as_ref()?;
+            let mut row = table_row(t);
+            row.extend([
+                ("view_name", text(t.name.clone())),
+                ("base_table_id", Value::Uuid(v.base_id)),
+                ("base_table_name", text(v.base_table.clone())),
+                ("include_all_columns", Value::Boolean(v.include_all_columns)),
+                ("where_clause", text(v.where_clause.clone())),
+            ]);
+            Some(row)
         })
         .collect()
+}
+
+/// A table's `system_schema.tables` row.
+fn table_row(t: &Table) -> NamedRow {
+    let p = &t.params;
+    let mut flags = vec![text("compound")];
+    if t.is_counter() {
+        flags.insert(0, text("counter"));
+    }
+    vec![
+        ("keyspace_name", text(t.keyspace.clone())),
+        ("table_name", text(t.name.clone())),
+        (
+            "additional_write_policy",
+            text(p.additional_write_policy.clone()),
+        ),
+        (
+            "bloom_filter_fp_chance",
+            Value::Double(p.bloom_filter_fp_chance),
+        ),
+        ("caching", text_map(&p.caching)),
+        ("cdc", Value::Boolean(p.cdc)),
+        ("comment", text(p.comment.clone())),
+        ("compaction", text_map(&p.compaction)),
+        ("compression", text_map(&p.compression)),
+        ("crc_check_chance", Value::Double(p.crc_check_chance)),
+        ("dclocal_read_repair_chance", Value::Double(0.0)),
+        ("default_time_to_live", Value::Int(p.default_time_to_live)),
+        (
+            "extensions",
+            Value::Map(
+                p.extensions
+                    .iter()
+                    .map(|(k, v)| (text(k.clone()), Value::Blob(v.clone())))
+                    .chain(p.throughput.map(|t| {
+                        let (name, value) = t.option();
+                        (
+                            text(name.to_string()),
+                            Value::Blob(value.to_string().into_bytes()),
+                        )
+                    }))
+                    .collect(),
+            ),
+        ),
+        ("flags", Value::Set(flags)),
+        ("gc_grace_seconds", Value::Int(p.gc_grace_seconds)),
+        ("id", Value::Uuid(t.id)),
+        ("max_index_interval", Value::Int(p.max_index_interval)),
+        (
+            "memtable_flush_period_in_ms",
+            Value::Int(p.memtable_flush_period_in_ms),
+        ),
+        ("min_index_interval", Value::Int(p.min_index_interval)),
+        ("read_repair", text(p.read_repair.clone())),
+        ("read_repair_chance", Value::Double(0.0)),
+        ("speculative_retry", text(p.speculative_retry.clone())),
+    ]
 }
 
 fn schema_columns(catalog: &Catalog, virtual_ks: bool) -> Vec<NamedRow> {
@@ -364,6 +389,31 @@ fn dropped_columns(catalog: &Catalog) -> Vec<NamedRow> {
                 ("dropped_time", Value::Timestamp(d.dropped_time_ms)),
                 ("kind", text(d.kind.as_str())),
                 ("type", text(d.type_text.clone())),
+            ]);
+        }
+    }
+    out
+}
+
+/// `system_schema.indexes`: options hold `target` and, for a custom index, `class_name`
+/// (Cassandra's `SchemaKeyspace.addIndexToSchemaMutation`).
+fn schema_indexes(catalog: &Catalog) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in tables(catalog, false) {
+        let mut indexes: Vec<_> = t.indexes.iter().collect();
+        indexes.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        for i in indexes {
+            let mut options = BTreeMap::new();
+            options.insert("target".to_string(), i.target_text());
+            if let Some(class) = &i.class_name {
+                options.insert("class_name".to_string(), class.clone());
+            }
+            out.push(vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("index_name", text(i.name.clone())),
+                ("kind", text(i.kind_text())),
+                ("options", text_map(&options)),
             ]);
         }
     }

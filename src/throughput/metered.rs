@@ -9,6 +9,7 @@
 use super::budgets::Budgets;
 use super::request_charge;
 use super::request_units::{self as ru, ReadCost};
+use crate::metrics::clock::{self, Stamp};
 use crate::metrics::Operation;
 use crate::shard::{CasDecision, CasError, ShardError, Shards, ShardsAt};
 use std::cell::Cell;
@@ -78,7 +79,7 @@ impl<'a> MeteredShards<'a> {
 
     /// Adds `cost` to the request's charge, and pays it from the budget of the partition
     /// ending at `end`; `op` started at `started` (the table's local latency).
-    fn pay(&self, table: TableId, end: Option<i64>, cost: f64, op: Operation, started: Instant) {
+    fn pay(&self, table: TableId, end: Option<i64>, cost: f64, op: Operation, started: Stamp) {
         request_charge::add(cost);
         self.metrics.local(table, op, started, cost);
         if let Some(end) = end {
@@ -107,11 +108,13 @@ impl<'a> MeteredShards<'a> {
         table: TableId,
         mut op: impl FnMut() -> Result<T, ShardError>,
     ) -> Result<T, ShardError> {
-        let started = Instant::now();
+        // The clock is read only once a refusal makes the retry's deadline matter.
+        let mut started = None;
         loop {
             match op() {
                 Err(ShardError::Throttled { retry_after_ms })
-                    if started.elapsed() + Duration::from_millis(retry_after_ms)
+                    if started.get_or_insert_with(Instant::now).elapsed()
+                        + Duration::from_millis(retry_after_ms)
                         <= self.budgets.retry_max() =>
                 {
                     std::thread::sleep(Duration::from_millis(retry_after_ms));
@@ -144,7 +147,7 @@ impl Shards for MeteredShards<'_> {
                     self.trace_partition("Writing to", *table, token);
                 }
             }
-            let started = Instant::now();
+            let started = clock::now();
             self.inner.get().apply(writes)?;
             crate::query_trace::event(|| format!("Wrote {} mutations", writes.len()));
             for ((table, m), end) in writes.iter().zip(admitted) {
@@ -167,7 +170,7 @@ impl Shards for MeteredShards<'_> {
                 let token = storage::token::partition_token(partition_key);
                 self.trace_partition("Reading", table, token);
             }
-            let started = Instant::now();
+            let started = clock::now();
             let read = self.inner.get().read(table, partition_key, slice)?;
             let cost = self.read_factor * read.read_cost();
             crate::query_trace::event(|| {
@@ -193,7 +196,7 @@ impl Shards for MeteredShards<'_> {
             if crate::query_trace::active() {
                 self.trace_partition("Scanning", table, from);
             }
-            let started = Instant::now();
+            let started = clock::now();
             let page = self.inner.get().scan(table, range, limit, cursor)?;
             let cost = self.read_factor * page.read_cost();
             crate::query_trace::event(|| {
@@ -216,7 +219,7 @@ impl Shards for MeteredShards<'_> {
     ) -> Result<bool, CasError> {
         let started = Instant::now();
         loop {
-            let attempt_started = Instant::now();
+            let attempt_started = clock::now();
             let written = Cell::new(None::<u64>);
             let attempt = self
                 .admit(table, || storage::token::partition_token(partition_key))

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use crate::StorageError;
 
@@ -15,8 +14,8 @@ pub(crate) struct DiskGuard {
     dir: PathBuf,
     /// Refuse writes below this many free bytes; 0 disables the guard.
     min_free: u64,
-    started: Instant,
-    /// Milliseconds since `started` after which the next write measures again.
+    /// The coarse monotonic clock's millisecond ([`coarse_ms`]) after which the next write
+    /// measures again.
     next_check_ms: AtomicU64,
     /// Free bytes at the last measurement.
     free: AtomicU64,
@@ -28,7 +27,6 @@ impl DiskGuard {
         DiskGuard {
             dir,
             min_free,
-            started: Instant::now(),
             next_check_ms: AtomicU64::new(0),
             free: AtomicU64::new(u64::MAX),
         }
@@ -51,7 +49,7 @@ impl DiskGuard {
         if self.min_free == 0 {
             return Ok(());
         }
-        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = coarse_ms();
         if now >= self.next_check_ms.load(Ordering::Relaxed) {
             self.next_check_ms
                 .store(now.saturating_add(CHECK_EVERY_MS), Ordering::Relaxed);
@@ -82,6 +80,15 @@ impl DiskGuard {
         }
         Ok(())
     }
+}
+
+/// Milliseconds on the kernel's coarse monotonic clock: a read of a value the kernel keeps,
+/// cheaper than a precise clock (each write asks it), and precise to a few milliseconds.
+fn coarse_ms() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let ms = u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;
+    secs.saturating_mul(1000).saturating_add(ms)
 }
 
 #[cfg(test)]

@@ -144,6 +144,29 @@ def test_user_without_select_is_refused_until_granted_on_the_open_session(secure
         c.shutdown()
 
 
+def test_index_statements_need_alter_on_the_table(secure, admin):
+    # CreateIndexStatement.authorize / DropIndexStatement.authorize: ALTER on the indexed table.
+    from cassandra import Unauthorized
+    srv, _, _ = secure
+    admin.execute("CREATE KEYSPACE secidx WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    admin.execute("CREATE TABLE secidx.t (k int PRIMARY KEY, v int)")
+    admin.execute("CREATE ROLE indexer WITH PASSWORD = 'pw' AND LOGIN = true")
+    admin.execute("CREATE INDEX by_admin ON secidx.t (v)")
+    c = cluster(srv, "indexer", "pw")
+    try:
+        s = c.connect()
+        with pytest.raises(Unauthorized, match="has no ALTER permission on <table secidx.t>"):
+            s.execute("CREATE INDEX ON secidx.t (v) USING 'sai'")
+        with pytest.raises(Unauthorized, match="has no ALTER permission on <table secidx.t>"):
+            s.execute("DROP INDEX secidx.by_admin")
+        admin.execute("GRANT ALTER ON TABLE secidx.t TO indexer")
+        s.execute("DROP INDEX secidx.by_admin")
+        s.execute("CREATE INDEX ON secidx.t (v) USING 'sai'")
+    finally:
+        c.shutdown()
+
+
 def test_list_roles_users_and_permissions(secure, admin):
     admin.execute("CREATE ROLE IF NOT EXISTS lister WITH PASSWORD = 'pw' AND LOGIN = true "
                   "AND OPTIONS = {'team': 'ops'}")

@@ -238,3 +238,39 @@ def test_similarity_with_bind_markers(session, filled):
     stmt = session.prepare(f"SELECT similarity_dot_product(val, ?) FROM {filled} WHERE pk = 0")
     with pytest.raises(Exception):
         session.execute(stmt, ([1.0, 2.0],))
+
+
+def test_similarity_with_type_cast_arguments(session, filled):
+    # VectorFctsTest ("testTypeCasts"-style use: `(vector<float, n>) ?`): a type hint gives a
+    # marker or a literal its type (Cassandra's `TypeCast` term), so both arguments may be
+    # markers once one is cast.
+    stmt = session.prepare(
+        f"SELECT pk, similarity_euclidean(val, (vector<float, 3>) ?) AS s FROM {filled} WHERE pk = ?")
+    # The cast marker takes the hint's type (the bind metadata the driver encodes with).
+    assert stmt.column_metadata[0].type.__name__.startswith("VectorType")
+    row = session.execute(stmt, (QUERY, 2)).one()
+    assert row.s == pytest.approx(euclidean(ROWS[2], QUERY), rel=1e-5)
+    stmt = session.prepare(
+        f"SELECT similarity_dot_product((vector<float, 2>) ?, (vector<float, 2>) ?) AS s FROM {filled} WHERE pk = 0")
+    assert session.execute(stmt, ([1.0, 2.0], [3.0, 4.0])).one().s == pytest.approx(dot_product([1.0, 2.0], [3.0, 4.0]))
+    # A cast literal against a cast marker.
+    stmt = session.prepare(
+        f"SELECT similarity_cosine((vector<float, 2>) [1.0, 0.0], (vector<float, 2>) ?) AS s FROM {filled} WHERE pk = 0")
+    assert session.execute(stmt, ([0.0, 1.0],)).one().s == pytest.approx(cosine([1.0, 0.0], [0.0, 1.0]))
+    # The cast's dimension must match the column's (VectorFcts: same dimensions).
+    with pytest.raises(InvalidRequest, match="All arguments must have the same vector dimensions"):
+        session.prepare(f"SELECT similarity_cosine(val, (vector<float, 2>) ?) FROM {filled}")
+
+
+def test_similarity_on_a_virtual_table_with_markers(session):
+    # Native functions run on system and virtual tables too (Cassandra 5.0 selects them on any
+    # table); selector markers are numbered before the WHERE clause's.
+    stmt = session.prepare(
+        "SELECT key, similarity_cosine((vector<float, 2>) ?, (vector<float, 2>) ?) AS s "
+        "FROM system.local WHERE key = ?")
+    row = session.execute(stmt, ([1.0, 0.0], [1.0, 1.0], "local")).one()
+    assert row.key == "local"
+    assert row.s == pytest.approx(cosine([1.0, 0.0], [1.0, 1.0]), rel=1e-5)
+    # Two bare markers still have no type to take.
+    with pytest.raises(InvalidRequest, match=r"Cannot infer type of argument \?"):
+        session.prepare("SELECT similarity_cosine(?, ?) FROM system.local")

@@ -271,7 +271,25 @@ impl fmt::Display for ColumnDef {
     }
 }
 
-struct Names<'a>(&'a [String]);
+pub(crate) struct Names<'a>(pub(crate) &'a [String]);
+
+/// `PRIMARY KEY (pk, c1, c2)` (`((p1, p2), c1)` for a composite partition key).
+pub(crate) struct PrimaryKey<'a>(pub(crate) &'a [String], pub(crate) &'a [String]);
+
+impl fmt::Display for PrimaryKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PRIMARY KEY (")?;
+        if self.0.len() == 1 {
+            Names(self.0).fmt(f)?;
+        } else {
+            write!(f, "({})", Names(self.0))?;
+        }
+        for c in self.1 {
+            write!(f, ", {}", Ident(c))?;
+        }
+        f.write_str(")")
+    }
+}
 
 impl fmt::Display for Names<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -342,19 +360,20 @@ impl fmt::Display for CreateTable {
             if !self.columns.is_empty() {
                 f.write_str(", ")?;
             }
-            f.write_str("PRIMARY KEY (")?;
-            if self.partition_key.len() == 1 {
-                Names(&self.partition_key).fmt(f)?;
-            } else {
-                write!(f, "({})", Names(&self.partition_key))?;
-            }
-            for c in &self.clustering_key {
-                write!(f, ", {}", Ident(c))?;
-            }
-            f.write_str(")")?;
+            PrimaryKey(&self.partition_key, &self.clustering_key).fmt(f)?;
         }
         f.write_str(")")?;
-        let o = &self.options;
+        WithOptions(&self.options).fmt(f)
+    }
+}
+
+/// ` WITH CLUSTERING ORDER BY (...) AND COMPACT STORAGE AND name = value ...`: a table's or a
+/// view's options, or nothing when there are none.
+pub(crate) struct WithOptions<'a>(pub(crate) &'a TableOptions);
+
+impl fmt::Display for WithOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let o = self.0;
         let mut sep = " WITH ";
         if !o.clustering_order.is_empty() {
             f.write_str(sep)?;

@@ -11,6 +11,7 @@ mod dml;
 mod expr;
 mod function;
 mod select;
+mod view;
 
 use std::fmt;
 
@@ -34,6 +35,7 @@ pub use dml::{
 pub use expr::{BinaryOp, Expr, Literal, Operator, Relation};
 pub use function::{CreateAggregate, CreateFunction, DropAggregate, DropFunction};
 pub use select::{Select, Selector};
+pub use view::{CreateView, DropView};
 
 /// One CQL statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +84,10 @@ pub enum Statement {
     CreateIndex(CreateIndex),
     /// `DROP INDEX ...`.
     DropIndex(DropIndex),
+    /// `CREATE MATERIALIZED VIEW ...`.
+    CreateView(Box<CreateView>),
+    /// `DROP MATERIALIZED VIEW ...`.
+    DropView(DropView),
     /// `DESCRIBE ...` / `DESC ...`.
     Describe(Describe),
     /// `CREATE ROLE ...`.
@@ -225,6 +231,8 @@ impl fmt::Display for Statement {
             Statement::DropAggregate(s) => s.fmt(f),
             Statement::CreateIndex(s) => s.fmt(f),
             Statement::DropIndex(s) => s.fmt(f),
+            Statement::CreateView(s) => s.fmt(f),
+            Statement::DropView(s) => s.fmt(f),
             Statement::Describe(s) => s.fmt(f),
             Statement::CreateRole(s) => s.fmt(f),
             Statement::AlterRole(s) => s.fmt(f),

@@ -191,13 +191,13 @@ fn create_table(i: Input<'_>) -> PResult<'_, CreateTable> {
     Ok((i, table))
 }
 
-enum TableProperty {
+pub(crate) enum TableProperty {
     Property(String, crate::ast::OptionValue),
     CompactStorage,
     ClusteringOrder(Vec<(String, crate::ast::Order)>),
 }
 
-fn table_property(i: Input<'_>) -> PResult<'_, TableProperty> {
+pub(crate) fn table_property(i: Input<'_>) -> PResult<'_, TableProperty> {
     alt((
         kws(&["compact", "storage"]).map(|_| TableProperty::CompactStorage),
         |i| {

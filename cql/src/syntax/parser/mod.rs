@@ -13,6 +13,7 @@ mod expr;
 mod function;
 mod select;
 mod statement;
+mod view;
 
 use std::cell::{Cell, RefCell};
 use std::iter::Enumerate;

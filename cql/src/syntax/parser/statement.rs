@@ -7,7 +7,7 @@ use nom::combinator::opt;
 use nom::Parser;
 
 use super::common::{ident, kw, qualified_name};
-use super::{auth, ddl, dml, function, select, Expected, Input, PResult};
+use super::{auth, ddl, dml, function, select, view, Expected, Input, PResult};
 use crate::ast::{Statement, Unsupported};
 use crate::syntax::lexer::TokenKind;
 
@@ -22,6 +22,7 @@ pub(crate) fn statement(i: Input<'_>) -> PResult<'_, Statement> {
         use_statement,
         truncate,
         function::function_statement,
+        view::view_statement,
         unsupported,
         ddl::ddl_statement,
         ddl::describe.map(Statement::Describe),
@@ -49,10 +50,8 @@ fn truncate(i: Input<'_>) -> PResult<'_, Statement> {
 /// statement (up to `;`) is kept as text.
 fn unsupported(i: Input<'_>) -> PResult<'_, Statement> {
     const FORMS: &[&[&str]] = &[
-        &["create", "materialized", "view"],
         &["create", "trigger"],
         &["alter", "materialized", "view"],
-        &["drop", "materialized", "view"],
         &["drop", "trigger"],
         &["add", "identity"],
         &["drop", "identity"],
