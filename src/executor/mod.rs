@@ -429,7 +429,8 @@ fn run(
         | Statement::DropFunction(_)
         | Statement::CreateAggregate(_)
         | Statement::DropAggregate(_) => {
-            user_functions::run(node.config(), &catalog, ctx.keyspace.as_deref(), stmt)
+            user_functions::check(node.config(), ctx.keyspace.as_deref(), stmt)?;
+            run_ddl(node, ctx, stmt).inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))
         }
         Statement::Unsupported(u) => Err(QueryError::invalid(format!(
             "{} is not supported by ringdb",

@@ -1,10 +1,11 @@
-//! Evaluating the selectors of a SELECT on a user table: scalar functions, casts, fields and
-//! elements per row, and aggregates and `count(*)` folded per group (consecutive rows with equal
+//! Evaluating the selectors of a SELECT on a user table: scalar and user functions, casts, fields
+//! and elements per row, and aggregates (user aggregates too) and `count(*)` folded per group (consecutive rows with equal
 //! GROUP BY keys).
 
 use crate::error::QueryError;
 use crate::executor::functions::{self, Aggregator};
 use crate::planner::selection::Selection;
+use crate::udf::calls::AggregateState;
 use bytes::Bytes;
 use cql::types::{DataType, Value};
 
@@ -39,6 +40,10 @@ impl Selection {
                 }
                 Ok(functions::call_scalar(name, &values, &types)?
                     .map(|v| Bytes::from(v.to_bytes())))
+            }
+            Selection::UserFunction { call, args } => {
+                let values = eval_args(args, leaf)?;
+                Ok(call.call(&values)?.map(|v| Bytes::from(v.to_bytes())))
             }
             Selection::Cast { arg, from, to } => {
                 let v = match arg.eval(leaf)? {
@@ -81,10 +86,27 @@ impl Selection {
                 };
                 Ok(Some(Bytes::from(crate::executor::json::to_text(&json))))
             }
-            Selection::CountStar | Selection::Aggregate { .. } => Ok(None),
+            Selection::CountStar
+            | Selection::Aggregate { .. }
+            | Selection::UserAggregate { .. } => Ok(None),
             leafy => Ok(leaf(leafy)),
         }
     }
+}
+
+/// The values of a call's arguments on one row, decoded by their types.
+fn eval_args(
+    args: &[(Selection, DataType)],
+    leaf: &dyn Fn(&Selection) -> Option<Bytes>,
+) -> Result<Vec<Option<Value>>, QueryError> {
+    args.iter()
+        .map(|(a, t)| match a.eval(leaf)? {
+            Some(b) => Value::decode(t, &b)
+                .map(Some)
+                .map_err(|e| QueryError::invalid(e.to_string())),
+            None => Ok(None),
+        })
+        .collect()
 }
 
 /// The element `key` of a serialized collection of type `ty` (list index, map key, set element).
@@ -110,11 +132,13 @@ pub(crate) fn element_of(bytes: &[u8], ty: &DataType, key: &Value) -> Option<Val
 pub(crate) type GroupRow = (Vec<Vec<u8>>, Vec<Option<Bytes>>);
 
 /// Per-group state of one output.
-enum Fold {
+enum Fold<'a> {
     /// `count(*)`.
     Count(i64),
     /// An aggregate function.
     Agg(Aggregator, Box<Selection>, DataType),
+    /// A user-defined aggregate and its arguments.
+    UserAgg(AggregateState, &'a [(Selection, DataType)]),
     /// A plain selection: the value on the group's first row.
     First(Option<Bytes>, bool),
 }
@@ -124,7 +148,7 @@ pub(crate) struct Grouper<'a> {
     outputs: &'a [(Selection, DataType)],
     key: Option<Vec<Option<Bytes>>>,
     partition: Vec<Vec<u8>>,
-    folds: Vec<Fold>,
+    folds: Vec<Fold<'a>>,
     rows: Vec<GroupRow>,
     grouped: bool,
 }
@@ -147,11 +171,16 @@ impl<'a> Grouper<'a> {
         Ok(g)
     }
 
-    fn fresh(&self) -> Result<Vec<Fold>, QueryError> {
-        self.outputs
+    fn fresh(&self) -> Result<Vec<Fold<'a>>, QueryError> {
+        let outputs: &'a [(Selection, DataType)] = self.outputs;
+        outputs
             .iter()
             .map(|(s, _)| match s {
                 Selection::CountStar => Ok(Fold::Count(0)),
+                Selection::UserAggregate { call, args } => Ok(Fold::UserAgg(
+                    AggregateState::new(call.clone()),
+                    args.as_slice(),
+                )),
                 Selection::Aggregate {
                     name,
                     arg,
@@ -193,6 +222,7 @@ impl<'a> Grouper<'a> {
                     };
                     agg.add(v.as_ref())?;
                 }
+                Fold::UserAgg(state, args) => state.add(eval_args(args, leaf)?)?,
                 Fold::First(v, seen) => {
                     if !*seen {
                         *v = sel.eval(leaf)?;
@@ -209,12 +239,15 @@ impl<'a> Grouper<'a> {
         let folds = std::mem::replace(&mut self.folds, fresh);
         let row = folds
             .into_iter()
-            .map(|f| match f {
-                Fold::Count(n) => Some(Bytes::copy_from_slice(&n.to_be_bytes())),
-                Fold::Agg(agg, _, _) => agg.finish().map(|v| Bytes::from(v.to_bytes())),
-                Fold::First(v, _) => v,
+            .map(|f| {
+                Ok(match f {
+                    Fold::Count(n) => Some(Bytes::copy_from_slice(&n.to_be_bytes())),
+                    Fold::Agg(agg, _, _) => agg.finish().map(|v| Bytes::from(v.to_bytes())),
+                    Fold::UserAgg(state, _) => state.finish()?.map(|v| Bytes::from(v.to_bytes())),
+                    Fold::First(v, _) => v,
+                })
             })
-            .collect();
+            .collect::<Result<_, QueryError>>()?;
         self.rows.push((std::mem::take(&mut self.partition), row));
         self.key = None;
         Ok(())

@@ -107,6 +107,8 @@ pub fn apply_ddl(
                     params,
                     tables: BTreeMap::new(),
                     types: BTreeMap::new(),
+                    functions: BTreeMap::new(),
+                    aggregates: BTreeMap::new(),
                 },
             );
             out.change = change(
@@ -379,6 +381,18 @@ pub fn apply_ddl(
                     name: s.name.name.clone(),
                 },
             );
+        }
+        Statement::CreateFunction(s) => {
+            return super::function_ddl::create_function(catalog, s, current)
+        }
+        Statement::DropFunction(s) => {
+            return super::function_ddl::drop_function(catalog, s, current)
+        }
+        Statement::CreateAggregate(s) => {
+            return super::function_ddl::create_aggregate(catalog, s, current)
+        }
+        Statement::DropAggregate(s) => {
+            return super::function_ddl::drop_aggregate(catalog, s, current)
         }
         _ => return Err(QueryError::invalid("Not a schema statement")),
     }

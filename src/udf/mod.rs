@@ -1,12 +1,17 @@
 //! User-defined functions: their bodies run in a sandboxed Lua 5.4 ([`lua_sandbox`]), with CQL
-//! values mapped to Lua values and back ([`lua_values`]).
+//! values mapped to Lua values and back ([`lua_values`]); a planned call and an aggregate's
+//! running state in [`calls`].
 
+pub mod calls;
 pub mod lua_sandbox;
 pub mod lua_values;
 
 pub use lua_sandbox::{call, Limits, UdfError};
 
 use crate::error::QueryError;
+
+/// The language ringdb runs function bodies in.
+pub const LUA: &str = "lua";
 
 /// The FunctionFailure (0x1400) for a failed call of `keyspace.function(arg_types)`, with
 /// Cassandra's message shape (`FunctionExecutionException`): `execution of 'ks.f[int, text]'
