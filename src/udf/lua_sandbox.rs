@@ -48,8 +48,14 @@ impl std::fmt::Display for UdfError {
 
 impl std::error::Error for UdfError {}
 
+/// The reason of a Lua error, without the stack traceback mlua appends.
 fn failed(e: impl std::fmt::Display) -> UdfError {
-    UdfError::Failed(e.to_string())
+    let text = e.to_string();
+    let reason = match text.find("\nstack traceback:") {
+        Some(at) => &text[..at],
+        None => &text,
+    };
+    UdfError::Failed(reason.trim_end().to_string())
 }
 
 /// Runs `body` as a function of `arg_names` with `args`, returning a value of `return_type`.
