@@ -232,4 +232,34 @@ mod tests {
         assert!(run(&[], "return 2^40", &[], &int()).is_err());
         assert!(run(&[], "return 'x'", &[], &int()).is_err());
     }
+
+    #[test]
+    fn tuples_are_sequence_tables() {
+        let pair = DataType::Tuple(vec![int(), DataType::Native(NativeType::Bigint)]);
+        let out = run(
+            &["s", "v"],
+            "s[1] = s[1] + 1 s[2] = s[2] + v return s",
+            &[
+                Some(Value::Tuple(vec![Some(Value::Int(1)), Some(Value::Bigint(10))])),
+                Some(Value::Int(5)),
+            ],
+            &pair,
+        );
+        assert_eq!(
+            out,
+            Ok(Some(Value::Tuple(vec![
+                Some(Value::Int(2)),
+                Some(Value::Bigint(15))
+            ])))
+        );
+    }
+
+    #[test]
+    fn errors_leave_out_the_traceback() {
+        let out = run(&["a"], "error('boom')", &[Some(Value::Int(1))], &int());
+        let Err(UdfError::Failed(m)) = out else {
+            panic!("{out:?}");
+        };
+        assert!(m.ends_with("boom"), "{m}");
+    }
 }

@@ -1,5 +1,6 @@
 //! CQL values to Lua values and back: integers to Lua integers, `float`/`double` to numbers,
-//! text to strings, booleans, lists/sets/vectors to sequence tables, maps to tables, null to nil.
+//! text to strings, booleans, lists/sets/vectors/tuples to sequence tables, maps and UDTs to
+//! tables, timestamps to milliseconds, blobs to byte strings, UUIDs to their text, null to nil.
 
 use cql::types::{DataType, NativeType, Value};
 use mlua::{Lua, Value as LuaValue};
@@ -36,6 +37,26 @@ pub fn to_lua(lua: &Lua, value: Option<&Value>) -> Result<LuaValue, String> {
                     .map_err(err)?;
             }
             LuaValue::Table(t)
+        }
+        Value::Tuple(items) => {
+            let t = lua.create_table().map_err(err)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, to_lua(lua, item.as_ref())?).map_err(err)?;
+            }
+            LuaValue::Table(t)
+        }
+        Value::Udt(fields) => {
+            let t = lua.create_table().map_err(err)?;
+            for (name, v) in fields {
+                t.raw_set(name.as_str(), to_lua(lua, v.as_ref())?)
+                    .map_err(err)?;
+            }
+            LuaValue::Table(t)
+        }
+        Value::Timestamp(ms) => LuaValue::Integer(*ms),
+        Value::Blob(b) => LuaValue::String(lua.create_string(b).map_err(err)?),
+        Value::Uuid(u) | Value::Timeuuid(u) => {
+            LuaValue::String(lua.create_string(u.to_string()).map_err(err)?)
         }
         other => {
             return Err(format!(
@@ -136,6 +157,45 @@ pub fn from_lua(value: LuaValue, ty: &DataType) -> Result<Option<Value>, String>
                 }
             }
             Value::Map(entries)
+        }
+        DataType::Tuple(types) => {
+            let LuaValue::Table(t) = value else {
+                return Err(mismatch(&value));
+            };
+            let mut items = Vec::with_capacity(types.len());
+            for (i, et) in types.iter().enumerate() {
+                let item: LuaValue = t.raw_get(i + 1).map_err(|e| e.to_string())?;
+                items.push(from_lua(item, et)?);
+            }
+            Value::Tuple(items)
+        }
+        DataType::Udt(u) => {
+            let LuaValue::Table(t) = value else {
+                return Err(mismatch(&value));
+            };
+            let mut fields = Vec::with_capacity(u.fields.len());
+            for (name, ft) in &u.fields {
+                let item: LuaValue = t.raw_get(name.as_str()).map_err(|e| e.to_string())?;
+                fields.push((name.clone(), from_lua(item, ft)?));
+            }
+            Value::Udt(fields)
+        }
+        DataType::Native(NativeType::Timestamp) => Value::Timestamp(int(&value)?),
+        DataType::Native(NativeType::Blob) => match &value {
+            LuaValue::String(b) => Value::Blob(b.as_bytes().to_vec()),
+            v => return Err(mismatch(v)),
+        },
+        DataType::Native(NativeType::Uuid | NativeType::Timeuuid) => {
+            let LuaValue::String(text) = &value else {
+                return Err(mismatch(&value));
+            };
+            let text = text.to_str().map_err(|e| e.to_string())?;
+            let u = uuid::Uuid::parse_str(&text).map_err(|e| e.to_string())?;
+            if matches!(ty, DataType::Native(NativeType::Uuid)) {
+                Value::Uuid(u)
+            } else {
+                Value::Timeuuid(u)
+            }
         }
         _ => return Err(format!("Lua functions cannot return {ty}")),
     }))
