@@ -4,7 +4,7 @@
 //! `user_defined_functions_enabled` gate and the language check are the executor's (they
 //! depend on the node's settings).
 
-use super::ddl::{change, keyspace_of, user_keyspace, DdlOutcome};
+use super::{change, keyspace_of, user_keyspace, DdlOutcome};
 use super::functions::{signature_key, type_list, AggregateDef, FunctionDef};
 use super::Catalog;
 use crate::error::QueryError;

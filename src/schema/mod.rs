@@ -14,6 +14,8 @@ mod views;
 mod write_error;
 
 pub(crate) use ddl::keyspace_of;
+// For `function_ddl`, which reaches them through its parent.
+use ddl::{change, user_keyspace};
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
 pub use functions::{AggregateDef, FunctionDef};
 pub use layout::{layout_of, table_id};
