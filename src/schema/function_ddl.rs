@@ -4,9 +4,9 @@
 //! `user_defined_functions_enabled` gate and the language check are the executor's (they
 //! depend on the node's settings).
 
-use super::{change, keyspace_of, user_keyspace, DdlOutcome};
 use super::functions::{signature_key, type_list, AggregateDef, FunctionDef};
 use super::Catalog;
+use super::{change, keyspace_of, user_keyspace, DdlOutcome};
 use crate::error::QueryError;
 use cql::ast::{CreateAggregate, CreateFunction, DropAggregate, DropFunction};
 use cql::response::{SchemaChangeTarget, SchemaChangeType};

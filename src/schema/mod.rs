@@ -15,8 +15,8 @@ mod write_error;
 
 pub(crate) use ddl::keyspace_of;
 // For `function_ddl`, which reaches them through its parent.
-use ddl::{change, user_keyspace};
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
+use ddl::{change, user_keyspace};
 pub use functions::{AggregateDef, FunctionDef};
 pub use layout::{layout_of, table_id};
 pub use options::{KeyspaceParams, Replicas, TableParams, DATA_CENTER, MAX_TTL};

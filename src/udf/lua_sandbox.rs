@@ -240,7 +240,10 @@ mod tests {
             &["s", "v"],
             "s[1] = s[1] + 1 s[2] = s[2] + v return s",
             &[
-                Some(Value::Tuple(vec![Some(Value::Int(1)), Some(Value::Bigint(10))])),
+                Some(Value::Tuple(vec![
+                    Some(Value::Int(1)),
+                    Some(Value::Bigint(10)),
+                ])),
                 Some(Value::Int(5)),
             ],
             &pair,
