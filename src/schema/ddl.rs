@@ -352,6 +352,29 @@ pub fn apply_ddl(
                     s.name.name
                 )));
             }
+            // Cassandra's DropTypeStatement checks functions and aggregates first.
+            let uses = |t: &DataType| mentions_type(t, &s.name.name);
+            let mut functions: Vec<String> = ks
+                .functions
+                .values()
+                .filter(|f| f.arg_types.iter().any(uses) || uses(&f.return_type))
+                .map(|f| format!("{ks_name}.{}", f.name))
+                .collect();
+            functions.extend(
+                ks.aggregates
+                    .values()
+                    .filter(|a| {
+                        a.arg_types.iter().any(uses) || uses(&a.state_type) || uses(&a.return_type)
+                    })
+                    .map(|a| format!("{ks_name}.{}", a.name)),
+            );
+            if !functions.is_empty() {
+                return Err(QueryError::invalid(format!(
+                    "Cannot drop user type '{ks_name}.{}' as it is still used by functions {}",
+                    s.name.name,
+                    functions.join(", ")
+                )));
+            }
             let user = ks.tables.values().find(|t| {
                 t.columns
                     .iter()

@@ -313,6 +313,26 @@ def test_aggregate_errors_and_dependencies(s, k):
     s.execute(f"DROP FUNCTION {k}.plus")
 
 
+def test_user_types_as_arguments(s, k):
+    s.execute(f"CREATE TYPE {k}.addr (street text, no int)")
+    s.execute(f"CREATE TABLE {k}.people (id int PRIMARY KEY, home frozen<addr>)")
+    s.execute(f"INSERT INTO {k}.people (id, home) VALUES (1, {{street: 'Main', no: 7}})")
+    # CS: an argument type may not be frozen<>; a UDT argument reads a frozen column.
+    with pytest.raises(InvalidRequest, match="Argument 'frozen<addr>' cannot be frozen"):
+        s.execute(f"CREATE FUNCTION {k}.label(a frozen<addr>) CALLED ON NULL INPUT "
+                  "RETURNS text LANGUAGE lua AS 'return a.street'")
+    s.execute(f"CREATE FUNCTION {k}.label(a addr) RETURNS NULL ON NULL INPUT RETURNS text "
+              "LANGUAGE lua AS $$ return a.street .. ' ' .. a.no $$")
+    assert s.execute(f"SELECT {k}.label(home) AS l FROM {k}.people WHERE id = 1").one().l == "Main 7"
+    # DropTypeStatement: a type a function uses cannot be dropped.
+    s.execute(f"DROP TABLE {k}.people")
+    with pytest.raises(InvalidRequest, match=f"Cannot drop user type '{k}.addr' as it is still "
+                                             f"used by functions {k}.label"):
+        s.execute(f"DROP TYPE {k}.addr")
+    s.execute(f"DROP FUNCTION {k}.label")
+    s.execute(f"DROP TYPE {k}.addr")
+
+
 def test_prepared_statements_with_marker_arguments(s, k):
     p = s.prepare(f"SELECT {k}.plus(v, ?) AS p FROM {k}.t WHERE pk = ? AND ck = ?")
     # FR.makeArgSpec: an argument's marker is named arg<i>(ks.f) and has the argument's type.
