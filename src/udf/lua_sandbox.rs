@@ -1,7 +1,9 @@
-//! One call of a Lua user-defined function in a fresh, sandboxed Lua 5.4 state: only the
-//! `table`, `string`, `math` and `utf8` libraries (no `os`, `io`, `require`, `load`, `debug`), a
-//! memory limit, and a deadline checked by an instruction-count hook.
+//! One call of a Lua user-defined function in a sandboxed Lua 5.4 state: only the `table`,
+//! `string`, `math` and `utf8` libraries (no `os`, `io`, `require`, `load`, `debug`), a memory
+//! limit, and a deadline checked by an instruction-count hook. A thread keeps the states of the
+//! few functions it called last, their bodies compiled.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use cql::types::{DataType, Value};
@@ -58,7 +60,49 @@ fn failed(e: impl std::fmt::Display) -> UdfError {
     UdfError::Failed(reason.trim_end().to_string())
 }
 
+/// How many functions' Lua states one thread keeps for reuse.
+const CACHED_STATES: usize = 8;
+
+/// A sandboxed Lua state with a function's body compiled in it.
+struct Prepared {
+    /// What it was made from: argument names, body, memory limit.
+    key: (Vec<String>, String, usize),
+    lua: Lua,
+    function: Function,
+}
+
+thread_local! {
+    /// The states of the functions this thread called last, most recent first: compiling a
+    /// body in a fresh state costs far more than calling it, and a function runs once per row.
+    static STATES: RefCell<Vec<Prepared>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A fresh sandboxed state with `body` compiled as a function of `arg_names`.
+fn prepare(arg_names: &[String], body: &str, memory_bytes: usize) -> Result<Prepared, UdfError> {
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8,
+        LuaOptions::new(),
+    )
+    .map_err(failed)?;
+    // The base library is always opened: take out what reads files or compiles code.
+    let globals = lua.globals();
+    for name in ["load", "loadfile", "dofile", "require", "collectgarbage"] {
+        globals.raw_set(name, mlua::Value::Nil).map_err(failed)?;
+    }
+    lua.set_memory_limit(memory_bytes).map_err(failed)?;
+    let source = format!("return function({})\n{body}\nend", arg_names.join(", "));
+    let function: Function = lua.load(source).set_name("udf").eval().map_err(failed)?;
+    Ok(Prepared {
+        key: (arg_names.to_vec(), body.to_string(), memory_bytes),
+        lua,
+        function,
+    })
+}
+
 /// Runs `body` as a function of `arg_names` with `args`, returning a value of `return_type`.
+/// The state a body was compiled in is kept for the thread's next calls of it (at most
+/// [`CACHED_STATES`] of them), so globals a body sets may outlive a call; a state whose call
+/// failed is dropped.
 ///
 /// # Errors
 /// [`UdfError::Failed`] with the reason.
@@ -81,18 +125,33 @@ pub fn call(
             )));
         }
     }
-    let lua = Lua::new_with(
-        StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8,
-        LuaOptions::new(),
-    )
-    .map_err(failed)?;
-    // The base library is always opened: take out what reads files or compiles code.
-    let globals = lua.globals();
-    for name in ["load", "loadfile", "dofile", "require", "collectgarbage"] {
-        globals.raw_set(name, mlua::Value::Nil).map_err(failed)?;
-    }
-    lua.set_memory_limit(limits.memory_bytes).map_err(failed)?;
-    let deadline = Instant::now() + limits.time;
+    let cached = STATES.with_borrow_mut(|states| {
+        states
+            .iter()
+            .position(|p| p.key.0 == arg_names && p.key.1 == body && p.key.2 == limits.memory_bytes)
+            .map(|i| states.remove(i))
+    });
+    let prepared = match cached {
+        Some(p) => p,
+        None => prepare(arg_names, body, limits.memory_bytes)?,
+    };
+    let out = run(&prepared, args, return_type, limits.time)?;
+    STATES.with_borrow_mut(|states| {
+        states.insert(0, prepared);
+        states.truncate(CACHED_STATES);
+    });
+    Ok(out)
+}
+
+/// One call in a prepared state, under a deadline `time` from now.
+fn run(
+    prepared: &Prepared,
+    args: &[Option<Value>],
+    return_type: &DataType,
+    time: Duration,
+) -> Result<Option<Value>, UdfError> {
+    let lua = &prepared.lua;
+    let deadline = Instant::now() + time;
     lua.set_hook(
         HookTriggers::new().every_nth_instruction(HOOK_EVERY),
         move |_, _| {
@@ -104,13 +163,11 @@ pub fn call(
         },
     )
     .map_err(failed)?;
-    let source = format!("return function({})\n{body}\nend", arg_names.join(", "));
-    let f: Function = lua.load(source).set_name("udf").eval().map_err(failed)?;
     let mut values = MultiValue::new();
     for a in args {
-        values.push_back(to_lua(&lua, a.as_ref()).map_err(UdfError::Failed)?);
+        values.push_back(to_lua(lua, a.as_ref()).map_err(UdfError::Failed)?);
     }
-    let out: mlua::Value = f.call(values).map_err(failed)?;
+    let out: mlua::Value = prepared.function.call(values).map_err(failed)?;
     from_lua(out, return_type).map_err(UdfError::Failed)
 }
 
@@ -264,5 +321,25 @@ mod tests {
             panic!("{out:?}");
         };
         assert!(m.ends_with("boom"), "{m}");
+    }
+
+    #[test]
+    fn a_state_is_reused_and_dropped_after_a_failure() {
+        let body =
+            "if a == 0 then while true do end end counter = (counter or 0) + 1 return counter";
+        assert_eq!(
+            run(&["a"], body, &[Some(Value::Int(1))], &int()),
+            Ok(Some(Value::Int(1)))
+        );
+        assert_eq!(
+            run(&["a"], body, &[Some(Value::Int(1))], &int()),
+            Ok(Some(Value::Int(2)))
+        );
+        assert!(run(&["a"], body, &[Some(Value::Int(0))], &int()).is_err());
+        // The state that timed out is gone: a fresh one starts over.
+        assert_eq!(
+            run(&["a"], body, &[Some(Value::Int(1))], &int()),
+            Ok(Some(Value::Int(1)))
+        );
     }
 }
