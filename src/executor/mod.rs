@@ -22,6 +22,7 @@ pub mod clock;
 mod column_bytes;
 mod consistency;
 pub mod functions;
+mod grouper;
 pub mod json;
 pub mod keys;
 pub mod literal;

@@ -248,6 +248,11 @@ def test_user_aggregates(s, k):
     rows = list(s.execute(f"SELECT {k}.total(v) AS t, shown(v) AS sh, count(*) AS n "
                           f"FROM {k}.t WHERE pk = 1"))
     assert (rows[0].t, rows[0].sh, rows[0].n) == (60, "total=160", 5)
+    # Functions over aggregates (Selectable.WithFunction over aggregate selectors): the
+    # aggregates fold first, then the function runs on their results.
+    rows = list(s.execute(f"SELECT {k}.plus(total(v), 1) AS a, {k}.plus(max(v), ck) AS b, "
+                          f"blobasint(intasblob(max(v))) AS c FROM {k}.t WHERE pk = 1"))
+    assert (rows[0].a, rows[0].b, rows[0].c) == (61, 30, 30)
     # Over no rows: the initial state (finished).
     rows = list(s.execute(f"SELECT {k}.total(v) AS t FROM {k}.t WHERE pk = 2"))
     assert rows[0].t == 0
