@@ -125,3 +125,54 @@ impl Catalog {
         self.keyspaces.get(keyspace)?.function(name, arg_types)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{apply_ddl, catalog_from_json};
+
+    fn ddl(catalog: &mut Catalog, cql: &str) {
+        let stmt = cql::parse_statement(cql).expect("parses");
+        apply_ddl(catalog, &stmt, Some("ks"), 0).unwrap_or_else(|e| panic!("{cql}: {e}"));
+    }
+
+    #[test]
+    fn functions_and_aggregates_survive_the_catalogs_json() {
+        let mut c = Catalog::default();
+        ddl(
+            &mut c,
+            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        );
+        ddl(
+            &mut c,
+            "CREATE FUNCTION plus(a int, b int) RETURNS NULL ON NULL INPUT RETURNS int \
+             LANGUAGE lua AS 'return a + b'",
+        );
+        ddl(
+            &mut c,
+            "CREATE FUNCTION plus(a text, b text) CALLED ON NULL INPUT RETURNS text \
+             LANGUAGE lua AS 'return a .. b'",
+        );
+        ddl(
+            &mut c,
+            "CREATE AGGREGATE total(int) SFUNC plus STYPE int INITCOND 0",
+        );
+        let json = serde_json::to_vec(&c).expect("serializes");
+        let back = catalog_from_json(&json).expect("parses back");
+        let ks = &back.keyspaces["ks"];
+        assert_eq!(
+            ks.functions.keys().collect::<Vec<_>>(),
+            ["plus(int, int)", "plus(text, text)"]
+        );
+        let int = DataType::Native(cql::types::NativeType::Int);
+        let f = ks
+            .function("plus", &[int.clone(), int.clone()])
+            .expect("int overload");
+        assert_eq!(f.body, "return a + b");
+        assert!(!f.called_on_null_input);
+        let a = ks.aggregate("total", &[int]).expect("aggregate");
+        assert_eq!(a.initcond.as_deref(), Some("0"));
+        assert_eq!(a.state_func, "plus");
+        assert_eq!(ks.functions_named("plus").count(), 2);
+    }
+}
