@@ -28,7 +28,7 @@ import pytest
 from cassandra import FunctionFailure, InvalidRequest
 
 import cqlwire
-from conftest import RingServer, fresh_name, make_cluster, stop_and_check
+from conftest import RingServer, fresh_name, make_cluster, run_cqlsh, stop_and_check
 
 # CS/CA (5.0 UDFunction.assertUdfsEnabled): the refusal while UDFs are off names the 5.0
 # setting.
@@ -347,6 +347,18 @@ def test_prepared_statements_with_marker_arguments(s, k):
     assert s.execute(p, (None, 1, 3)).one().p is None
 
 
+def test_a_prepared_call_follows_a_replaced_body(s, k):
+    p = s.prepare(f"SELECT {k}.plus(v, 1) AS p FROM {k}.t WHERE pk = 1 AND ck = 1")
+    assert s.execute(p).one().p == 11
+    s.execute(f"CREATE OR REPLACE FUNCTION {k}.plus(a int, b int) RETURNS NULL ON NULL INPUT "
+              "RETURNS int LANGUAGE lua AS 'return a * 100 + b'")
+    assert s.execute(p).one().p == 1001
+    # Dropped, the function is unknown to the prepared statement too.
+    s.execute(f"DROP FUNCTION {k}.plus")
+    with pytest.raises(InvalidRequest, match=f"Unknown function '{k}.plus'"):
+        s.execute(p)
+
+
 def test_failures_and_timeouts_are_function_failures(s, k):
     s.execute(f"CREATE FUNCTION {k}.boom(a int) CALLED ON NULL INPUT RETURNS int "
               "LANGUAGE lua AS $$ error('kaboom') $$")
@@ -403,6 +415,17 @@ def test_schema_tables_driver_metadata_and_describe(s, udf_cluster, k):
                                   "    STYPE int\n    INITCOND 0;")
     kinds = [r.type for r in s.execute(f"DESCRIBE KEYSPACE {k}")]
     assert kinds == ["keyspace", "function", "aggregate", "table"]
+
+
+def test_cqlsh_describes_and_calls_functions(udf_server, s, k):
+    # cqlsh 6's DESCRIBE FUNCTIONS/AGGREGATE(S) read the server's DESCRIBE rows
+    # (DescribeStatement); results of calls print like any column.
+    s.execute(f"CREATE AGGREGATE {k}.total(int) SFUNC plus STYPE int INITCOND 0")
+    out = run_cqlsh(udf_server, "-e", f"DESCRIBE FUNCTIONS; DESCRIBE AGGREGATE {k}.total; "
+                                      f"SELECT {k}.total(v) FROM {k}.t WHERE pk = 1;").stdout
+    assert "plus(int, int)" in out
+    assert f"CREATE AGGREGATE {k}.total(int)" in out and "INITCOND 0;" in out
+    assert f"{k}.total(v)" in out and " 60" in out
 
 
 def test_schema_change_events(udf_server, s, k):
