@@ -63,6 +63,9 @@ fn failed(e: impl std::fmt::Display) -> UdfError {
 /// How many functions' Lua states one thread keeps for reuse.
 const CACHED_STATES: usize = 8;
 
+/// The most memory a state may hold after a call to be kept.
+const CACHED_STATE_BYTES: usize = 1 << 20;
+
 /// A sandboxed Lua state with a function's body compiled in it.
 struct Prepared {
     /// What it was made from: argument names, body, memory limit.
@@ -136,10 +139,13 @@ pub fn call(
         None => prepare(arg_names, body, limits.memory_bytes)?,
     };
     let out = run(&prepared, args, return_type, limits.time)?;
-    STATES.with_borrow_mut(|states| {
-        states.insert(0, prepared);
-        states.truncate(CACHED_STATES);
-    });
+    // A state that holds much (a body keeping data in globals) is not kept.
+    if prepared.lua.used_memory() <= CACHED_STATE_BYTES {
+        STATES.with_borrow_mut(|states| {
+            states.insert(0, prepared);
+            states.truncate(CACHED_STATES);
+        });
+    }
     Ok(out)
 }
 
