@@ -268,6 +268,12 @@ pub struct Config {
     /// Requests taking at least this many milliseconds are kept in `system_traces.sessions`
     /// (0: none).
     pub slow_query_log_ms: u64,
+    /// Allows `CREATE FUNCTION` and `CREATE AGGREGATE` (Cassandra's
+    /// `user_defined_functions_enabled`, off by default).
+    pub user_defined_functions_enabled: bool,
+    /// Lets functions in a language other than Lua (`LANGUAGE java`) into the schema; calling
+    /// them still fails, since ringdb runs only Lua bodies.
+    pub user_defined_functions_java_schema: bool,
     /// Whether `CREATE MATERIALIZED VIEW` is allowed (Cassandra's `materialized_views_enabled`,
     /// off by default as in Cassandra 4.1).
     pub materialized_views_enabled: bool,
@@ -427,6 +433,8 @@ impl Default for Config {
             metrics_listen: DEFAULT_METRICS_LISTEN.to_string(),
             trace_probability: 0.0,
             slow_query_log_ms: 0,
+            user_defined_functions_enabled: false,
+            user_defined_functions_java_schema: false,
             materialized_views_enabled: false,
             tls_only: false,
             tls_handshake_timeout_seconds: 10,

@@ -4,7 +4,8 @@
 use crate::error::QueryError;
 use crate::executor::virtual_select::page;
 use crate::schema::{
-    is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, Keyspace, Table, TypeDef,
+    is_system_keyspace, AggregateDef, Catalog, ClusteringOrder, Column, ColumnKind, FunctionDef,
+    Keyspace, Table, TypeDef,
 };
 use crate::system::{is_virtual_keyspace, NodeInfo, PARTITIONER};
 use bytes::Bytes;
@@ -74,6 +75,84 @@ pub fn type_statement(t: &TypeDef) -> String {
     s.push_str(&fields.join(",\n"));
     s.push_str("\n);");
     s
+}
+
+/// The name DESCRIBE gives an overload: `f(int, text)`.
+fn overload_name(name: &str, arg_types: &[DataType]) -> String {
+    format!(
+        "{}({})",
+        ident(name),
+        crate::schema::functions::type_list(arg_types)
+    )
+}
+
+/// `CREATE FUNCTION` for a user function, laid out as Cassandra's `UDFunction.toCqlString`.
+pub fn function_statement(f: &FunctionDef) -> String {
+    let args: Vec<String> = f
+        .arg_names
+        .iter()
+        .zip(&f.arg_types)
+        .map(|(n, t)| format!("{} {t}", ident(n)))
+        .collect();
+    let on_null = if f.called_on_null_input {
+        "CALLED"
+    } else {
+        "RETURNS NULL"
+    };
+    format!(
+        "CREATE FUNCTION {}.{}({})\n    {on_null} ON NULL INPUT\n    RETURNS {}\n    LANGUAGE {}\n    AS $${}$$;",
+        ident(&f.keyspace),
+        ident(&f.name),
+        args.join(", "),
+        f.return_type,
+        f.language,
+        f.body
+    )
+}
+
+/// `CREATE AGGREGATE` for a user aggregate, laid out as Cassandra's `UDAggregate.toCqlString`.
+pub fn aggregate_statement(a: &AggregateDef) -> String {
+    let mut s = format!(
+        "CREATE AGGREGATE {}.{}({})\n    SFUNC {}\n    STYPE {}",
+        ident(&a.keyspace),
+        ident(&a.name),
+        crate::schema::functions::type_list(&a.arg_types),
+        ident(&a.state_func),
+        a.state_type
+    );
+    if let Some(f) = &a.final_func {
+        let _ = write!(s, "\n    FINALFUNC {}", ident(f));
+    }
+    if let Some(i) = &a.initcond {
+        let _ = write!(s, "\n    INITCOND {i}");
+    }
+    s.push(';');
+    s
+}
+
+/// The element rows of the functions (`aggregates` false) or aggregates of `ks` named `name`
+/// (all when `None`).
+fn function_elements(ks: &Keyspace, name: Option<&str>, aggregates: bool) -> Vec<Element> {
+    let wanted = |n: &str| name.is_none_or(|w| w == n);
+    if aggregates {
+        ks.aggregates
+            .values()
+            .filter(|a| wanted(&a.name))
+            .map(|a| {
+                let n = overload_name(&a.name, &a.arg_types);
+                (ks.name.clone(), "aggregate", n, aggregate_statement(a))
+            })
+            .collect()
+    } else {
+        ks.functions
+            .values()
+            .filter(|f| wanted(&f.name))
+            .map(|f| {
+                let n = overload_name(&f.name, &f.arg_types);
+                (ks.name.clone(), "function", n, function_statement(f))
+            })
+            .collect()
+    }
 }
 
 /// A table's `CREATE TABLE ks.t (columns, PRIMARY KEY (...))` (a virtual table's under its
@@ -301,6 +380,8 @@ fn keyspace_elements(ks: &Keyspace, only: bool, internals: bool) -> Vec<Element>
     for t in types_in_dependency_order(ks) {
         out.push((ks.name.clone(), "type", t.name.clone(), type_statement(t)));
     }
+    out.extend(function_elements(ks, None, false));
+    out.extend(function_elements(ks, None, true));
     // Tables, then the views (each after its base, which a view needs to be created).
     let (views, tables): (Vec<_>, Vec<_>) = ks.tables.values().partition(|t| t.view.is_some());
     for t in tables.into_iter().chain(views) {
@@ -404,7 +485,15 @@ fn listing_rows(
         },
         rows: items
             .into_iter()
-            .map(|(k, t, n)| vec![text_cell(&ident(&k)), text_cell(t), text_cell(&ident(&n))])
+            .map(|(k, t, n)| {
+                // Overloads are named `f(int, text)`, their name already quoted if need be.
+                let n = if matches!(t, "function" | "aggregate") {
+                    n
+                } else {
+                    ident(&n)
+                };
+                vec![text_cell(&ident(&k)), text_cell(t), text_cell(&n)]
+            })
             .collect(),
     })
 }
@@ -473,7 +562,27 @@ pub fn describe(
             listing_rows(items, page_size, state)
         }
         DescribeTarget::Functions | DescribeTarget::Aggregates => {
-            listing_rows(Vec::new(), page_size, state)
+            let aggregates = matches!(d.target, DescribeTarget::Aggregates);
+            let mut items = Vec::new();
+            for ks in keyspaces_in_scope(catalog, current) {
+                for (k, t, n, _) in function_elements(ks, None, aggregates) {
+                    items.push((k, t, n));
+                }
+            }
+            listing_rows(items, page_size, state)
+        }
+        DescribeTarget::Function(name) | DescribeTarget::Aggregate(name) => {
+            let aggregates = matches!(d.target, DescribeTarget::Aggregate(_));
+            let ks = ks_of(name, current)?;
+            let k = keyspace(catalog, &ks)?;
+            let elements = function_elements(k, Some(&name.name), aggregates);
+            if elements.is_empty() {
+                return Err(QueryError::invalid(format!(
+                    "'{}' not found in keyspace '{ks}'",
+                    name.name
+                )));
+            }
+            element_rows(elements, page_size, state)
         }
         DescribeTarget::Keyspace { name, only } => {
             let name = match name {
@@ -576,6 +685,11 @@ pub fn describe(
                     state,
                 );
             }
+            let mut overloads = function_elements(k, Some(&name.name), false);
+            overloads.extend(function_elements(k, Some(&name.name), true));
+            if !overloads.is_empty() {
+                return element_rows(overloads, page_size, state);
+            }
             Err(QueryError::invalid(format!(
                 "'{}' not found in keyspace '{ks}'",
                 name.name
@@ -594,8 +708,5 @@ pub fn describe(
                 state,
             )
         }
-        other => Err(QueryError::invalid(format!(
-            "DESCRIBE {other:?}: no such object in ringdb"
-        ))),
     }
 }

@@ -78,6 +78,18 @@ pub enum QueryError {
         /// Replicas it waited for.
         block_for: i32,
     },
+    /// 0x1400: a user-defined function failed while running.
+    #[error("{message}")]
+    FunctionFailure {
+        /// Cassandra's `execution of 'ks.f[int]' failed: ...`.
+        message: String,
+        /// The function's keyspace.
+        keyspace: String,
+        /// The function's name.
+        function: String,
+        /// Its argument types, as CQL.
+        arg_types: Vec<String>,
+    },
 }
 
 /// Cassandra's " in DC <dc>" suffix of an Unavailable message, when a datacenter is named.
@@ -155,6 +167,17 @@ impl QueryError {
                 received: 0,
                 block_for: *block_for,
                 write_type: if *batch { "BATCH" } else { "SIMPLE" }.to_string(),
+            },
+            QueryError::FunctionFailure {
+                keyspace,
+                function,
+                arg_types,
+                ..
+            } => ErrorBody::FunctionFailure {
+                message,
+                keyspace: keyspace.clone(),
+                function: function.clone(),
+                arg_types: arg_types.clone(),
             },
             QueryError::WriteFailure(_) => ErrorBody::WriteFailure {
                 message,

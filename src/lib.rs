@@ -39,3 +39,4 @@ pub mod snapshots;
 pub mod system;
 pub mod throughput;
 pub mod tls;
+pub mod udf;

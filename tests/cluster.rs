@@ -399,3 +399,59 @@ async fn roles_and_password_hashes_reach_every_node() {
         "a wrong password is refused at node 2"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn functions_and_aggregates_reach_every_node() {
+    let cluster = TestCluster::start_with(2, "user_defined_functions_enabled = true");
+    cluster.wait_until_formed().await;
+    let at_one = cluster.nodes[0].session().await;
+    for ddl in [
+        "CREATE KEYSPACE f WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+        "CREATE TABLE f.t (k int, c int, v int, PRIMARY KEY (k, c))",
+        "CREATE FUNCTION f.plus(a int, b int) RETURNS NULL ON NULL INPUT RETURNS int \
+         LANGUAGE lua AS 'return a + b'",
+        "CREATE AGGREGATE f.total(int) SFUNC plus STYPE int INITCOND 0",
+    ] {
+        at_one
+            .query_unpaged(ddl, ())
+            .await
+            .unwrap_or_else(|e| panic!("{ddl} at node 1: {e}"));
+    }
+    for c in 0..3 {
+        let mut insert =
+            scylla::statement::Statement::new("INSERT INTO f.t (k, c, v) VALUES (1, ?, ?)");
+        insert.set_consistency(Consistency::All);
+        at_one
+            .query_unpaged(insert, (c, c * 10))
+            .await
+            .expect("insert");
+    }
+    // Made at node 1, the function and the aggregate are in node 2's schema and run there.
+    let at_two = cluster.nodes[1].session().await;
+    let names: Vec<(String,)> = paged_rows(
+        &at_two,
+        "SELECT function_name FROM system_schema.functions WHERE keyspace_name = 'f'",
+        (),
+        100,
+    )
+    .await;
+    assert_eq!(names, vec![("plus".to_string(),)]);
+    let (total,): (Option<i32>,) = at_two
+        .query_unpaged("SELECT f.total(v) FROM f.t WHERE k = 1", ())
+        .await
+        .expect("aggregate at node 2")
+        .into_rows_result()
+        .expect("rows")
+        .first_row::<(Option<i32>,)>()
+        .expect("one row");
+    assert_eq!(total, Some(30));
+    let (plus,): (Option<i32>,) = at_two
+        .query_unpaged("SELECT f.plus(v, 1) FROM f.t WHERE k = 1 AND c = 2", ())
+        .await
+        .expect("function at node 2")
+        .into_rows_result()
+        .expect("rows")
+        .first_row::<(Option<i32>,)>()
+        .expect("one row");
+    assert_eq!(plus, Some(21));
+}

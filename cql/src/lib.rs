@@ -11,4 +11,4 @@ pub mod syntax;
 pub mod types;
 pub mod wire;
 
-pub use syntax::{parse_data_type, parse_statement, parse_statements, ParseError};
+pub use syntax::{parse_data_type, parse_statement, parse_statements, parse_term, ParseError};

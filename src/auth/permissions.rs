@@ -247,6 +247,16 @@ pub fn required(
         Statement::CreateType(s) => on(Permission::Create, keyspace(s.name.keyspace.as_deref())),
         Statement::AlterType(s) => on(Permission::Alter, keyspace(s.name.keyspace.as_deref())),
         Statement::DropType(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
+        // Cassandra asks CREATE/DROP on the keyspace's functions resource, which this auth
+        // model does not have; the keyspace (its parent) stands in for it.
+        Statement::CreateFunction(s) => {
+            on(Permission::Create, keyspace(s.name.keyspace.as_deref()))
+        }
+        Statement::CreateAggregate(s) => {
+            on(Permission::Create, keyspace(s.name.keyspace.as_deref()))
+        }
+        Statement::DropFunction(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
+        Statement::DropAggregate(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
         Statement::CreateIndex(s) => on(Permission::Alter, table(&s.table)),
         // DropIndexStatement.authorize: ALTER on the indexed table.
         Statement::DropIndex(s) => {

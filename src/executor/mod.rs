@@ -22,6 +22,7 @@ pub mod clock;
 mod column_bytes;
 mod consistency;
 pub mod functions;
+mod grouper;
 pub mod json;
 pub mod keys;
 pub mod literal;
@@ -37,6 +38,7 @@ pub mod select;
 pub mod selection;
 pub mod time;
 mod traced;
+mod user_functions;
 pub mod values;
 mod views;
 pub mod virtual_select;
@@ -403,7 +405,7 @@ fn run(
                 .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
             if let (Statement::CreateView(v), ResultBody::SchemaChange(_)) = (stmt, &result) {
                 crate::client_warnings::warn(views::EXPERIMENTAL.to_string());
-                let ks = schema::ddl_keyspace(&v.name, ctx.keyspace.as_deref())?;
+                let ks = schema::keyspace_of(&v.name, ctx.keyspace.as_deref())?;
                 let catalog = node.catalog();
                 if let (Some(view), Some(base)) = (
                     catalog.table(&ks, &v.name.name),
@@ -423,6 +425,13 @@ fn run(
                 }
             }
             Ok(result)
+        }
+        Statement::CreateFunction(_)
+        | Statement::DropFunction(_)
+        | Statement::CreateAggregate(_)
+        | Statement::DropAggregate(_) => {
+            user_functions::check(node.config(), ctx.keyspace.as_deref(), stmt)?;
+            run_ddl(node, ctx, stmt).inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))
         }
         Statement::Unsupported(u) => Err(QueryError::invalid(format!(
             "{} is not supported by ringdb",

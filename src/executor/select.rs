@@ -7,12 +7,12 @@
 
 use crate::error::QueryError;
 use crate::executor::column_bytes::{column_bytes, cow_to_bytes};
+use crate::executor::grouper::Grouper;
 use crate::executor::keys::{
     bind_key_values, bind_partition_keys, bind_prefixes, bind_slice, storage_bounds,
 };
 use crate::executor::order::{compare_values, satisfies};
 use crate::executor::paging_state::PagingState;
-use crate::executor::selection::Grouper;
 use crate::executor::values::{Bound, Values};
 use crate::planner::restrictions::{KeyValues, RangeEnd};
 use crate::planner::select::SelectPlan;

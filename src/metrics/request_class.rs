@@ -55,6 +55,10 @@ impl RequestClass {
             | Statement::CreateType(_)
             | Statement::AlterType(_)
             | Statement::DropType(_)
+            | Statement::CreateFunction(_)
+            | Statement::DropFunction(_)
+            | Statement::CreateAggregate(_)
+            | Statement::DropAggregate(_)
             | Statement::CreateIndex(_)
             | Statement::DropIndex(_) => RequestClass::Schema,
             _ => RequestClass::Other,

@@ -25,6 +25,7 @@ pub mod restrictions;
 pub mod select;
 pub mod selection;
 pub mod terms;
+mod user_calls;
 pub mod virtual_select;
 
 use crate::context::SessionContext;
@@ -144,9 +145,9 @@ pub(crate) fn plan(
         Statement::Select(select) => {
             let table = resolve_table(catalog, ctx, &select.table)?;
             if schema::is_system_keyspace(&table.keyspace) {
-                Plan::Virtual(VirtualSelect::plan(select, table, markers)?)
+                Plan::Virtual(VirtualSelect::plan(select, table, catalog, markers)?)
             } else {
-                Plan::Select(SelectPlan::plan(select, table, markers)?)
+                Plan::Select(SelectPlan::plan(select, table, catalog, markers)?)
             }
         }
         Statement::Insert(s) => Plan::Modify(ModifyPlan::insert(

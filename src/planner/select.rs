@@ -70,6 +70,7 @@ impl SelectPlan {
     pub fn plan(
         select: &Select,
         table: Arc<Table>,
+        catalog: &crate::schema::Catalog,
         markers: &mut Markers,
     ) -> Result<SelectPlan, QueryError> {
         let (ks, tn) = (table.keyspace.clone(), table.name.clone());
@@ -104,7 +105,7 @@ impl SelectPlan {
             }
         } else {
             for sel in &select.selectors {
-                let mut planned = plan_selector(&sel.expr, &table)?;
+                let mut planned = plan_selector(&sel.expr, &table, catalog)?;
                 // Markers in the selection come first in statement order.
                 selection_markers |= crate::planner::selection::number_markers(
                     &mut planned.selection,

@@ -1,12 +1,13 @@
 //! Planning the selectors of a SELECT on a user table: columns, `writetime`/`ttl`/`token`,
-//! native scalar functions and casts, aggregates and `count(*)`, resolved and typed against the
-//! table and named as Cassandra names result columns; and GROUP BY on a primary-key prefix. The
-//! executor's `selection` module evaluates them.
+//! native scalar functions and casts, aggregates and `count(*)`, user functions and aggregates
+//! (`user_calls`), resolved and typed against the table and named as Cassandra names result
+//! columns; and GROUP BY on a primary-key prefix. The executor's `selection` module evaluates
+//! them.
 
 use crate::error::QueryError;
 use crate::executor::functions::{self, ArgKind, FunctionArg};
 use crate::executor::literal::literal_value;
-use crate::schema::{ColumnKind, Table};
+use crate::schema::{Catalog, ColumnKind, Table};
 use bytes::Bytes;
 use cql::ast::Expr;
 use cql::types::{DataType, NativeType, Value};
@@ -70,6 +71,20 @@ pub(crate) enum Selection {
         /// Its type.
         arg_type: DataType,
     },
+    /// A user-defined function over other selections.
+    UserFunction {
+        /// The function, its types resolved.
+        call: std::sync::Arc<crate::udf::calls::FunctionCall>,
+        /// Arguments with their types.
+        args: Vec<(Selection, DataType)>,
+    },
+    /// A user-defined aggregate over other selections.
+    UserAggregate {
+        /// The aggregate, its functions found.
+        call: std::sync::Arc<crate::udf::calls::AggregateCall>,
+        /// Arguments with their types.
+        args: Vec<(Selection, DataType)>,
+    },
     /// An aggregate over its argument.
     Aggregate {
         /// `count`, `min`, `max`, `sum`, `avg`.
@@ -98,8 +113,12 @@ impl Selection {
     /// True for aggregates and `count(*)`, anywhere in the tree.
     pub(crate) fn is_aggregate(&self) -> bool {
         match self {
-            Selection::CountStar | Selection::Aggregate { .. } => true,
-            Selection::Scalar { args, .. } => args.iter().any(|(a, _)| a.is_aggregate()),
+            Selection::CountStar
+            | Selection::Aggregate { .. }
+            | Selection::UserAggregate { .. } => true,
+            Selection::Scalar { args, .. } | Selection::UserFunction { args, .. } => {
+                args.iter().any(|(a, _)| a.is_aggregate())
+            }
             Selection::Cast { arg, .. }
             | Selection::Field { arg, .. }
             | Selection::Element { arg, .. }
@@ -140,7 +159,11 @@ pub(crate) fn selector_name(expr: &Expr) -> String {
 ///
 /// # Errors
 /// InvalidRequest with Cassandra's messages for unknown columns and functions.
-pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, QueryError> {
+pub(crate) fn plan_selector(
+    expr: &Expr,
+    table: &Table,
+    catalog: &Catalog,
+) -> Result<Planned, QueryError> {
     let index_of = |name: &str| {
         table
             .columns
@@ -149,13 +172,26 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
             .ok_or_else(|| undefined(name))
     };
     let name = selector_name(expr);
+    let user_call = match expr {
+        Expr::FunctionCall { name: f, args } => {
+            super::user_calls::plan_user_call(f, args, table, catalog)?
+        }
+        _ => None,
+    };
+    if let Some((selection, data_type, name)) = user_call {
+        return Ok(Planned {
+            selection,
+            data_type,
+            name,
+        });
+    }
     let (selection, data_type) = match expr {
         Expr::Column(c) => {
             let i = index_of(c)?;
             (Selection::Column(i), table.columns[i].data_type.clone())
         }
         Expr::Cast { expr, to } => {
-            let inner = plan_selector(expr, table)?;
+            let inner = plan_selector(expr, table, catalog)?;
             functions::check_cast(&inner.data_type, to, &inner.name).map_err(|_| {
                 QueryError::invalid(format!("{} cannot be cast to {to}", inner.name))
             })?;
@@ -225,7 +261,7 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                     (Selection::CountStar, DataType::Native(NativeType::Bigint))
                 }
                 ("tojson", [arg]) => {
-                    let inner = plan_selector(arg, table)?;
+                    let inner = plan_selector(arg, table, catalog)?;
                     (
                         Selection::ToJson {
                             arg: Box::new(inner.selection),
@@ -235,7 +271,7 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                     )
                 }
                 (agg, [arg]) if functions::is_aggregate(agg) => {
-                    let inner = plan_selector(arg, table)?;
+                    let inner = plan_selector(arg, table, catalog)?;
                     if inner.selection.is_aggregate() {
                         return Err(QueryError::invalid("Aggregate functions cannot be used as arguments of aggregate functions"));
                     }
@@ -250,14 +286,14 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
                     )
                 }
                 (similarity, args) if functions::vector::is_similarity(similarity) => {
-                    plan_similarity(similarity, args, table, &name)?
+                    plan_similarity(similarity, args, table, catalog, &name)?
                 }
                 (scalar, args) => {
                     let planned: Vec<Option<Planned>> = args
                         .iter()
                         .map(|a| match a {
                             Expr::Literal(_) => Ok(None),
-                            other => plan_selector(other, table).map(Some),
+                            other => plan_selector(other, table, catalog).map(Some),
                         })
                         .collect::<Result<_, _>>()?;
                     let call: Vec<FunctionArg<'_>> = args
@@ -299,7 +335,7 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
             }
         }
         Expr::FieldAccess { expr: inner, field } => {
-            let inner = plan_selector(inner, table)?;
+            let inner = plan_selector(inner, table, catalog)?;
             let DataType::Udt(u) = inner.data_type.unfrozen() else {
                 return Err(QueryError::invalid(format!(
                     "Invalid field selection: {} of type {} is not a user type",
@@ -324,7 +360,7 @@ pub(crate) fn plan_selector(expr: &Expr, table: &Table) -> Result<Planned, Query
             )
         }
         Expr::ElementAccess { expr: inner, key } => {
-            let inner = plan_selector(inner, table)?;
+            let inner = plan_selector(inner, table, catalog)?;
             let (key_type, value_type) = match inner.data_type.unfrozen() {
                 DataType::List(e) => (DataType::Native(NativeType::Int), (**e).clone()),
                 DataType::Map(k, v) => ((**k).clone(), (**v).clone()),
@@ -394,6 +430,7 @@ fn plan_similarity(
     fname: &str,
     args: &[Expr],
     table: &Table,
+    catalog: &Catalog,
     name: &str,
 ) -> Result<(Selection, DataType), QueryError> {
     let planned: Vec<Option<Planned>> = args
@@ -402,7 +439,7 @@ fn plan_similarity(
             Expr::List(_) | Expr::Literal(cql::ast::Literal::Null) | Expr::BindMarker(_) => {
                 Ok(None)
             }
-            other => plan_selector(other, table).map(Some),
+            other => plan_selector(other, table, catalog).map(Some),
         })
         .collect::<Result<_, _>>()?;
     let described: Vec<(String, Option<&DataType>, Option<usize>)> = args
@@ -472,7 +509,9 @@ pub(crate) fn number_markers(
             });
             true
         }
-        Selection::Scalar { args, .. } => args.iter_mut().fold(false, |any, (a, _)| {
+        Selection::Scalar { args, .. }
+        | Selection::UserFunction { args, .. }
+        | Selection::UserAggregate { args, .. } => args.iter_mut().fold(false, |any, (a, _)| {
             number_markers(a, markers, ks, table) | any
         }),
         Selection::Cast { arg, .. }
@@ -494,6 +533,11 @@ pub(crate) fn bind_markers(
 ) -> Result<Selection, QueryError> {
     use crate::executor::values::BoundBytes;
     let bind = |arg: &Selection| bind_markers(arg, values).map(Box::new);
+    let bind_args = |args: &[(Selection, DataType)]| {
+        args.iter()
+            .map(|(a, t)| Ok((bind_markers(a, values)?, t.clone())))
+            .collect::<Result<Vec<_>, QueryError>>()
+    };
     Ok(match sel {
         Selection::Marker(term) => Selection::Const(match values.bind_serialized(term)? {
             BoundBytes::Value(b) => Some(Bytes::from(b)),
@@ -505,6 +549,14 @@ pub(crate) fn bind_markers(
                 .iter()
                 .map(|(a, t)| Ok((bind_markers(a, values)?, t.clone())))
                 .collect::<Result<_, QueryError>>()?,
+        },
+        Selection::UserFunction { call, args } => Selection::UserFunction {
+            call: call.clone(),
+            args: bind_args(args)?,
+        },
+        Selection::UserAggregate { call, args } => Selection::UserAggregate {
+            call: call.clone(),
+            args: bind_args(args)?,
         },
         Selection::Cast { arg, from, to } => Selection::Cast {
             arg: bind(arg)?,

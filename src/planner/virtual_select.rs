@@ -28,7 +28,9 @@ fn reads_cell_metadata(selection: &crate::planner::selection::Selection) -> bool
     use crate::planner::selection::Selection as S;
     match selection {
         S::WriteTime(_) | S::Ttl(_) | S::Token => true,
-        S::Scalar { args, .. } => args.iter().any(|(a, _)| reads_cell_metadata(a)),
+        S::Scalar { args, .. } | S::UserFunction { args, .. } | S::UserAggregate { args, .. } => {
+            args.iter().any(|(a, _)| reads_cell_metadata(a))
+        }
         S::Cast { arg, .. }
         | S::Field { arg, .. }
         | S::Element { arg, .. }
@@ -76,6 +78,7 @@ impl VirtualSelect {
     pub fn plan(
         select: &Select,
         table: Arc<Table>,
+        catalog: &crate::schema::Catalog,
         markers: &mut Markers,
     ) -> Result<VirtualSelect, QueryError> {
         let ks = table.keyspace.clone();
@@ -125,7 +128,8 @@ impl VirtualSelect {
                                 "Selector {other} is not supported on system table {ks}.{tn}"
                             ))
                         };
-                        let mut planned = crate::planner::selection::plan_selector(other, &table)?;
+                        let mut planned =
+                            crate::planner::selection::plan_selector(other, &table, catalog)?;
                         // Markers in the selection come first in statement order.
                         crate::planner::selection::number_markers(
                             &mut planned.selection,

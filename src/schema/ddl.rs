@@ -107,6 +107,8 @@ pub fn apply_ddl(
                     params,
                     tables: BTreeMap::new(),
                     types: BTreeMap::new(),
+                    functions: BTreeMap::new(),
+                    aggregates: BTreeMap::new(),
                 },
             );
             out.change = change(
@@ -353,6 +355,29 @@ pub fn apply_ddl(
                     s.name.name
                 )));
             }
+            // Cassandra's DropTypeStatement checks functions and aggregates first.
+            let uses = |t: &DataType| mentions_type(t, &s.name.name);
+            let mut functions: Vec<String> = ks
+                .functions
+                .values()
+                .filter(|f| f.arg_types.iter().any(uses) || uses(&f.return_type))
+                .map(|f| format!("{ks_name}.{}", f.name))
+                .collect();
+            functions.extend(
+                ks.aggregates
+                    .values()
+                    .filter(|a| {
+                        a.arg_types.iter().any(uses) || uses(&a.state_type) || uses(&a.return_type)
+                    })
+                    .map(|a| format!("{ks_name}.{}", a.name)),
+            );
+            if !functions.is_empty() {
+                return Err(QueryError::invalid(format!(
+                    "Cannot drop user type '{ks_name}.{}' as it is still used by functions {}",
+                    s.name.name,
+                    functions.join(", ")
+                )));
+            }
             let user = ks.tables.values().find(|t| {
                 t.columns
                     .iter()
@@ -382,6 +407,18 @@ pub fn apply_ddl(
                     name: s.name.name.clone(),
                 },
             );
+        }
+        Statement::CreateFunction(s) => {
+            return super::function_ddl::create_function(catalog, s, current)
+        }
+        Statement::DropFunction(s) => {
+            return super::function_ddl::drop_function(catalog, s, current)
+        }
+        Statement::CreateAggregate(s) => {
+            return super::function_ddl::create_aggregate(catalog, s, current)
+        }
+        Statement::DropAggregate(s) => {
+            return super::function_ddl::drop_aggregate(catalog, s, current)
         }
         _ => return Err(QueryError::invalid("Not a schema statement")),
     }

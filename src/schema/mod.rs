@@ -1,6 +1,9 @@
-//! The schema catalog: keyspaces, tables, columns and user types, with their persisted form.
+//! The schema catalog: keyspaces, tables, columns, user types and user functions, with their
+//! persisted form.
 
 mod ddl;
+mod function_ddl;
+pub mod functions;
 pub mod index;
 mod layout;
 mod names;
@@ -10,8 +13,11 @@ pub mod throughput;
 mod views;
 mod write_error;
 
-pub(crate) use ddl::keyspace_of as ddl_keyspace;
+pub(crate) use ddl::keyspace_of;
+// For `function_ddl`, which reaches them through its parent.
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
+use ddl::{change, user_keyspace};
+pub use functions::{AggregateDef, FunctionDef};
 pub use layout::{layout_of, table_id};
 pub use options::{KeyspaceParams, Replicas, TableParams, DATA_CENTER, MAX_TTL};
 pub use persist::{catalog_from_json, load_catalog, save_catalog};
@@ -240,6 +246,12 @@ pub struct Keyspace {
     pub tables: BTreeMap<String, Arc<Table>>,
     /// User types by name.
     pub types: BTreeMap<String, Arc<TypeDef>>,
+    /// User-defined functions by [`functions::signature_key`] (`name(int, text)`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub functions: BTreeMap<String, Arc<FunctionDef>>,
+    /// User-defined aggregates by [`functions::signature_key`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aggregates: BTreeMap<String, Arc<AggregateDef>>,
 }
 
 /// Every keyspace the node knows, plus the schema version.

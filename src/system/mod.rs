@@ -64,6 +64,8 @@ pub fn install(catalog: &mut Catalog) -> Result<(), String> {
             params,
             tables: BTreeMap::new(),
             types: BTreeMap::new(),
+            functions: BTreeMap::new(),
+            aggregates: BTreeMap::new(),
         };
         let statements = cql::parse_statements(ddl).map_err(|e| format!("{ks_name}: {e}"))?;
         for stmt in statements {

@@ -159,6 +159,8 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         ("system_schema", "columns") => schema_columns(catalog, false),
         ("system_schema", "dropped_columns") => dropped_columns(catalog),
         ("system_schema", "types") => schema_types(catalog),
+        ("system_schema", "functions") => schema_functions(catalog),
+        ("system_schema", "aggregates") => schema_aggregates(catalog),
         ("system_schema", "indexes") => schema_indexes(catalog),
         ("system_virtual_schema", "keyspaces") => schema_keyspaces(catalog, true),
         ("system_virtual_schema", "tables") => virtual_tables(catalog),
@@ -436,6 +438,61 @@ fn schema_types(catalog: &Catalog) -> Vec<NamedRow> {
                 ("field_names", text_list(&t.field_names)),
                 ("field_types", text_list(&types)),
             ]
+        })
+        .collect()
+}
+
+fn type_texts(types: &[cql::types::DataType]) -> Vec<String> {
+    types.iter().map(ToString::to_string).collect()
+}
+
+/// `system_schema.functions`: one row per user function overload.
+fn schema_functions(catalog: &Catalog) -> Vec<NamedRow> {
+    catalog
+        .keyspaces
+        .values()
+        .flat_map(|ks| ks.functions.values())
+        .map(|f| {
+            vec![
+                ("keyspace_name", text(f.keyspace.clone())),
+                ("function_name", text(f.name.clone())),
+                ("argument_types", text_list(&type_texts(&f.arg_types))),
+                ("argument_names", text_list(&f.arg_names)),
+                ("body", text(f.body.clone())),
+                (
+                    "called_on_null_input",
+                    Value::Boolean(f.called_on_null_input),
+                ),
+                ("language", text(f.language.clone())),
+                ("return_type", text(f.return_type.to_string())),
+            ]
+        })
+        .collect()
+}
+
+/// `system_schema.aggregates`: one row per user aggregate overload; `final_func` and
+/// `initcond` null when absent.
+fn schema_aggregates(catalog: &Catalog) -> Vec<NamedRow> {
+    catalog
+        .keyspaces
+        .values()
+        .flat_map(|ks| ks.aggregates.values())
+        .map(|a| {
+            let mut row = vec![
+                ("keyspace_name", text(a.keyspace.clone())),
+                ("aggregate_name", text(a.name.clone())),
+                ("argument_types", text_list(&type_texts(&a.arg_types))),
+                ("return_type", text(a.return_type.to_string())),
+                ("state_func", text(a.state_func.clone())),
+                ("state_type", text(a.state_type.to_string())),
+            ];
+            if let Some(f) = &a.final_func {
+                row.push(("final_func", text(f.clone())));
+            }
+            if let Some(i) = &a.initcond {
+                row.push(("initcond", text(i.clone())));
+            }
+            row
         })
         .collect()
 }

@@ -9,6 +9,7 @@ mod ddl;
 mod describe;
 mod dml;
 mod expr;
+mod function;
 mod select;
 mod view;
 
@@ -32,6 +33,7 @@ pub use dml::{
     InsertValues, Update, Using,
 };
 pub use expr::{BinaryOp, Expr, Literal, Operator, Relation};
+pub use function::{CreateAggregate, CreateFunction, DropAggregate, DropFunction};
 pub use select::{AnnOrdering, Select, Selector};
 pub use view::{CreateView, DropView};
 
@@ -70,6 +72,14 @@ pub enum Statement {
     AlterType(AlterType),
     /// `DROP TYPE ...`.
     DropType(DropType),
+    /// `CREATE FUNCTION ...`.
+    CreateFunction(Box<CreateFunction>),
+    /// `DROP FUNCTION ...`.
+    DropFunction(DropFunction),
+    /// `CREATE AGGREGATE ...`.
+    CreateAggregate(Box<CreateAggregate>),
+    /// `DROP AGGREGATE ...`.
+    DropAggregate(DropAggregate),
     /// `CREATE [CUSTOM] INDEX ...`.
     CreateIndex(CreateIndex),
     /// `DROP INDEX ...`.
@@ -215,6 +225,10 @@ impl fmt::Display for Statement {
             Statement::CreateType(s) => s.fmt(f),
             Statement::AlterType(s) => s.fmt(f),
             Statement::DropType(s) => s.fmt(f),
+            Statement::CreateFunction(s) => s.fmt(f),
+            Statement::DropFunction(s) => s.fmt(f),
+            Statement::CreateAggregate(s) => s.fmt(f),
+            Statement::DropAggregate(s) => s.fmt(f),
             Statement::CreateIndex(s) => s.fmt(f),
             Statement::DropIndex(s) => s.fmt(f),
             Statement::CreateView(s) => s.fmt(f),

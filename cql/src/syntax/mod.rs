@@ -20,4 +20,4 @@ mod error_tests;
 mod roundtrip_tests;
 
 pub use error::ParseError;
-pub use parser::{parse_data_type, parse_statement, parse_statements};
+pub use parser::{parse_data_type, parse_statement, parse_statements, parse_term};

@@ -122,6 +122,7 @@ fn resolve_cast(
             arg_types: vec![DataType::Native(i)],
             return_type: DataType::Native(o),
             is_aggregate: false,
+            keyspace: None,
         })
         .collect();
     if candidates.is_empty() {

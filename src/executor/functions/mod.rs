@@ -86,8 +86,10 @@ pub struct Signature {
     pub arg_types: Vec<DataType>,
     /// The result type.
     pub return_type: DataType,
-    /// True for `count`, `min`, `max`, `sum` and `avg`.
+    /// True for `count`, `min`, `max`, `sum` and `avg`, and user aggregates.
     pub is_aggregate: bool,
+    /// The keyspace of a user-defined function or aggregate; `None` for native ones (`system`).
+    pub keyspace: Option<String>,
 }
 
 impl Signature {
@@ -98,12 +100,17 @@ impl Signature {
             name,
             arg_types: args.iter().map(|t| DataType::Native(*t)).collect(),
             return_type: DataType::Native(ret),
+            keyspace: None,
         }
     }
 
-    /// The qualified name, `system.totimestamp`.
+    /// The qualified name, `system.totimestamp` or `ks.myfunction`.
     pub fn qualified_name(&self) -> String {
-        format!("{SYSTEM}.{}", self.name)
+        format!(
+            "{}.{}",
+            self.keyspace.as_deref().unwrap_or(SYSTEM),
+            self.name
+        )
     }
 }
 
@@ -404,6 +411,19 @@ fn pick(
             format_signatures(&compatibles)
         ))),
     }
+}
+
+/// Picks the overload of a user-defined function or aggregate among `candidates` (non-empty),
+/// with the rules and messages of [`resolve`].
+///
+/// # Errors
+/// As [`resolve`].
+pub fn resolve_among(
+    called: &str,
+    candidates: Vec<Signature>,
+    args: &[FunctionArg<'_>],
+) -> Result<Signature, QueryError> {
+    pick(called, candidates, args)
 }
 
 /// Resolves a call of the native function `name` (as the parser gives it, optionally

@@ -105,6 +105,7 @@ pub fn resolve(name: &str, args: &[FunctionArg<'_>]) -> Result<Signature, QueryE
         arg_types: vec![ty.clone(), ty],
         return_type: DataType::Native(NativeType::Float),
         is_aggregate: false,
+        keyspace: None,
     })
 }
 

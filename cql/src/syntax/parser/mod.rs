@@ -10,6 +10,7 @@ mod common;
 mod ddl;
 mod dml;
 mod expr;
+mod function;
 mod select;
 mod statement;
 mod view;
@@ -356,6 +357,21 @@ pub fn parse_statements(text: &str) -> Result<Vec<Statement>, ParseError> {
 /// Returns a [`ParseError`] when the text is not exactly one valid statement.
 pub fn parse_statement(text: &str) -> Result<Statement, ParseError> {
     parse_with(text, single_statement)
+}
+
+/// Parses a CQL term: a literal, a collection, tuple or UDT literal, e.g. an aggregate's
+/// `INITCOND` as `system_schema.aggregates` keeps it (`0`, `(0, 0.0)`, `{'a': 1}`).
+///
+/// # Errors
+/// Returns a [`ParseError`] when the text is not exactly one term.
+pub fn parse_term(text: &str) -> Result<crate::ast::Expr, ParseError> {
+    parse_with(text, |i| {
+        let (rest, t) = expr::term(i)?;
+        match rest.peek() {
+            None => Ok((rest, t)),
+            Some(_) => rest.expected(Expected::Other("EOF")),
+        }
+    })
 }
 
 /// Parses a CQL type: `int`, `varchar`, `frozen<map<text, list<int>>>`, `tuple<int, text>`,

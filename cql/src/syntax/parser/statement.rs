@@ -7,7 +7,7 @@ use nom::combinator::opt;
 use nom::Parser;
 
 use super::common::{ident, kw, qualified_name};
-use super::{auth, ddl, dml, select, view, Expected, Input, PResult};
+use super::{auth, ddl, dml, function, select, view, Expected, Input, PResult};
 use crate::ast::{Statement, Unsupported};
 use crate::syntax::lexer::TokenKind;
 
@@ -21,6 +21,7 @@ pub(crate) fn statement(i: Input<'_>) -> PResult<'_, Statement> {
         dml::batch.map(|s| Statement::Batch(Box::new(s))),
         use_statement,
         truncate,
+        function::function_statement,
         view::view_statement,
         unsupported,
         ddl::ddl_statement,
@@ -49,14 +50,8 @@ fn truncate(i: Input<'_>) -> PResult<'_, Statement> {
 /// statement (up to `;`) is kept as text.
 fn unsupported(i: Input<'_>) -> PResult<'_, Statement> {
     const FORMS: &[&[&str]] = &[
-        &["create", "function"],
-        &["create", "or", "replace", "function"],
-        &["create", "aggregate"],
-        &["create", "or", "replace", "aggregate"],
         &["create", "trigger"],
         &["alter", "materialized", "view"],
-        &["drop", "function"],
-        &["drop", "aggregate"],
         &["drop", "trigger"],
         &["add", "identity"],
         &["drop", "identity"],
