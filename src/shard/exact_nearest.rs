@@ -2,7 +2,7 @@
 //! `ORDER BY v ANN OF` with (the default of [`Shards::nearest`]). Exact, so its recall is 1.
 
 use super::{ShardError, Shards};
-use storage::{ColumnValue, Cursor, NearestRow, TableId, TokenRange, VectorIndexSpec};
+use storage::{Cursor, NearestRow, TableId, TokenRange, VectorIndexSpec};
 
 /// Rows per page of the scan.
 const PAGE: usize = 1000;
@@ -22,16 +22,9 @@ pub(super) fn exact_nearest<S: Shards + ?Sized>(
         let page = shards.scan(table, range, PAGE, cursor.as_ref())?;
         for p in page.partitions {
             for row in p.rows {
-                let Some(ColumnValue::Simple(cell)) = row.cells.get(&index.column) else {
+                let Some(score) = index.score_row(query, &row) else {
                     continue;
                 };
-                let Some(v) = storage::decode_vector(&cell.value, index.dimension) else {
-                    continue;
-                };
-                let score = index.similarity.score(query, &v);
-                if score.is_nan() {
-                    continue;
-                }
                 found.push(NearestRow {
                     score,
                     token: p.token,

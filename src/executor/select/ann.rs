@@ -50,14 +50,7 @@ impl SelectPlan {
             ));
         }
         let filters = self.bind_filters(values)?;
-        let score = |row: &Row| match row.cells.get(&ann.index.column) {
-            Some(ColumnValue::Simple(cell)) => {
-                storage::decode_vector(&cell.value, ann.index.dimension)
-                    .map(|v| ann.index.similarity.score(&query, &v))
-                    .filter(|s| !s.is_nan())
-            }
-            _ => None,
-        };
+        let score = |row: &Row| ann.index.score_row(&query, row);
         let mut found: Vec<Found> = Vec::new();
         match &self.restrictions.partition {
             Some(partition) => {

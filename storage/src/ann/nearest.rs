@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use super::decode_vector;
 use crate::engine::Storage;
 use crate::key::ClusteringBound;
 use crate::partition_address::address;
@@ -90,12 +89,7 @@ impl Storage {
                 spec.dimension
             )));
         }
-        let score_of = |row: &Row| match row.cells.get(&column) {
-            Some(ColumnValue::Simple(cell)) => decode_vector(&cell.value, spec.dimension)
-                .map(|v| spec.similarity.score(query, &v))
-                .filter(|s| !s.is_nan()),
-            _ => None,
-        };
+        let score_of = |row: &Row| spec.score_row(query, row);
         let view = table.ring.current();
         let ids: Vec<u64> = view.parts.iter().map(|p| p.id).collect();
         self.inner.ann.retain_parts(table_id, &ids);

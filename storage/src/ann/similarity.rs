@@ -1,6 +1,8 @@
 //! How a vector index compares vectors: Cassandra's three similarity functions as scores
 //! (what `similarity_*` and ANN results use) and as graph distances (what the HNSW walks).
 
+use crate::row::{ColumnValue, Row};
+
 /// A vector index's `similarity_function` (Cassandra 5.0's `VectorSimilarityFunction`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
@@ -115,6 +117,18 @@ pub struct VectorIndexSpec {
     pub dimension: usize,
     /// The index's similarity function.
     pub similarity: Similarity,
+}
+
+impl VectorIndexSpec {
+    /// The score of `row`'s vector against `query`; None when the row has no vector of the
+    /// index's length, or the score is NaN (a cosine with a zero vector).
+    pub fn score_row(&self, query: &[f32], row: &Row) -> Option<f32> {
+        let Some(ColumnValue::Simple(cell)) = row.cells.get(&self.column) else {
+            return None;
+        };
+        let v = decode_vector(&cell.value, self.dimension)?;
+        Some(self.similarity.score(query, &v)).filter(|s| !s.is_nan())
+    }
 }
 
 /// A stored `vector<float, n>` value: `n` big-endian floats. None for another length.
