@@ -243,6 +243,7 @@ pub fn required(
         Statement::DropKeyspace(s) => on(Permission::Drop, keyspace(Some(&s.name))),
         Statement::CreateTable(s) => on(Permission::Create, keyspace(s.name.keyspace.as_deref())),
         Statement::AlterTable(s) => on(Permission::Alter, table(&s.name)),
+        Statement::AlterView(s) => on(Permission::Alter, table(&s.name)),
         Statement::DropTable(s) => on(Permission::Drop, table(&s.name)),
         Statement::CreateType(s) => on(Permission::Create, keyspace(s.name.keyspace.as_deref())),
         Statement::AlterType(s) => on(Permission::Alter, keyspace(s.name.keyspace.as_deref())),

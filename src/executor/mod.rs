@@ -396,6 +396,7 @@ fn run(
         | Statement::DropType(_)
         | Statement::CreateView(_)
         | Statement::DropView(_)
+        | Statement::AlterView(_)
         | Statement::CreateIndex(_)
         | Statement::DropIndex(_) => {
             if matches!(stmt, Statement::CreateView(_)) {

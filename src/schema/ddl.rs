@@ -152,6 +152,7 @@ pub fn apply_ddl(
         Statement::CreateTable(s) => return create_table(catalog, s, current),
         Statement::CreateView(s) => return super::views::create_view(catalog, s, current),
         Statement::DropView(s) => return super::views::drop_view(catalog, s, current),
+        Statement::AlterView(s) => return super::views::alter_view(catalog, s, current),
         Statement::AlterTable(s) => {
             let ks_name = keyspace_of(&s.name, current)?;
             let exists = catalog.table(&ks_name, &s.name.name).is_some();

@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use cql::ast::{ColumnDef, CreateTable, CreateView, DropView, Expr, Literal, Operator, Relation};
+use cql::ast::{
+    AlterView, ColumnDef, CreateTable, CreateView, DropView, Expr, Literal, Operator, Relation,
+};
 use cql::response::SchemaChangeType;
 
 use super::ddl::{
@@ -237,6 +239,46 @@ pub(super) fn create_view(
     ks.tables.insert(base.name.clone(), Arc::new(with_view));
     out.storage_tables.push(table);
     out.change = table_change(SchemaChangeType::Created, ks_name, s.name.name.clone());
+    Ok(out)
+}
+
+/// Applies `ALTER MATERIALIZED VIEW ... WITH`: the view's table options, with Cassandra's
+/// `AlterViewStatement` refusals.
+pub(super) fn alter_view(
+    catalog: &mut Catalog,
+    s: &AlterView,
+    current: Option<&str>,
+) -> Result<DdlOutcome, QueryError> {
+    let mut out = DdlOutcome::default();
+    let ks_name = keyspace_of(&s.name, current)?;
+    let ks = user_keyspace(catalog, &ks_name)?;
+    let view = match ks.tables.get(&s.name.name) {
+        Some(t) if t.view.is_some() => t.clone(),
+        Some(_) => return Err(invalid("Cannot use ALTER MATERIALIZED VIEW on Table")),
+        None if s.if_exists => return Ok(out),
+        None => {
+            return Err(invalid(format!(
+                "Materialized view '{ks_name}.{}' doesn't exist",
+                s.name.name
+            )))
+        }
+    };
+    let mut t = (*view).clone();
+    t.params.apply(&s.properties)?;
+    if t.params.default_time_to_live > 0 {
+        return Err(invalid(
+            "Cannot set or alter default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.",
+        ));
+    }
+    if t.params.gc_grace_seconds == 0 {
+        return Err(invalid(
+            "Cannot alter gc_grace_seconds of a materialized view to 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.",
+        ));
+    }
+    let t = Arc::new(t);
+    ks.tables.insert(t.name.clone(), t.clone());
+    out.storage_tables.push(t);
+    out.change = table_change(SchemaChangeType::Updated, ks_name, s.name.name.clone());
     Ok(out)
 }
 

@@ -129,6 +129,28 @@ def test_conditional_writes_keep_views_in_step(vs):
         vs.execute("INSERT INTO mv.by_v (v, k, c, w) VALUES ('x', 9, 9, 9) IF NOT EXISTS")
 
 
+def test_alter_materialized_view(vs):
+    # AlterViewStatement: table options of the view; no default TTL, no gc_grace_seconds of 0.
+    vs.execute("CREATE MATERIALIZED VIEW mv.by_v AS SELECT * FROM mv.t "
+               "WHERE v IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)")
+    vs.execute("ALTER MATERIALIZED VIEW mv.by_v WITH comment = 'by v' AND gc_grace_seconds = 3600")
+    row = vs.execute("SELECT comment, gc_grace_seconds FROM system_schema.views "
+                     "WHERE keyspace_name = 'mv' AND view_name = 'by_v'").one()
+    assert (row.comment, row.gc_grace_seconds) == ("by v", 3600)
+    with pytest.raises(InvalidRequest, match="Cannot set or alter default_time_to_live for a materialized view"):
+        vs.execute("ALTER MATERIALIZED VIEW mv.by_v WITH default_time_to_live = 10")
+    with pytest.raises(InvalidRequest, match="Cannot alter gc_grace_seconds of a materialized view to 0"):
+        vs.execute("ALTER MATERIALIZED VIEW mv.by_v WITH gc_grace_seconds = 0")
+    with pytest.raises(InvalidRequest, match="Cannot use ALTER MATERIALIZED VIEW on Table"):
+        vs.execute("ALTER MATERIALIZED VIEW mv.t WITH comment = 'x'")
+    with pytest.raises(InvalidRequest, match="doesn't exist"):
+        vs.execute("ALTER MATERIALIZED VIEW mv.nope WITH comment = 'x'")
+    vs.execute("ALTER MATERIALIZED VIEW IF EXISTS mv.nope WITH comment = 'x'")
+    # The view still works and is kept in step.
+    vs.execute("INSERT INTO mv.t (k, c, v, w) VALUES (5, 1, 'e', 50)")
+    assert view_rows(vs) == [("e", 5, 1, 50)]
+
+
 def test_views_refuse_what_cassandra_refuses(vs):
     vs.execute("CREATE MATERIALIZED VIEW mv.by_v AS SELECT * FROM mv.t "
                "WHERE v IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)")

@@ -35,7 +35,7 @@ pub use dml::{
 pub use expr::{BinaryOp, Expr, Literal, Operator, Relation};
 pub use function::{CreateAggregate, CreateFunction, DropAggregate, DropFunction};
 pub use select::{AnnOrdering, Select, Selector};
-pub use view::{CreateView, DropView};
+pub use view::{AlterView, CreateView, DropView};
 
 /// One CQL statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +88,8 @@ pub enum Statement {
     CreateView(Box<CreateView>),
     /// `DROP MATERIALIZED VIEW ...`.
     DropView(DropView),
+    /// `ALTER MATERIALIZED VIEW`.
+    AlterView(AlterView),
     /// `DESCRIBE ...` / `DESC ...`.
     Describe(Describe),
     /// `CREATE ROLE ...`.
@@ -233,6 +235,7 @@ impl fmt::Display for Statement {
             Statement::DropIndex(s) => s.fmt(f),
             Statement::CreateView(s) => s.fmt(f),
             Statement::DropView(s) => s.fmt(f),
+            Statement::AlterView(s) => s.fmt(f),
             Statement::Describe(s) => s.fmt(f),
             Statement::CreateRole(s) => s.fmt(f),
             Statement::AlterRole(s) => s.fmt(f),

@@ -4,7 +4,9 @@ use std::fmt;
 
 use super::ddl::{Names, PrimaryKey, WithOptions};
 use super::select::WhereClause;
-use super::{if_exists, if_not_exists, QualifiedName, Relation, TableOptions};
+use super::{
+    if_exists, if_not_exists, OptionValue, Properties, QualifiedName, Relation, TableOptions,
+};
 
 /// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name AS SELECT columns FROM base WHERE ...
 /// PRIMARY KEY (...) [WITH ...]`.
@@ -26,6 +28,29 @@ pub struct CreateView {
     pub clustering_key: Vec<String>,
     /// `WITH` options (clustering order and table properties).
     pub options: TableOptions,
+}
+
+/// `ALTER MATERIALIZED VIEW [IF EXISTS] name WITH property = value AND ...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterView {
+    /// The view.
+    pub name: QualifiedName,
+    /// `IF EXISTS`.
+    pub if_exists: bool,
+    /// The properties, in the order written.
+    pub properties: Vec<(String, OptionValue)>,
+}
+
+impl fmt::Display for AlterView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ALTER MATERIALIZED VIEW{} {} WITH {}",
+            if_exists(self.if_exists),
+            self.name,
+            Properties(&self.properties)
+        )
+    }
 }
 
 /// `DROP MATERIALIZED VIEW [IF EXISTS] name`.

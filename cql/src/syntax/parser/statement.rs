@@ -51,7 +51,6 @@ fn truncate(i: Input<'_>) -> PResult<'_, Statement> {
 fn unsupported(i: Input<'_>) -> PResult<'_, Statement> {
     const FORMS: &[&[&str]] = &[
         &["create", "trigger"],
-        &["alter", "materialized", "view"],
         &["drop", "trigger"],
         &["add", "identity"],
         &["drop", "identity"],

@@ -1,4 +1,5 @@
-//! `createMaterializedViewStatement` and `dropMaterializedViewStatement`.
+//! `createMaterializedViewStatement`, `alterMaterializedViewStatement` and
+//! `dropMaterializedViewStatement`.
 
 use nom::branch::alt;
 use nom::combinator::opt;
@@ -6,13 +7,13 @@ use nom::multi::separated_list1;
 use nom::Parser;
 
 use super::common::{
-    comma, ident, ident_list, if_exists, if_not_exists, kw, kws, lparen, qualified_name, rparen,
-    sym,
+    comma, ident, ident_list, if_exists, if_not_exists, kw, kws, lparen, properties,
+    qualified_name, rparen, sym,
 };
 use super::ddl::{table_property, TableProperty};
 use super::expr::where_clause;
 use super::{Input, PResult};
-use crate::ast::{CreateView, DropView, Statement, TableOptions};
+use crate::ast::{AlterView, CreateView, DropView, Statement, TableOptions};
 use crate::syntax::lexer::TokenKind;
 
 /// `CREATE MATERIALIZED VIEW` or `DROP MATERIALIZED VIEW`.
@@ -20,6 +21,7 @@ pub(crate) fn view_statement(i: Input<'_>) -> PResult<'_, Statement> {
     alt((
         create_view.map(|v| Statement::CreateView(Box::new(v))),
         drop_view.map(Statement::DropView),
+        alter_view.map(Statement::AlterView),
     ))
     .parse(i)
 }
@@ -78,6 +80,22 @@ fn create_view(i: Input<'_>) -> PResult<'_, CreateView> {
     ))
 }
 
+fn alter_view(i: Input<'_>) -> PResult<'_, AlterView> {
+    let (i, _) = kws(&["alter", "materialized", "view"])(i)?;
+    let (i, if_exists) = if_exists(i)?;
+    let (i, name) = qualified_name(i)?;
+    let (i, _) = kw("with")(i)?;
+    let (i, properties) = properties(i)?;
+    Ok((
+        i,
+        AlterView {
+            name,
+            if_exists,
+            properties,
+        },
+    ))
+}
+
 fn drop_view(i: Input<'_>) -> PResult<'_, DropView> {
     let (i, _) = kws(&["drop", "materialized", "view"])(i)?;
     let (i, if_exists) = if_exists(i)?;
@@ -89,6 +107,18 @@ fn drop_view(i: Input<'_>) -> PResult<'_, DropView> {
 mod tests {
     use crate::ast::{Operator, Relation, Statement};
     use crate::parse_statement;
+
+    #[test]
+    fn alter_view_parses_and_prints_back() {
+        let text =
+            "ALTER MATERIALIZED VIEW IF EXISTS ks.mv WITH comment = 'x' AND gc_grace_seconds = 5";
+        let Ok(Statement::AlterView(v)) = parse_statement(text) else {
+            panic!("not ALTER VIEW: {:?}", parse_statement(text));
+        };
+        assert!(v.if_exists);
+        assert_eq!(v.properties.len(), 2);
+        assert_eq!(v.to_string(), text);
+    }
 
     #[test]
     fn a_view_parses_and_prints_back() {
