@@ -104,6 +104,7 @@ impl Storage {
                 .ensure(table_id, &spec, part.id)
                 .filter(|g| g.is_complete());
             let Some(graph) = graph else {
+                tracing::debug!(table = %table_id, part = part.id, "vector search reads a partition exactly (no built graph)");
                 let mut cursor = None;
                 loop {
                     let page = self.scan(table_id, r, EXACT_PAGE, cursor.as_ref())?;
@@ -159,6 +160,14 @@ impl Storage {
                 }
                 stale += usize::from(found.len() == before);
             }
+            tracing::debug!(
+                table = %table_id,
+                part = part.id,
+                candidates = candidates.len(),
+                repeats,
+                stale,
+                "vector search answered from a graph"
+            );
             if graph.worn_out(candidates.len() + repeats, stale) {
                 self.inner.ann.forget((table_id, column, part.id));
             }

@@ -16,6 +16,8 @@ use crate::StorageError;
 const INSERT_BATCH: usize = 256;
 /// Rows per page of a build's scan.
 const SCAN_PAGE: usize = 1000;
+/// How long an idle worker sleeps before it looks for new physical partitions.
+const IDLE: Duration = Duration::from_secs(1);
 
 /// The worker: holds the store weakly, so it never keeps it open.
 pub(crate) struct AnnWorker {
@@ -43,6 +45,7 @@ impl Activity for AnnWorker {
             return Next::Done;
         };
         let storage = Storage { inner };
+        storage.follow_splits();
         if let Some((key, graph)) = storage.inner.ann.next_build() {
             match storage.build_graph(key, &graph, signal) {
                 Ok(rows) => {
@@ -66,12 +69,31 @@ impl Activity for AnnWorker {
         if inserted > 0 {
             Next::Now
         } else {
-            Next::After(Duration::from_secs(5))
+            Next::After(IDLE)
         }
     }
 }
 
 impl Storage {
+    /// Gives every physical partition of every vector-indexed table its graphs, and forgets
+    /// those of partitions gone: a split's halves get theirs built without waiting for a
+    /// query.
+    fn follow_splits(&self) {
+        for table in self.inner.tables.all() {
+            if table.layout.vector_indexes.is_empty() {
+                continue;
+            }
+            let view = table.ring.current();
+            let ids: Vec<u64> = view.parts.iter().map(|p| p.id).collect();
+            self.inner.ann.retain_parts(table.id, &ids);
+            for spec in &table.layout.vector_indexes {
+                for id in &ids {
+                    self.inner.ann.ensure(table.id, spec, *id);
+                }
+            }
+        }
+    }
+
     /// Pushes every stored vector of the graph's column and partition onto it, then marks it
     /// complete. Returns the rows pushed.
     fn build_graph(
