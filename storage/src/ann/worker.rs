@@ -18,6 +18,8 @@ const INSERT_BATCH: usize = 256;
 const SCAN_PAGE: usize = 1000;
 /// How long an idle worker sleeps before it looks for new physical partitions.
 const IDLE: Duration = Duration::from_secs(1);
+/// The pause after a build failed.
+const RETRY_BUILD: Duration = Duration::from_secs(30);
 
 /// The worker: holds the store weakly, so it never keeps it open.
 pub(crate) struct AnnWorker {
@@ -52,9 +54,11 @@ impl Activity for AnnWorker {
                     tracing::debug!(table = %key.0, part = key.2, rows, "vector graph scanned")
                 }
                 Err(e) => {
-                    // The graph stays incomplete (queries read exactly); try again later.
+                    // Queries read the partition exactly meanwhile; the next try comes after
+                    // a pause (the graphs are registered again by `follow_splits`).
                     tracing::warn!(table = %key.0, part = key.2, "building a vector graph failed: {e}");
                     storage.inner.ann.forget_table(key.0);
+                    return Next::After(RETRY_BUILD);
                 }
             }
             return Next::Now;
