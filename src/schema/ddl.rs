@@ -178,6 +178,30 @@ pub fn apply_ddl(
             if !alter_table(&mut t, &s.op, &resolved, now_ms)? {
                 return Ok(out);
             }
+            // AlterTableStatement.AddColumns: a view of `SELECT *` gains the new columns.
+            if matches!(s.op, AlterTableOp::Add { .. }) {
+                for name in &t.views {
+                    let Some(view) = ks.tables.get(name) else {
+                        continue;
+                    };
+                    if !view.view.as_ref().is_some_and(|v| v.include_all_columns) {
+                        continue;
+                    }
+                    let mut v = (**view).clone();
+                    for c in t.columns.iter().filter(|c| c.kind == ColumnKind::Regular) {
+                        if v.column(&c.name).is_none() {
+                            v.columns.push(Column {
+                                id: v.next_column_id,
+                                ..c.clone()
+                            });
+                            v.next_column_id += 1;
+                        }
+                    }
+                    let v = Arc::new(v);
+                    ks.tables.insert(v.name.clone(), v.clone());
+                    out.storage_tables.push(v);
+                }
+            }
             let t = Arc::new(t);
             ks.tables.insert(t.name.clone(), t.clone());
             out.storage_tables.push(t);

@@ -151,6 +151,19 @@ def test_alter_materialized_view(vs):
     assert view_rows(vs) == [("e", 5, 1, 50)]
 
 
+def test_a_column_added_to_the_base_joins_select_star_views(vs):
+    # AlterTableStatement.AddColumns: views created with SELECT * include new columns.
+    vs.execute("CREATE MATERIALIZED VIEW mv.by_v AS SELECT * FROM mv.t "
+               "WHERE v IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)")
+    vs.execute("ALTER TABLE mv.t ADD extra text")
+    vs.execute("INSERT INTO mv.t (k, c, v, w, extra) VALUES (1, 1, 'a', 2, 'more')")
+    row = vs.execute("SELECT extra FROM mv.by_v WHERE v = 'a'").one()
+    assert row.extra == "more"
+    cols = {r.column_name for r in vs.execute(
+        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = 'mv' AND table_name = 'by_v'")}
+    assert "extra" in cols
+
+
 def test_views_refuse_what_cassandra_refuses(vs):
     vs.execute("CREATE MATERIALIZED VIEW mv.by_v AS SELECT * FROM mv.t "
                "WHERE v IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)")
