@@ -64,6 +64,11 @@ def test_ann_returns_the_nearest_rows_best_first(session, vt):
     got = session.execute(f"SELECT c FROM {vt} WHERE pk = 3 ORDER BY val ANN OF [-1.0, 0.5, 2.0] "
                           "LIMIT 1").all()
     assert [r.c for r in got] == [1]
+    # IN on the partition key, a partition named twice counted once; rows merged by score.
+    got = session.execute(f"SELECT pk, c FROM {vt} WHERE pk IN (3, 0, 3) "
+                          "ORDER BY val ANN OF [-1.0, 0.5, 2.0] LIMIT 5").all()
+    assert [(r.pk, r.c) for r in got] == sorted(
+        [(3, 0), (3, 1), (0, 0)], key=lambda k: -cosine(rows[k], [-1.0, 0.5, 2.0]))
 
 
 def test_ann_sees_writes_deletes_and_overwrites_at_once(session, vt):

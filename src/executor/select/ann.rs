@@ -54,8 +54,13 @@ impl SelectPlan {
         let mut found: Vec<Found> = Vec::new();
         match &self.restrictions.partition {
             Some(partition) => {
-                let mut keys = bind_partition_keys(partition, &self.table, values)?;
-                keys.dedup();
+                // A partition named twice is read once.
+                let mut keys: Vec<Vec<Vec<u8>>> = Vec::new();
+                for k in bind_partition_keys(partition, &self.table, values)? {
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
                 let mut slices = self.slices(values)?;
                 for pk in keys.iter().filter(|k| !(k.len() == 1 && k[0].is_empty())) {
                     for bounds in slices.iter_mut() {
