@@ -22,6 +22,8 @@ pytestmark = pytest.mark.dml
 ROWS = 600
 VALUE = b"v" * 1024
 BALANCE_TIMEOUT = 90.0
+# How long the placement must stay the same before the cleanup runs.
+SETTLED = 4.0
 
 
 def table_bytes(node: RingServer) -> float:
@@ -89,13 +91,26 @@ def test_cleanup_removes_the_rows_of_replicas_moved_away(request, tmp_path):
         try:
             s = c.connect()
             deadline = time.monotonic() + BALANCE_TIMEOUT
+            # Balanced and settled: three groups each, no move, and the same placement for
+            # SETTLED seconds (after the counts are even, the balancer may still swap a big
+            # group for a small one to even the bytes; a move during the cleanup would change
+            # node 1's bytes beside what the cleanup removes).
+            settled_since, last = None, None
             while True:
                 held = groups_by_node(s)
                 moving = list(s.execute("SELECT group_id FROM system_views.moves"))
+                placement = sorted((r.id, tuple(r.replicas or ())) for r in s.execute(
+                    "SELECT id, replicas FROM system_views.physical_partitions "
+                    "WHERE keyspace_name = 'clean'"))
                 if sorted(held.values()) == [3, 3] and not moving:
-                    break
+                    if placement != last:
+                        settled_since, last = time.monotonic(), placement
+                    elif time.monotonic() - settled_since >= SETTLED:
+                        break
+                else:
+                    settled_since, last = None, None
                 assert time.monotonic() < deadline, f"not balanced: {held}, moving {moving}"
-                time.sleep(0.5)
+                time.sleep(0.25)
             # Half the groups left node 1, but it kept their rows.
             kept = table_bytes(first)
             assert kept >= 0.95 * alone, (kept, alone)
