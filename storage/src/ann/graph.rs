@@ -191,38 +191,33 @@ impl PartGraph {
         batch.len()
     }
 
-    /// The rows whose vectors are nearest `query`: `k` from the graph, searched with
-    /// [`EF_SEARCH`] candidates, plus the `k` nearest of the waiting vectors,
-    /// without repeats, and how many repeats were dropped. Some may be stale (the caller
-    /// reads each row again).
-    pub(crate) fn candidates(&self, query: &[f32], k: usize) -> (Vec<Arc<RowRef>>, usize) {
-        let mut out: Vec<Arc<RowRef>> = Vec::new();
-        let mut seen: HashSet<Arc<RowRef>> = HashSet::new();
-        let mut repeats = 0;
-        let ids: Vec<u64> = {
+    /// The rows whose vectors are nearest `query`, nearest first, each with the distance of
+    /// the vector the graph holds ([`Similarity::distance`]): `k` from the graph, searched
+    /// with [`EF_SEARCH`] candidates, and the `k` nearest of the waiting vectors; a row
+    /// twice keeps its nearer entry. Returns them and how many repeats were dropped. Some
+    /// may be stale (the caller reads each row again).
+    pub(crate) fn candidates(&self, query: &[f32], k: usize) -> (Vec<(f32, Arc<RowRef>)>, usize) {
+        let found: (Vec<u64>, Vec<f32>) = {
             let graph = self.graph.read().unwrap_or_else(|p| p.into_inner());
             if graph.size() == 0 {
-                Vec::new()
+                (Vec::new(), Vec::new())
             } else {
                 let _slot = self.slot();
                 match graph.search(query, k) {
-                    Ok(found) => found.keys,
+                    Ok(found) => (found.keys, found.distances),
                     Err(e) => {
                         tracing::warn!("searching a vector graph: {e}");
-                        Vec::new()
+                        (Vec::new(), Vec::new())
                     }
                 }
             }
         };
+        let mut all: Vec<(f32, Arc<RowRef>)> = Vec::new();
         {
             let rows = self.rows.read().unwrap_or_else(|p| p.into_inner());
-            for id in ids {
+            for (id, d) in found.0.into_iter().zip(found.1) {
                 if let Some(r) = usize::try_from(id).ok().and_then(|i| rows.get(i)) {
-                    if seen.insert(r.clone()) {
-                        out.push(r.clone());
-                    } else {
-                        repeats += 1;
-                    }
+                    all.push((d, r.clone()));
                 }
             }
         }
@@ -232,12 +227,13 @@ impl PartGraph {
             .map(|(r, v)| (self.similarity.distance(query, v), r.clone()))
             .collect();
         waiting.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (_, r) in waiting.into_iter().take(k) {
-            if seen.insert(r.clone()) {
-                out.push(r);
-            }
-        }
-        (out, repeats)
+        all.extend(waiting.into_iter().take(k));
+        all.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut seen: HashSet<Arc<RowRef>> = HashSet::new();
+        let before = all.len();
+        all.retain(|(_, r)| seen.insert(r.clone()));
+        let repeats = before - all.len();
+        (all, repeats)
     }
 }
 
@@ -263,12 +259,16 @@ mod tests {
         // 10 is in the graph, 40 still waits.
         for target in [10u32, 40] {
             let (found, _) = g.candidates(&[target as f32, 0.1], 1);
-            assert!(found.contains(&row(target)), "{target}: {found:?}");
+            assert!(
+                found.iter().any(|(_, r)| *r == row(target)),
+                "{target}: {found:?}"
+            );
         }
         assert_eq!(g.insert_waiting(100), 20);
         assert_eq!(g.backlog(), 0);
         let (found, _) = g.candidates(&[40.0, 0.1], 3);
-        assert_eq!(found[0], row(40));
+        assert_eq!(found[0].1, row(40));
+        assert!(found.windows(2).all(|w| w[0].0 <= w[1].0), "nearest first");
     }
 
     #[test]
@@ -288,7 +288,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..20 {
                         let (found, _) = g.candidates(&[t as f32, 1.0], 1);
-                        assert_eq!(found.first(), Some(&row(t as u32)));
+                        assert_eq!(found.first().map(|f| &f.1), Some(&row(t as u32)));
                     }
                 })
             })
@@ -296,6 +296,40 @@ mod tests {
         while g.insert_waiting(64) > 0 {}
         for s in searchers {
             s.join().expect("searcher");
+        }
+    }
+
+    #[test]
+    fn the_graph_measures_distances_as_similarity_does() {
+        // Queries tell a row written again from the graph's entry by comparing the two.
+        let mut rng = 7u32;
+        let mut next = || {
+            rng = rng.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (rng >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+        };
+        for s in [
+            Similarity::Cosine,
+            Similarity::Euclidean,
+            Similarity::DotProduct,
+        ] {
+            let g = PartGraph::new(s, 16).expect("graph");
+            let vectors: Vec<Vec<f32>> =
+                (0..64).map(|_| (0..16).map(|_| next()).collect()).collect();
+            for (i, v) in vectors.iter().enumerate() {
+                g.push(row(i as u32), v.clone());
+            }
+            g.insert_waiting(64);
+            let q: Vec<f32> = (0..16).map(|_| next()).collect();
+            let (found, _) = g.candidates(&q, 10);
+            assert!(!found.is_empty());
+            for (d, r) in found {
+                let i = u32::from_be_bytes(r.partition_key[0][..4].try_into().expect("key"));
+                let want = s.distance(&q, &vectors[i as usize]);
+                assert!(
+                    (d - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                    "{s:?}: {d} vs {want}"
+                );
+            }
         }
     }
 

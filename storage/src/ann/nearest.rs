@@ -2,7 +2,10 @@
 //! token range, merged across physical partitions.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use super::decode_vector;
+use super::graph::RowRef;
 use crate::engine::Storage;
 use crate::key::ClusteringBound;
 use crate::partition_address::address;
@@ -94,6 +97,10 @@ impl Storage {
         let ids: Vec<u64> = view.parts.iter().map(|p| p.id).collect();
         self.inner.ann.retain_parts(table_id, &ids);
         let mut found: Vec<NearestRow> = Vec::new();
+        // Candidates of built graphs: (graph distance, index into `graphs`, row).
+        let mut pool: Vec<(f32, usize, Arc<RowRef>)> = Vec::new();
+        // Built graphs asked: (partition id, range, graph, repeats, candidates read, stale).
+        let mut graphs = Vec::new();
         for (index, part) in view.parts.iter().enumerate() {
             let Some(r) = intersect(part_range(&view, index), range) else {
                 continue;
@@ -131,48 +138,77 @@ impl Storage {
             };
             // Twice k from the graph: some candidates are stale or outside the range.
             let (candidates, repeats) = graph.candidates(query, k.saturating_mul(2).max(k + 8));
-            let mut stale = repeats;
-            for candidate in &candidates {
-                let token = address(&table.layout, &candidate.partition_key)?.token;
-                if !contains(r, token) {
-                    continue;
-                }
-                let at = ClusteringBound::Inclusive(candidate.clustering.clone());
-                let slice = Slice {
-                    start: at.clone(),
-                    end: at,
-                    reversed: false,
-                    limit: Some(1),
-                    cursor: None,
-                };
-                let read = self.read_partition(table_id, &candidate.partition_key, &slice)?;
-                let before = found.len();
-                for row in read.rows {
-                    if let Some(score) = score_of(&row) {
-                        found.push(NearestRow {
-                            score,
-                            token,
-                            partition_key: candidate.partition_key.clone(),
-                            static_cells: read.static_cells.clone(),
-                            row,
-                        });
-                    }
-                }
-                stale += usize::from(found.len() == before);
-            }
             tracing::debug!(
                 table = %table_id,
                 part = part.id,
                 candidates = candidates.len(),
                 repeats,
-                stale,
-                "vector search answered from a graph"
+                "vector search asks a graph"
             );
-            if graph.worn_out(candidates.len() + repeats, stale) {
-                self.inner.ann.forget((table_id, column, part.id));
-            }
-            keep_best(&mut found, k);
+            let at = graphs.len();
+            pool.extend(candidates.into_iter().map(|(d, c)| (d, at, c)));
+            graphs.push((part.id, r, graph, repeats, 0usize, 0usize));
         }
+        // The graphs' candidates, nearest first by the vectors the graphs hold, are read until
+        // k of them are live: a candidate read stale (deleted, expired, or now holding another
+        // vector, which has an entry of its own) costs one more read.
+        pool.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut from_graphs = 0;
+        for (distance, at, candidate) in pool {
+            if from_graphs >= k {
+                break;
+            }
+            let (_, r, _, _, read_count, stale) = &mut graphs[at];
+            let token = address(&table.layout, &candidate.partition_key)?.token;
+            if !contains(*r, token) {
+                continue;
+            }
+            *read_count += 1;
+            let bound = ClusteringBound::Inclusive(candidate.clustering.clone());
+            let slice = Slice {
+                start: bound.clone(),
+                end: bound,
+                reversed: false,
+                limit: Some(1),
+                cursor: None,
+            };
+            let read = self.read_partition(table_id, &candidate.partition_key, &slice)?;
+            let mut live = false;
+            for row in read.rows {
+                let Some(ColumnValue::Simple(cell)) = row.cells.get(&column) else {
+                    continue;
+                };
+                let Some(v) = decode_vector(&cell.value, spec.dimension) else {
+                    continue;
+                };
+                let score = spec.similarity.score(query, &v);
+                if score.is_nan() {
+                    continue;
+                }
+                // The graph's vector, unless the row was written again since (its new vector
+                // has an entry of its own): only such a row counts towards k.
+                let now = spec.similarity.distance(query, &v);
+                live = (now - distance).abs() <= 1e-4 * (1.0 + distance.abs());
+                found.push(NearestRow {
+                    score,
+                    token,
+                    partition_key: candidate.partition_key.clone(),
+                    static_cells: read.static_cells.clone(),
+                    row,
+                });
+            }
+            if live {
+                from_graphs += 1;
+            } else {
+                *stale += 1;
+            }
+        }
+        for (id, _, graph, repeats, read_count, stale) in graphs {
+            if graph.worn_out(read_count + repeats, stale + repeats) {
+                self.inner.ann.forget((table_id, column, id));
+            }
+        }
+        keep_best(&mut found, k);
         Ok(found)
     }
 }
