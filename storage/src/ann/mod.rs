@@ -13,9 +13,9 @@
 //!   the scan, one written after is pushed by its writer (some rows come twice; queries drop
 //!   repeats). Until the scan is done the graph is incomplete, and queries read that physical
 //!   partition exactly.
-//! - **Queries** ([`crate::Storage::nearest`]) never trust a graph node: every candidate row
-//!   is read again and scored on its stored vector, so deleted, overwritten and expired rows
-//!   never come back, and results are merged across physical partitions by score.
+//! - **Queries** ([`crate::Storage::nearest`]) never trust a graph node: the candidates of
+//!   all physical partitions, nearest first, are read again until k are live and scored on
+//!   their stored vectors, so deleted, overwritten and expired rows never come back.
 
 mod graph;
 mod nearest;
