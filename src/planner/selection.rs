@@ -155,6 +155,25 @@ pub(crate) fn selector_name(expr: &Expr) -> String {
     }
 }
 
+/// A call's arguments as the function resolver weighs them: a literal as written, a
+/// planned selector by its type, anything else (a bind marker) to be inferred.
+pub(crate) fn call_args<'a>(
+    args: &'a [Expr],
+    planned: &'a [Option<Planned>],
+) -> Vec<FunctionArg<'a>> {
+    args.iter()
+        .zip(planned)
+        .map(|(a, p)| FunctionArg {
+            kind: match (a, p) {
+                (Expr::Literal(l), _) => ArgKind::Literal(l),
+                (_, Some(p)) => ArgKind::Typed(&p.data_type),
+                _ => ArgKind::Marker,
+            },
+            text: a.to_string(),
+        })
+        .collect()
+}
+
 /// Plans one selector expression against `table`.
 ///
 /// # Errors
@@ -296,18 +315,7 @@ pub(crate) fn plan_selector(
                             other => plan_selector(other, table, catalog).map(Some),
                         })
                         .collect::<Result<_, _>>()?;
-                    let call: Vec<FunctionArg<'_>> = args
-                        .iter()
-                        .zip(&planned)
-                        .map(|(a, p)| FunctionArg {
-                            kind: match (a, p) {
-                                (Expr::Literal(l), _) => ArgKind::Literal(l),
-                                (_, Some(p)) => ArgKind::Typed(&p.data_type),
-                                _ => ArgKind::Marker,
-                            },
-                            text: a.to_string(),
-                        })
-                        .collect();
+                    let call = call_args(args, &planned);
                     let sig = functions::resolve(scalar, &call)?;
                     if sig.is_aggregate {
                         return Err(QueryError::invalid(format!(

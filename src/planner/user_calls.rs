@@ -10,7 +10,7 @@ use cql::ast::{Expr, QualifiedName};
 use cql::types::{DataType, Value};
 
 use crate::error::QueryError;
-use crate::executor::functions::{self, ArgKind, FunctionArg, Signature};
+use crate::executor::functions::{self, Signature};
 use crate::executor::literal::literal_value;
 use crate::planner::selection::{plan_selector, Selection};
 use crate::planner::terms::Term;
@@ -149,18 +149,7 @@ pub(crate) fn plan_user_call(
             other => plan_selector(other, table, catalog).map(Some),
         })
         .collect::<Result<Vec<_>, QueryError>>()?;
-    let call_args: Vec<FunctionArg<'_>> = args
-        .iter()
-        .zip(&planned)
-        .map(|(a, p)| FunctionArg {
-            kind: match (a, p) {
-                (Expr::Literal(l), _) => ArgKind::Literal(l),
-                (_, Some(p)) => ArgKind::Typed(&p.data_type),
-                _ => ArgKind::Marker,
-            },
-            text: a.to_string(),
-        })
-        .collect();
+    let call_args = super::selection::call_args(args, &planned);
     let sigs: Vec<Signature> = candidates.iter().map(|(s, _)| s.clone()).collect();
     let sig = functions::resolve_among(&called, sigs, &call_args)?;
     let Some((_, chosen)) = candidates.into_iter().find(|(s, _)| *s == sig) else {
