@@ -21,6 +21,7 @@
 
 pub mod aggregate;
 pub mod conversions;
+pub mod math;
 pub mod scalar;
 pub mod vector;
 
@@ -179,6 +180,10 @@ pub fn signatures(name: &str) -> Vec<Signature> {
         "sum" | "avg" => SUMMABLE
             .iter()
             .map(|t| Signature::new(name, &[*t], *t))
+            .collect(),
+        "abs" | "exp" | "log" | "log10" | "round" => math::argument_types(name)
+            .into_iter()
+            .map(|t| Signature::new(name, &[t], t))
             .collect(),
         _ => {
             if let Some(t) = name.strip_suffix("asblob").and_then(blob_conversion_type) {

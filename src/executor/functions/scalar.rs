@@ -180,6 +180,12 @@ pub fn call_scalar(
                 _ => Value::Bigint(ms),
             }
         }
+        math if super::math::MATH_FUNCTIONS.contains(&math) => {
+            let Some(v) = arg else {
+                return Ok(None);
+            };
+            return Ok(super::math::call(math, &v));
+        }
         other => {
             let Some(v) = arg else {
                 return Ok(None);
