@@ -256,6 +256,26 @@ fn drop_name(ks: &str, name: &str, arg_types: Option<&[DataType]>) -> String {
     }
 }
 
+/// The overload a `DROP FUNCTION` / `DROP AGGREGATE` (`what`) of `name` names: the one of
+/// `arg_types` when given, else the only one (several are Cassandra's ambiguity error).
+fn named_overload<'a, T>(
+    what: &str,
+    name: &str,
+    arg_types: Option<&[DataType]>,
+    overloads: Vec<&'a Arc<T>>,
+    types_of: impl Fn(&T) -> &[DataType],
+) -> Result<Option<&'a Arc<T>>, QueryError> {
+    if overloads.len() > 1 && arg_types.is_none() {
+        return Err(ire(format!(
+            "'DROP {what} {name}' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP {what} {name} (type, type, ...)'. You can use cqlsh 'DESCRIBE {what} {name}' command to find all overloads"
+        )));
+    }
+    Ok(overloads.into_iter().find(|o| match arg_types {
+        Some(t) => super::functions::types_match(types_of(o), t),
+        None => true,
+    }))
+}
+
 /// `DROP FUNCTION [IF EXISTS] name [(types)]`.
 pub(super) fn drop_function(
     catalog: &mut Catalog,
@@ -277,11 +297,10 @@ pub(super) fn drop_function(
         return missing(s.if_exists);
     };
     let overloads: Vec<&Arc<FunctionDef>> = ks.functions_named(name).collect();
-    if overloads.len() > 1 && s.arg_types.is_none() {
-        return Err(ire(format!(
-            "'DROP FUNCTION {name}' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP FUNCTION {name} (type, type, ...)'. You can use cqlsh 'DESCRIBE FUNCTION {name}' command to find all overloads"
-        )));
-    }
+    // Ambiguous without argument types; with them, none may be frozen.
+    let found = named_overload("FUNCTION", name, s.arg_types.as_deref(), overloads, |f| {
+        &f.arg_types
+    })?;
     if let Some(t) =
         s.arg_types.iter().flatten().find(
             |t| matches!(t, DataType::Frozen(inner) if !matches!(**inner, DataType::Tuple(_))),
@@ -291,10 +310,6 @@ pub(super) fn drop_function(
             "Argument '{t}' cannot be frozen; remove frozen<> modifier from '{t}'"
         )));
     }
-    let found = overloads.into_iter().find(|f| match &s.arg_types {
-        Some(t) => super::functions::types_match(&f.arg_types, t),
-        None => true,
-    });
     let Some(f) = found.cloned() else {
         return missing(s.if_exists);
     };
@@ -353,15 +368,9 @@ pub(super) fn drop_aggregate(
         return missing(s.if_exists);
     };
     let overloads: Vec<&Arc<AggregateDef>> = ks.aggregates_named(name).collect();
-    if overloads.len() > 1 && s.arg_types.is_none() {
-        return Err(ire(format!(
-            "'DROP AGGREGATE {name}' matches multiple function definitions; specify the argument types by issuing a statement like 'DROP AGGREGATE {name} (type, type, ...)'. You can use cqlsh 'DESCRIBE AGGREGATE {name}' command to find all overloads"
-        )));
-    }
-    let found = overloads.into_iter().find(|a| match &s.arg_types {
-        Some(t) => super::functions::types_match(&a.arg_types, t),
-        None => true,
-    });
+    let found = named_overload("AGGREGATE", name, s.arg_types.as_deref(), overloads, |a| {
+        &a.arg_types
+    })?;
     let Some(a) = found.cloned() else {
         return missing(s.if_exists);
     };
