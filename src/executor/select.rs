@@ -29,6 +29,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use storage::{ColumnValue, Cursor, Slice, TokenRange};
+use storage::{IndexLookup, IndexValues};
 
 mod ann;
 
@@ -400,14 +401,18 @@ impl SelectPlan {
                 };
                 let mut cursor = state.cursor.clone().map(Cursor::from_bytes);
                 let mut last_pk: Option<Vec<Vec<u8>>> = state.last_pk.clone();
+                let lookup = self.index_lookup(&filters);
                 let mut in_partition = state.in_partition as usize;
                 loop {
                     let batch = want
                         .map(|w| w.saturating_sub(out.len()))
                         .unwrap_or(1000)
                         .clamp(1, 5000);
-                    let page_read =
-                        shards.scan(table_id(&self.table), range, batch, cursor.as_ref())?;
+                    let id = table_id(&self.table);
+                    let page_read = match &lookup {
+                        Some(l) => shards.index_scan(id, l, range, batch, cursor.as_ref())?,
+                        None => shards.scan(id, range, batch, cursor.as_ref())?,
+                    };
                     for p in &page_read.partitions {
                         if last_pk.as_ref() != Some(&p.partition_key) {
                             last_pk = Some(p.partition_key.clone());
@@ -667,6 +672,77 @@ impl SelectPlan {
             out.push((f.column, key, f.op, vals));
         }
         Ok(out)
+    }
+
+    /// The index lookup that finds the rows a filtering query wants, when a secondary index
+    /// serves one of its filters: an equality (`=`, CONTAINS, CONTAINS KEY, `m[k] =`) first,
+    /// else a range on one column (SAI). The rows it names are still checked by every filter.
+    fn index_lookup(&self, filters: &[BoundFilter]) -> Option<IndexLookup> {
+        if self.table.indexes.is_empty() {
+            return None;
+        }
+        let mut range: Option<(usize, IndexLookup)> = None;
+        for (i, key, op, vals) in filters {
+            let col = &self.table.columns[*i];
+            let Some(index) = crate::planner::index_choice::serving(
+                &self.table,
+                &col.name,
+                &col.data_type,
+                *op,
+                key.is_some(),
+            ) else {
+                continue;
+            };
+            let Some(spec) = crate::schema::index_spec(&self.table, index) else {
+                continue;
+            };
+            let Some(v) = vals.first().map(Value::to_bytes) else {
+                continue;
+            };
+            let values = match (op, key) {
+                (Operator::Eq, Some(k)) => IndexValues::Entry(k.to_bytes(), v),
+                (Operator::Eq | Operator::Contains | Operator::ContainsKey, None) => {
+                    IndexValues::Eq(v)
+                }
+                (Operator::Gt | Operator::Ge | Operator::Lt | Operator::Le, None) => {
+                    let bound = Some((v, matches!(op, Operator::Ge | Operator::Le)));
+                    let lower = matches!(op, Operator::Gt | Operator::Ge);
+                    // Two bounds on one column make one range.
+                    if let Some((
+                        c,
+                        IndexLookup {
+                            values: IndexValues::Range { lower: l, upper: u },
+                            ..
+                        },
+                    )) = range.as_mut()
+                    {
+                        if *c == *i {
+                            if lower {
+                                *l = bound;
+                            } else {
+                                *u = bound;
+                            }
+                        }
+                        continue;
+                    }
+                    let (lower, upper) = if lower { (bound, None) } else { (None, bound) };
+                    range = Some((
+                        *i,
+                        IndexLookup {
+                            index: spec,
+                            values: IndexValues::Range { lower, upper },
+                        },
+                    ));
+                    continue;
+                }
+                _ => continue,
+            };
+            return Some(IndexLookup {
+                index: spec,
+                values,
+            });
+        }
+        range.map(|(_, l)| l)
     }
 
     fn cell_value(&self, ctx: &RowContext<'_>, i: usize) -> Option<Bytes> {

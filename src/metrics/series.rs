@@ -76,6 +76,8 @@ pub struct ScrapedSeries {
     pub items_read: IntCounter,
     /// `ringdb_vector_index_backlog`: vectors not yet in their graphs, plus graphs not built.
     pub vector_index_backlog: IntGauge,
+    /// `ringdb_index_builds_pending`: secondary indexes whose build is not done.
+    pub index_builds_pending: IntGauge,
     /// `ringdb_raft_groups_led`.
     pub groups_led: IntGauge,
     /// `ringdb_raft_groups_held`.
@@ -288,6 +290,10 @@ impl Metrics {
             vector_index_backlog: m.gauge(
                 "ringdb_vector_index_backlog",
                 "Vectors waiting to enter their vector index graphs, plus graphs not yet built",
+            )?,
+            index_builds_pending: m.gauge(
+                "ringdb_index_builds_pending",
+                "Secondary indexes whose build from stored rows is not done",
             )?,
             groups_led: m.gauge("ringdb_raft_groups_led", "Raft groups this node leads")?,
             groups_held: m.gauge(

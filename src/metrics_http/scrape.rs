@@ -49,6 +49,8 @@ fn read(node: &Node, s: &ScrapedSeries) {
     raise(&s.items_read, e.items_read);
     s.vector_index_backlog
         .set(i64::try_from(e.vector_index_backlog).unwrap_or(i64::MAX));
+    s.index_builds_pending
+        .set(i64::try_from(e.index_builds_pending).unwrap_or(i64::MAX));
     if let Ok(free) = fs4::available_space(&node.config().data_dir) {
         s.disk_free.set(i64::try_from(free).unwrap_or(i64::MAX));
     }

@@ -38,7 +38,7 @@ fn literal_type(ty: &DataType) -> bool {
 }
 
 /// The index answering a relation on `column` of type `ty`, if one does.
-fn serving<'a>(
+pub fn serving<'a>(
     table: &'a Table,
     column: &str,
     ty: &DataType,

@@ -1,6 +1,7 @@
 //! How a catalog table maps onto storage: its storage id and its [`TableLayout`] (key types,
 //! clustering order, column ids, the point-read columns, gc grace and vector indexes).
 
+use super::index::{IndexDef, TargetKind};
 use super::{ClusteringOrder, ColumnKind, Table};
 use cql::types::DataType;
 use storage::{TableId, TableLayout};
@@ -50,7 +51,37 @@ pub fn layout_of(table: &Table) -> TableLayout {
                 })
             })
             .collect(),
+        indexes: table
+            .indexes
+            .iter()
+            .filter(|i| i.vector_similarity(table).is_none())
+            .filter_map(|i| index_spec(table, i))
+            .collect(),
     }
+}
+
+/// The storage spec of a (non-vector) secondary index.
+pub fn index_spec(table: &Table, index: &IndexDef) -> Option<storage::IndexSpec> {
+    let column = table.column(&index.column)?;
+    let position = || u16::try_from(column.position).ok();
+    let place = match column.kind {
+        ColumnKind::Regular => storage::IndexPlace::Regular,
+        ColumnKind::Static => storage::IndexPlace::Static,
+        ColumnKind::Clustering => storage::IndexPlace::Clustering(position()?),
+        ColumnKind::PartitionKey => storage::IndexPlace::PartitionKey(position()?),
+    };
+    let target = match index.kind {
+        TargetKind::Simple => storage::IndexTarget::Simple,
+        TargetKind::Keys => storage::IndexTarget::Keys,
+        TargetKind::Values => storage::IndexTarget::Values,
+        TargetKind::Entries => storage::IndexTarget::Entries,
+        TargetKind::Full => storage::IndexTarget::Full,
+    };
+    Some(storage::IndexSpec {
+        column: column.id,
+        target,
+        place,
+    })
 }
 
 /// The storage id of a catalog table.

@@ -18,7 +18,7 @@ pub(crate) use ddl::keyspace_of;
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
 use ddl::{change, user_keyspace};
 pub use functions::{AggregateDef, FunctionDef};
-pub use layout::{layout_of, table_id};
+pub use layout::{index_spec, layout_of, table_id};
 pub use options::{KeyspaceParams, Replicas, TableParams, DATA_CENTER, MAX_TTL};
 pub use persist::{catalog_from_json, load_catalog, save_catalog};
 pub use write_error::write_error;

@@ -3,8 +3,8 @@
 
 use super::{CasDecision, CasError, PartitionLocks, ShardError, Shards};
 use storage::{
-    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout,
-    TokenRange, VectorIndexSpec,
+    Cursor, IndexLookup, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, Storage, TableId,
+    TableLayout, TokenRange, VectorIndexSpec,
 };
 
 /// Every physical partition of this node, read and written in place.
@@ -45,6 +45,19 @@ impl Shards for LocalShards {
         cursor: Option<&Cursor>,
     ) -> Result<ScanPage, ShardError> {
         Ok(self.storage.scan(table, range, limit, cursor)?)
+    }
+
+    fn index_scan(
+        &self,
+        table: TableId,
+        lookup: &IndexLookup,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, ShardError> {
+        Ok(self
+            .storage
+            .index_scan(table, lookup, range, limit, cursor)?)
     }
 
     fn nearest(

@@ -32,8 +32,8 @@ pub use shard_error::{Rejected, ShardError};
 
 use crate::error::QueryError;
 use storage::{
-    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, TableId, TableLayout,
-    TokenRange, VectorIndexSpec,
+    Cursor, IndexLookup, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, TableId,
+    TableLayout, TokenRange, VectorIndexSpec,
 };
 
 /// Why a compare-and-set did not complete.
@@ -159,5 +159,23 @@ pub trait Shards: Send + Sync {
         k: usize,
     ) -> Result<Vec<NearestRow>, ShardError> {
         exact_nearest::exact_nearest(self, table, range, index, query, k)
+    }
+
+    /// The rows of `range` a secondary index names for `lookup`'s values, paged as
+    /// [`Shards::scan`] pages (a superset: callers check every row). Without index entries
+    /// to read, the scan itself.
+    ///
+    /// # Errors
+    /// As [`Shards::scan`].
+    fn index_scan(
+        &self,
+        table: TableId,
+        lookup: &IndexLookup,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, ShardError> {
+        let _ = lookup;
+        self.scan(table, range, limit, cursor)
     }
 }

@@ -15,8 +15,8 @@ use crate::shard::{CasDecision, CasError, ShardError, Shards, ShardsAt};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 use storage::{
-    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, Storage, TableId, TableLayout,
-    TokenRange, VectorIndexSpec,
+    Cursor, IndexLookup, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, Storage, TableId,
+    TableLayout, TokenRange, VectorIndexSpec,
 };
 
 /// A request's shards, metered.
@@ -100,6 +100,38 @@ impl<'a> MeteredShards<'a> {
                 self.metrics.table_name(table)
             )
         });
+    }
+
+    /// A scan or an index scan (`run`), admitted and charged as a scan.
+    fn metered_scan(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        cursor: Option<&Cursor>,
+        what: &str,
+        run: &dyn Fn(&dyn Shards) -> Result<ScanPage, ShardError>,
+    ) -> Result<ScanPage, ShardError> {
+        let from = cursor
+            .and_then(Cursor::scan_token)
+            .unwrap_or(range.start.saturating_add(1));
+        self.retrying(table, || {
+            let end = self.admit(table, || from)?;
+            if crate::query_trace::active() {
+                self.trace_partition(what, table, from);
+            }
+            let started = clock::now();
+            let page = run(self.inner.get())?;
+            let cost = self.read_factor * page.read_cost();
+            crate::query_trace::event(|| {
+                let rows: usize = page.partitions.iter().map(|p| p.rows.len()).sum();
+                format!(
+                    "Scanned {} partitions and {rows} live rows ({cost} request units)",
+                    page.partitions.len()
+                )
+            });
+            self.pay(table, end, cost, Operation::Scan, started);
+            Ok(page)
+        })
     }
 
     /// Runs `op` on `table` again while it is refused for throughput and the wait still fits
@@ -189,26 +221,21 @@ impl Shards for MeteredShards<'_> {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> Result<ScanPage, ShardError> {
-        let from = cursor
-            .and_then(Cursor::scan_token)
-            .unwrap_or(range.start.saturating_add(1));
-        self.retrying(table, || {
-            let end = self.admit(table, || from)?;
-            if crate::query_trace::active() {
-                self.trace_partition("Scanning", table, from);
-            }
-            let started = clock::now();
-            let page = self.inner.get().scan(table, range, limit, cursor)?;
-            let cost = self.read_factor * page.read_cost();
-            crate::query_trace::event(|| {
-                let rows: usize = page.partitions.iter().map(|p| p.rows.len()).sum();
-                format!(
-                    "Scanned {} partitions and {rows} live rows ({cost} request units)",
-                    page.partitions.len()
-                )
-            });
-            self.pay(table, end, cost, Operation::Scan, started);
-            Ok(page)
+        self.metered_scan(table, range, cursor, "Scanning", &|s| {
+            s.scan(table, range, limit, cursor)
+        })
+    }
+
+    fn index_scan(
+        &self,
+        table: TableId,
+        lookup: &IndexLookup,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, ShardError> {
+        self.metered_scan(table, range, cursor, "Scanning an index from", &|s| {
+            s.index_scan(table, lookup, range, limit, cursor)
         })
     }
 

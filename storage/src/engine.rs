@@ -24,6 +24,7 @@ use crate::journal_sync::JournalSync;
 use crate::open_tables::{OpenTables, Table};
 use crate::options::{Limits, StorageOptions};
 use crate::ring_store::RingStore;
+use crate::secondary::{IndexBuilder, SecondaryIndexes, INDEX_KEYSPACE};
 use crate::split::Splitter;
 use crate::split_worker;
 use crate::stripes::{self, Stripes};
@@ -58,6 +59,8 @@ pub(crate) struct Inner {
     pub(crate) workers: Workers,
     /// The vector indexes' graphs (see `crate::ann`).
     pub(crate) ann: AnnIndexes,
+    /// The secondary indexes (see `crate::secondary`).
+    pub(crate) indexes: SecondaryIndexes,
 }
 
 impl Drop for Inner {
@@ -117,6 +120,8 @@ impl Storage {
         let db = crate::priority::run_lowered(priority, || builder.open())??;
         let meta = db.keyspace(META_KEYSPACE, KeyspaceCreateOptions::default)?;
         let rings = RingStore::new(db.clone(), meta.clone());
+        let index_ks = db.keyspace(INDEX_KEYSPACE, KeyspaceCreateOptions::default)?;
+        let indexes = SecondaryIndexes::new(index_ks, meta.clone());
         let (tables, stripes) = (Arc::<OpenTables>::default(), Arc::<Stripes>::default());
         let limits = Limits {
             physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
@@ -147,6 +152,7 @@ impl Storage {
             disk,
             workers: Workers::new(priority),
             ann: AnnIndexes::default(),
+            indexes,
         });
         let workers = &inner.workers;
         if let SyncPolicy::Periodic(every) = options.sync {
@@ -157,6 +163,10 @@ impl Storage {
         workers.start_with(
             inner.ann.signal.clone(),
             AnnWorker::new(Arc::downgrade(&inner)),
+        )?;
+        workers.start_with(
+            inner.indexes.signal.clone(),
+            IndexBuilder::new(Arc::downgrade(&inner)),
         )?;
         if let Some(idle) = options.idle_compaction {
             workers.start(IdleCompactor::new(

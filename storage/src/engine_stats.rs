@@ -42,6 +42,8 @@ pub struct EngineStats {
     /// Vectors waiting to be inserted into their graphs, plus one per graph whose build's
     /// scan is not done: zero once vector search runs on built graphs only.
     pub vector_index_backlog: u64,
+    /// Secondary indexes whose build is not done (their lookups scan meanwhile).
+    pub index_builds_pending: u64,
 }
 
 impl Storage {
@@ -68,6 +70,7 @@ impl Storage {
             item_cache_misses: misses,
             items_read: self.items_read(),
             vector_index_backlog: self.inner.ann.backlog(),
+            index_builds_pending: self.inner.indexes.backlog(),
         }
     }
 }

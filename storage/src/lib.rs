@@ -117,6 +117,7 @@ mod routing_map;
 mod row;
 mod scan;
 mod scan_page;
+mod secondary;
 mod slice;
 mod split;
 mod split_queue;
@@ -167,6 +168,7 @@ pub use options::{
 pub use range_transfer::RangeSink;
 pub use row::{ColumnValue, Row};
 pub use scan_page::{ScanPage, ScannedPartition, TokenRange};
+pub use secondary::{IndexLookup, IndexPlace, IndexSpec, IndexTarget, IndexValues};
 pub use slice::{PartitionSlice, Slice};
 pub use table::{TableId, TableLayout, DEFAULT_GC_GRACE_SECONDS};
 pub use table_info::{

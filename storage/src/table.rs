@@ -8,6 +8,7 @@ use cql::types::DataType;
 
 use crate::ann::VectorIndexSpec;
 use crate::key::Order;
+use crate::secondary::IndexSpec;
 
 /// A table's identity (the schema's table uuid as a u128).
 #[derive(
@@ -45,6 +46,9 @@ pub struct TableLayout {
     /// The table's vector indexes: each keeps an HNSW graph per physical partition
     /// ([`crate::Storage::nearest`]).
     pub vector_indexes: Vec<VectorIndexSpec>,
+    /// The table's other secondary indexes: entries kept in step with writes
+    /// ([`crate::Storage::index_scan`]).
+    pub indexes: Vec<IndexSpec>,
 }
 
 impl Default for TableLayout {
@@ -56,6 +60,7 @@ impl Default for TableLayout {
             point_row_columns: None,
             gc_grace_seconds: DEFAULT_GC_GRACE_SECONDS,
             vector_indexes: Vec::new(),
+            indexes: Vec::new(),
         }
     }
 }

@@ -49,6 +49,7 @@ impl Storage {
         if existing.is_some_and(|t| t.layout.vector_indexes != vectors) {
             self.inner.ann.forget_table(id);
         }
+        self.inner.indexes.set(id, &layout)?;
         self.inner.tables.insert(Table {
             id,
             layout,
@@ -78,6 +79,7 @@ impl Storage {
         self.inner.tables.remove(id);
         self.inner.gc.unregister(id);
         self.inner.ann.forget_table(id);
+        self.inner.indexes.forget_table(id)?;
         let view = table.ring.current();
         let cached: Vec<u64> = view
             .parts
@@ -182,6 +184,10 @@ impl Storage {
         if cleared.is_ok() && fence_writes && start == MIN_TOKEN && end == MAX_TOKEN {
             // Every stripe is held over an empty table: an interrupted filter build is moot.
             table.ring.filter.mark_complete();
+            // No row is left for an entry to name.
+            if let Err(e) = self.inner.indexes.clear(id) {
+                cleared = Err(e);
+            }
         }
         drop(all);
         // No lookup reaches the retired ids' entries any more; the scan runs without stripes.

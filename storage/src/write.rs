@@ -113,6 +113,20 @@ impl Storage {
         if let Some((key, value)) = marker {
             batch.insert(&self.inner.meta, key, value);
         }
+        // Index entries go in the same batch, from the index list read under the stripes
+        // (see `crate::secondary`), with the newest layout.
+        for s in &staged {
+            if self.inner.indexes.of(s.table_id).is_some() {
+                let table = self.table(s.table_id)?;
+                self.inner.indexes.add_entries(
+                    s.table_id,
+                    &table.layout,
+                    &s.addr.prefix,
+                    s.mutation,
+                    &mut batch,
+                )?;
+            }
+        }
         // Set before the commit, so a reader whose snapshot holds these items sees the flags.
         let marked: SmallVec<[u8; 4]> = staged
             .iter()
