@@ -108,10 +108,14 @@ async fn serve(cluster: &Arc<Cluster>, request: Request) -> Response {
             range,
             limit,
             cursor,
+            index,
             linearizable,
         } => Response::Scan(
             super::replica_read::read_here(cluster, group, table, range.end, linearizable, |s| {
-                s.scan(table, range, limit, cursor.as_ref())
+                match &index {
+                    Some(lookup) => s.index_scan(table, lookup, range, limit, cursor.as_ref()),
+                    None => s.scan(table, range, limit, cursor.as_ref()),
+                }
             })
             .await,
         ),

@@ -66,6 +66,8 @@ pub enum Request {
         limit: usize,
         /// Where to continue.
         cursor: Option<storage::Cursor>,
+        /// The secondary index whose rows to read instead of every row.
+        index: Option<storage::IndexLookup>,
         /// As for [`Request::Read`].
         linearizable: bool,
     },

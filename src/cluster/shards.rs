@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storage::token::MIN_TOKEN;
 use storage::{
-    Cursor, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, StorageError, TableId,
-    TableLayout, TokenRange, VectorIndexSpec,
+    Cursor, IndexLookup, Mutation, NearestRow, PartitionSlice, ScanPage, Slice, StorageError,
+    TableId, TableLayout, TokenRange, VectorIndexSpec,
 };
 
 /// The pause before routing again a request that met a split (the map catches up in
@@ -274,6 +274,91 @@ impl ClusterShards {
                 .unwrap_or_else(|| Err(ProposeFailure::Failed("unexpected answer".into()))),
         }
     }
+
+    /// A scan (or, with `lookup`, an index scan) group by group over `range`.
+    fn scan_groups(
+        &self,
+        table: TableId,
+        lookup: Option<&IndexLookup>,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, ShardError> {
+        let end = if range.end == MIN_TOKEN {
+            i64::MAX
+        } else {
+            range.end
+        };
+        let from = cursor.and_then(Cursor::scan_token);
+        let deadline = Instant::now() + self.timeout(false);
+        let mut page = ScanPage::default();
+        let mut cursor = cursor.cloned();
+        // Tokens up to `done` are read; a split met on the way re-reads the map from there.
+        let mut done = range.start;
+        'route: loop {
+            let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
+            if groups.is_empty() {
+                return Err(ShardError::Storage(StorageError::UnknownTable(table)));
+            }
+            for (group_start, group) in groups {
+                // Groups wholly before the cursor's partition or the range are skipped.
+                if from.is_some_and(|t| t > group.end) || group.end <= done {
+                    continue;
+                }
+                let start = done.max(group_start);
+                let stop = end.min(group.end);
+                if start >= stop {
+                    break;
+                }
+                let left =
+                    limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
+                if left == 0 {
+                    break;
+                }
+                let sub = TokenRange { start, end: stop };
+                let here = cursor.take();
+                let part = self.read_group(
+                    &group,
+                    table,
+                    stop,
+                    deadline,
+                    |s| match lookup {
+                        Some(l) => s.index_scan(table, l, sub, left, here.as_ref()),
+                        None => s.scan(table, sub, left, here.as_ref()),
+                    },
+                    |linearizable| Request::Scan {
+                        group: group.id,
+                        table,
+                        range: sub,
+                        limit: left,
+                        cursor: here.clone(),
+                        index: lookup.cloned(),
+                        linearizable,
+                    },
+                    |r| match r {
+                        Response::Scan(r) => Some(r),
+                        _ => None,
+                    },
+                )?;
+                let Some(part) = part else {
+                    if Instant::now() >= deadline {
+                        return Err(self.read_timeout(&group));
+                    }
+                    cursor = here;
+                    std::thread::sleep(MOVED_RETRY);
+                    continue 'route;
+                };
+                page.items_read += part.items_read;
+                page.partitions.extend(part.partitions);
+                if part.cursor.is_some() {
+                    page.cursor = part.cursor;
+                    return Ok(page);
+                }
+                done = stop;
+            }
+            return Ok(page);
+        }
+    }
 }
 
 impl Shards for ClusterShards {
@@ -354,76 +439,18 @@ impl Shards for ClusterShards {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> Result<ScanPage, ShardError> {
-        let end = if range.end == MIN_TOKEN {
-            i64::MAX
-        } else {
-            range.end
-        };
-        let from = cursor.and_then(Cursor::scan_token);
-        let deadline = Instant::now() + self.timeout(false);
-        let mut page = ScanPage::default();
-        let mut cursor = cursor.cloned();
-        // Tokens up to `done` are read; a split met on the way re-reads the map from there.
-        let mut done = range.start;
-        'route: loop {
-            let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
-            if groups.is_empty() {
-                return Err(ShardError::Storage(StorageError::UnknownTable(table)));
-            }
-            for (group_start, group) in groups {
-                // Groups wholly before the cursor's partition or the range are skipped.
-                if from.is_some_and(|t| t > group.end) || group.end <= done {
-                    continue;
-                }
-                let start = done.max(group_start);
-                let stop = end.min(group.end);
-                if start >= stop {
-                    break;
-                }
-                let left =
-                    limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
-                if left == 0 {
-                    break;
-                }
-                let sub = TokenRange { start, end: stop };
-                let here = cursor.take();
-                let part = self.read_group(
-                    &group,
-                    table,
-                    stop,
-                    deadline,
-                    |s| s.scan(table, sub, left, here.as_ref()),
-                    |linearizable| Request::Scan {
-                        group: group.id,
-                        table,
-                        range: sub,
-                        limit: left,
-                        cursor: here.clone(),
-                        linearizable,
-                    },
-                    |r| match r {
-                        Response::Scan(r) => Some(r),
-                        _ => None,
-                    },
-                )?;
-                let Some(part) = part else {
-                    if Instant::now() >= deadline {
-                        return Err(self.read_timeout(&group));
-                    }
-                    cursor = here;
-                    std::thread::sleep(MOVED_RETRY);
-                    continue 'route;
-                };
-                page.items_read += part.items_read;
-                page.partitions.extend(part.partitions);
-                if part.cursor.is_some() {
-                    page.cursor = part.cursor;
-                    return Ok(page);
-                }
-                done = stop;
-            }
-            return Ok(page);
-        }
+        self.scan_groups(table, None, range, limit, cursor)
+    }
+
+    fn index_scan(
+        &self,
+        table: TableId,
+        lookup: &IndexLookup,
+        range: TokenRange,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> Result<ScanPage, ShardError> {
+        self.scan_groups(table, Some(lookup), range, limit, cursor)
     }
 
     fn nearest(

@@ -256,7 +256,7 @@ def test_index_in_a_cluster(ring):
     c2 = connect(ring[1], only=True)
     try:
         s1 = c1.connect()
-        s1.execute("CREATE KEYSPACE idx_ring WITH replication = "
+        s1.execute("CREATE KEYSPACE IF NOT EXISTS idx_ring WITH replication = "
                    "{'class': 'SimpleStrategy', 'replication_factor': 3}")
         s1.execute("CREATE TABLE idx_ring.t (k int PRIMARY KEY, v int)")
         ins = s1.prepare("INSERT INTO idx_ring.t (k, v) VALUES (?, ?)")
@@ -310,6 +310,47 @@ def test_vector_search_in_a_cluster(ring):
                     raise
                 time.sleep(0.2)
         assert got == [30, 31, 29]
+    finally:
+        c3.shutdown()
+        c1.shutdown()
+
+
+def test_secondary_index_in_a_cluster(ring):
+    # Every replica writes entries with the rows it applies and builds them for rows it held
+    # before the index; any node coordinates an indexed query group by group.
+    from test_cluster import connect, write_new_table
+    c1 = connect(ring[0])
+    c3 = connect(ring[2], only=True)
+    try:
+        s1 = c1.connect()
+        s1.execute("CREATE KEYSPACE idx_ring2 WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s1.execute("CREATE TABLE idx_ring2.t (k int PRIMARY KEY, v int)")
+        ins = s1.prepare("INSERT INTO idx_ring2.t (k, v) VALUES (?, ?)")
+        for k in range(100):
+            write_new_table(s1, ins, (k, k % 10))
+        s1.execute("CREATE INDEX ON idx_ring2.t (v)")
+        for k in range(100, 200):
+            s1.execute(ins, (k, k % 10))
+        s1.execute("DELETE FROM idx_ring2.t WHERE k = 3")
+        s1.execute("UPDATE idx_ring2.t SET v = 4 WHERE k = 13")
+        s3 = c3.connect()
+        want = sorted(k for k in range(200) if k % 10 == 3 and k not in (3, 13))
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                got = sorted(r.k for r in s3.execute("SELECT k FROM idx_ring2.t WHERE v = 3"))
+                break
+            except InvalidRequest:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert got == want
+        traced = s3.execute(SimpleStatement("SELECT k FROM idx_ring2.t WHERE v = 4", fetch_size=7),
+                            trace=True)
+        assert 13 in [r.k for r in traced]
+        events = [e.description for e in traced.get_query_trace().events]
+        assert any(e.startswith("Scanning an index from") for e in events), events
     finally:
         c3.shutdown()
         c1.shutdown()
