@@ -1,9 +1,9 @@
 //! Whether a SELECT's WHERE clause is served by secondary indexes, so that it needs no
 //! ALLOW FILTERING (Cassandra's `StatementRestrictions` with `IndexRestrictions`).
 //!
-//! The query itself runs as the filtering scan over the physical partitions (through
-//! `Shards::scan`), which checks every row against every restriction: results never depend
-//! on index entries. This is also the seam for ANN (`ORDER BY v ANN OF`) later.
+//! The query reads the rows an index names (`Shards::index_scan`, chosen by the executor's
+//! `index_lookup`) and checks every row against every restriction: results never depend on
+//! whether an entry is stale.
 
 use crate::error::QueryError;
 use crate::schema::index::{IndexDef, TargetKind};

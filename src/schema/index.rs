@@ -1,7 +1,8 @@
 //! Secondary indexes in the catalog: `CREATE INDEX` / `DROP INDEX` with Cassandra 5.0's checks.
 //!
-//! An index is schema only: queries find rows through the filtering scan and verify every
-//! row against the restriction, so a hit is never stale (see README, "Secondary indexes").
+//! Storage keeps each index's entries (`storage::IndexSpec`, from `layout_of`); a query
+//! reads the rows they name and verifies every row against its restrictions, so a hit is
+//! never stale (see README, "Secondary indexes").
 
 use super::{Catalog, ColumnKind, Table};
 use crate::error::QueryError;

@@ -88,16 +88,7 @@ impl Storage {
                 for p in &page.partitions {
                     rows += p.rows.len().max(1) as u64;
                     let addr = address(&table.layout, &p.partition_key)?;
-                    partition_entries(
-                        &indexer,
-                        &table.layout,
-                        &base,
-                        &addr.prefix,
-                        &p.partition_key,
-                        &p.static_cells,
-                        &p.rows,
-                        &mut keys,
-                    )?;
+                    partition_entries(&indexer, &table.layout, &base, &addr.prefix, p, &mut keys)?;
                 }
                 if !keys.is_empty() {
                     let mut batch = self.inner.durability.batch();

@@ -15,6 +15,7 @@ use super::spec::{IndexPlace, IndexSpec, IndexTarget};
 use crate::key::{self, encode_value};
 use crate::mutation::{ColumnOp, ColumnWrite, Mutation};
 use crate::row::{ColumnValue, Row};
+use crate::scan_page::ScannedPartition;
 use crate::table::{TableId, TableLayout};
 use crate::StorageError;
 
@@ -194,7 +195,8 @@ impl<'a> Indexer<'a> {
         }
     }
 
-    /// True when a row (`Some`) or a partition's statics and key hold an entry's value.
+    /// The encoded values the indexed column holds in a row (`Some`), or in a partition's
+    /// statics and key.
     fn live_row_values(
         &self,
         partition_key: &[Vec<u8>],
@@ -316,11 +318,14 @@ pub(crate) fn partition_entries(
     layout: &TableLayout,
     base: &[u8],
     prefix: &[u8],
-    partition_key: &[Vec<u8>],
-    statics: &std::collections::BTreeMap<u32, ColumnValue>,
-    rows: &[Row],
+    partition: &ScannedPartition,
     out: &mut Vec<Vec<u8>>,
 ) -> Result<(), StorageError> {
+    let (partition_key, statics, rows) = (
+        &partition.partition_key,
+        &partition.static_cells,
+        &partition.rows,
+    );
     let mut values = Vec::new();
     if indexer.spec.place.per_partition() {
         indexer.live_row_values(partition_key, statics, rows.first(), &mut values);

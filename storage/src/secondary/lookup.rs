@@ -15,6 +15,9 @@ use crate::scan_page::{ScanPage, ScannedPartition, TokenRange};
 use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
 use crate::{StorageError, TableId};
 
+/// Row keys named by index entries, in key order.
+type RowKeys<'s> = Box<dyn Iterator<Item = Result<Vec<u8>, StorageError>> + 's>;
+
 /// Where a lookup's candidates start and stop, in row-key bytes.
 struct Window {
     /// Candidates must be greater than this (exclusive).
@@ -199,7 +202,7 @@ impl Storage {
         window: &Window,
         snap: &'s fjall::Snapshot,
         entries_read: &mut u64,
-    ) -> Result<Box<dyn Iterator<Item = Result<Vec<u8>, StorageError>> + 's>, StorageError> {
+    ) -> Result<RowKeys<'s>, StorageError> {
         let ks = &self.inner.indexes.ks;
         let mut base = index_base(table_id, &lookup.index);
         let (lower, upper) = match &lookup.values {
@@ -261,7 +264,7 @@ impl Storage {
         snap: &'s fjall::Snapshot,
         base: Vec<u8>,
         window: &Window,
-    ) -> Box<dyn Iterator<Item = Result<Vec<u8>, StorageError>> + 's> {
+    ) -> RowKeys<'s> {
         let from = match &window.after {
             Some(a) if a.as_slice() >= window.low.as_slice() => {
                 Bound::Excluded([base.as_slice(), a].concat())

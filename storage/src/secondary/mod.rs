@@ -20,6 +20,8 @@
 mod builder;
 mod entry;
 mod lookup;
+#[cfg(test)]
+mod lookup_tests;
 mod spec;
 
 pub(crate) use builder::IndexBuilder;
