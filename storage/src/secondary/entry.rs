@@ -195,6 +195,20 @@ impl<'a> Indexer<'a> {
         }
     }
 
+    /// True when a row (or, for an index of a static or key column, its partition) still
+    /// holds the encoded value `value`.
+    pub(crate) fn holds(
+        &self,
+        partition_key: &[Vec<u8>],
+        statics: &std::collections::BTreeMap<u32, ColumnValue>,
+        row: Option<&Row>,
+        value: &[u8],
+    ) -> bool {
+        let mut values = Vec::new();
+        self.live_row_values(partition_key, statics, row, &mut values);
+        values.iter().any(|v| v == value)
+    }
+
     /// The encoded values the indexed column holds in a row (`Some`), or in a partition's
     /// statics and key.
     fn live_row_values(

@@ -1,7 +1,7 @@
 //! Index lookups: the rows an index names for a value, read in token order and paged like a
 //! scan ([`crate::Storage::index_scan`]).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use super::entry::{index_base, Indexer};
@@ -9,14 +9,32 @@ use super::spec::{IndexLookup, IndexValues};
 use crate::cursor::{Cursor, ScanPosition};
 use crate::engine::Storage;
 use crate::key::{self, KeyReader};
+use crate::open_tables::Table;
 use crate::partition_head::PartitionDeletions;
 use crate::read_ctx::{into_inner, range_at, ReadCtx};
 use crate::scan_page::{ScanPage, ScannedPartition, TokenRange};
+use crate::stripes::Stripes;
 use crate::token::{split_partition_key, MAX_TOKEN, MIN_TOKEN};
 use crate::{StorageError, TableId};
 
-/// Row keys named by index entries, in key order.
-type RowKeys<'s> = Box<dyn Iterator<Item = Result<Vec<u8>, StorageError>> + 's>;
+/// Row keys named by index entries, in key order, each with the encoded value its entry holds.
+type RowKeys<'s> = Box<dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), StorageError>> + 's>;
+
+/// Stale entries purged per lookup at most.
+const MAX_PURGED: usize = 256;
+
+/// An entry whose row did not hold its value when read.
+struct Stale {
+    token: i64,
+    /// The length of the row's partition prefix.
+    prefix_len: usize,
+    /// The whole entry key.
+    entry: Vec<u8>,
+    /// Where the value starts in `entry`.
+    value_at: usize,
+    /// Where the row key starts in `entry`.
+    row_at: usize,
+}
 
 /// Where a lookup's candidates start and stop, in row-key bytes.
 struct Window {
@@ -99,6 +117,7 @@ impl Storage {
         }
         let snap = self.inner.db.snapshot();
         let view = table.ring.current();
+        let base = index_base(table_id, &lookup.index);
         let mut entries_read = 0u64;
         let candidates = self.candidates(
             table_id,
@@ -123,11 +142,12 @@ impl Storage {
         let resumed = resume.map(|(prefix, after)| {
             let mut row = prefix;
             row.push(key::AFTER_PREFIX);
-            Ok((row, Some(after)))
+            Ok((row, Vec::new(), Some(after)))
         });
-        let rest = candidates.map(|row| row.map(|r| (r, None)));
+        let rest = candidates.map(|c| c.map(|(row, value)| (row, value, None)));
+        let mut stale: Vec<Stale> = Vec::new();
         for item in resumed.into_iter().chain(rest) {
-            let (row, resume_after) = item?;
+            let (row, value, resume_after) = item?;
             let (token, pk, rest) = key::split_partition_prefix(&row)?;
             let prefix_len = row.len() - rest.len();
             let (prefix, clustering) = match resume_after {
@@ -173,6 +193,26 @@ impl Storage {
                 let last = (!rows.is_empty()).then(|| clustering.to_vec());
                 (rows, last.filter(|_| want == 1))
             };
+            // An entry whose row no longer holds its value is purged after the page.
+            if resume_after.is_none() && stale.len() < MAX_PURGED {
+                let gone = rows.is_empty() && (!per_partition || part.static_cells.is_empty());
+                let holds = !gone
+                    && indexer.holds(
+                        &part.partition_key,
+                        &part.static_cells,
+                        rows.first(),
+                        &value,
+                    );
+                if !holds {
+                    stale.push(Stale {
+                        token,
+                        prefix_len: p.len(),
+                        entry: [base.as_slice(), &value, &row].concat(),
+                        value_at: base.len(),
+                        row_at: base.len() + value.len(),
+                    });
+                }
+            }
             part.rows.extend(rows);
             if let Some(last) = stopped {
                 page.cursor = Some(Cursor::in_partition(p, &last));
@@ -190,7 +230,67 @@ impl Storage {
         }
         page.items_read = ctx.items + entries_read;
         self.count_items(page.items_read);
+        drop(snap);
+        if !stale.is_empty() {
+            if let Err(e) = self.purge_stale(&table, &indexer, per_partition, &stale) {
+                tracing::warn!(table = %table_id, "purging stale index entries failed: {e}");
+            }
+        }
         Ok(page)
+    }
+
+    /// Removes the entries of `stale` whose rows still do not hold their values, read again
+    /// under the rows' write-lock stripes: a writer adding the same entry holds its stripe
+    /// too, so an entry is never removed from under a row that holds its value.
+    fn purge_stale(
+        &self,
+        table: &Table,
+        indexer: &Indexer<'_>,
+        per_partition: bool,
+        stale: &[Stale],
+    ) -> Result<(), StorageError> {
+        let mask = stale
+            .iter()
+            .fold(0u64, |m, s| m | 1 << Stripes::of(table.id, s.token));
+        let _guards = self.inner.stripes.lock(mask);
+        let snap = self.inner.db.snapshot();
+        let view = table.ring.current();
+        let mut ctx = ReadCtx {
+            snap: &snap,
+            table,
+            ks: &view.parts[0].keyspace,
+            now: self.now(),
+            items: 0,
+            version_before: None,
+        };
+        let pk_len = table.layout.partition_key.len();
+        let mut batch = self.inner.db.batch();
+        let mut purged = 0;
+        for s in stale {
+            let row = &s.entry[s.row_at..];
+            let value = &s.entry[s.value_at..s.row_at];
+            let (prefix, clustering) = row.split_at(s.prefix_len);
+            let (_, pk, _) = key::split_partition_prefix(prefix)?;
+            let partition_key = split_partition_key(&pk, pk_len)
+                .ok_or_else(|| StorageError::corrupt("partition key components"))?;
+            ctx.ks = &view.parts[view.map.index(s.token)].keyspace;
+            let (dels, statics) = ctx.head_and_statics(prefix)?;
+            let (rows, _) = if per_partition {
+                ctx.rows(prefix, &dels, &[], &[key::AFTER_PREFIX], false, 1)?
+            } else {
+                let hi = [clustering, &[key::CLUSTERING_END + 1]].concat();
+                ctx.rows(prefix, &dels, clustering, &hi, false, 1)?
+            };
+            let gone = rows.is_empty() && (!per_partition || statics.is_empty());
+            if gone || !indexer.holds(&partition_key, &statics, rows.first(), value) {
+                batch.remove(&self.inner.indexes.ks, s.entry.as_slice());
+                purged += 1;
+            }
+        }
+        self.count_items(ctx.items);
+        batch.commit()?;
+        tracing::debug!(table = %table.id, purged, "stale index entries purged");
+        Ok(())
     }
 
     /// The row keys the index names for the lookup's values inside `window`, in key order.
@@ -204,15 +304,15 @@ impl Storage {
         entries_read: &mut u64,
     ) -> Result<RowKeys<'s>, StorageError> {
         let ks = &self.inner.indexes.ks;
-        let mut base = index_base(table_id, &lookup.index);
+        let base = index_base(table_id, &lookup.index);
         let (lower, upper) = match &lookup.values {
             IndexValues::Eq(v) => {
-                base.extend(indexer.lookup_value(v, None));
-                return Ok(self.value_rows(ks, snap, base, window));
+                let value = indexer.lookup_value(v, None);
+                return Ok(self.value_rows(ks, snap, base, value, window));
             }
             IndexValues::Entry(k, v) => {
-                base.extend(indexer.lookup_value(k, Some(v)));
-                return Ok(self.value_rows(ks, snap, base, window));
+                let value = indexer.lookup_value(k, Some(v));
+                return Ok(self.value_rows(ks, snap, base, value, window));
             }
             IndexValues::Range { lower, upper } => (lower, upper),
         };
@@ -227,7 +327,8 @@ impl Storage {
             None => base.clone(),
         };
         let types = indexer.value_types();
-        let mut rows = BTreeSet::new();
+        // One value per row (a stale entry's row may come twice).
+        let mut rows = BTreeMap::new();
         for guard in range_at(ks, snap, start..) {
             let (k, _) = into_inner(guard)?;
             *entries_read += 1;
@@ -251,20 +352,22 @@ impl Storage {
                 }
             }
             if window.admits(row) {
-                rows.insert(row.to_vec());
+                rows.entry(row.to_vec()).or_insert_with(|| value.to_vec());
             }
         }
         Ok(Box::new(rows.into_iter().map(Ok)))
     }
 
-    /// The row keys of one value's entries (`base` ends with the value) inside `window`.
+    /// The row keys of one value's entries inside `window`.
     fn value_rows<'s>(
         &self,
         ks: &fjall::Keyspace,
         snap: &'s fjall::Snapshot,
-        base: Vec<u8>,
+        mut base: Vec<u8>,
+        value: Vec<u8>,
         window: &Window,
     ) -> RowKeys<'s> {
+        base.extend_from_slice(&value);
         let from = match &window.after {
             Some(a) if a.as_slice() >= window.low.as_slice() => {
                 Bound::Excluded([base.as_slice(), a].concat())
@@ -282,7 +385,7 @@ impl Storage {
                 if high.as_deref().is_some_and(|h| row >= h) {
                     return None;
                 }
-                Some(Ok(row.to_vec()))
+                Some(Ok((row.to_vec(), value.clone())))
             }),
         )
     }

@@ -193,3 +193,61 @@ fn a_lookup_before_the_build_is_the_scan() {
     // No index: every row comes back, for the caller to filter.
     assert_eq!(scan_all(&db, &text_eq("a"), 10).len(), 2);
 }
+
+#[test]
+fn a_lookup_purges_the_entries_its_rows_no_longer_hold() {
+    let (_dir, db, clock) = open_clocked(SyncPolicy::default());
+    let mut l = layout(Order::Asc);
+    l.indexes = vec![spec(1, IndexTarget::Simple, IndexPlace::Regular)];
+    db.create_table(T, l).unwrap();
+    wait_ready(&db);
+    for k in 0..20 {
+        db.apply(T, &insert_row(int(k), int(0), 1, b"a", 10))
+            .unwrap();
+    }
+    // Overwritten, deleted, expired: 10 entries of "a" go stale.
+    for k in 0..5 {
+        db.apply(T, &insert_row(int(k), int(0), 1, b"b", 20))
+            .unwrap();
+    }
+    for k in 5..8 {
+        let m = Mutation {
+            partition_key: vec![int(k)],
+            partition_deletion: Some(Deletion { timestamp: 30 }),
+            ..Mutation::default()
+        };
+        db.apply(T, &m).unwrap();
+    }
+    for k in 8..10 {
+        let mut m = insert_row(int(k), int(0), 1, b"a", 40);
+        m.rows[0].liveness = Some(Liveness {
+            timestamp: 40,
+            ttl: Some(5),
+        });
+        if let ColumnOp::Set { ttl, .. } = &mut m.rows[0].columns[0].op {
+            *ttl = Some(5);
+        }
+        db.apply(T, &m).unwrap();
+    }
+    clock.fetch_add(10, std::sync::atomic::Ordering::SeqCst);
+    let entries_of_a = || {
+        let mut base = T.0.to_be_bytes().to_vec();
+        base.extend_from_slice(&spec(1, IndexTarget::Simple, IndexPlace::Regular).tag());
+        crate::key::encode_value(&cql::types::DataType::TEXT, b"a", &mut base).unwrap();
+        db.inner.indexes.ks.prefix(base).count()
+    };
+    assert_eq!(entries_of_a(), 20);
+    let first: Vec<i32> = scan_all(&db, &text_eq("a"), 3)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    // The overwritten rows are live and come back for the caller to check; the gone do not.
+    assert_eq!(first.len(), 15);
+    assert_eq!(entries_of_a(), 10);
+    let mut second: Vec<i32> = scan_all(&db, &text_eq("a"), 3)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    second.sort();
+    assert_eq!(second, (10..20).collect::<Vec<_>>());
+}

@@ -6,7 +6,8 @@
 //!   the rows' write-lock stripes, so after a crash data and entries agree. A write adds the
 //!   entries of the values it sets and removes none: a lookup reads every row an entry names
 //!   and its caller checks the row against its restrictions, so stale entries (overwritten,
-//!   deleted or expired values) cost a read, never a wrong row.
+//!   deleted or expired values) cost a read, never a wrong row. A lookup removes the stale
+//!   entries it meets, after reading their rows again under the rows' stripes.
 //! - **Token order.** An entry key ends with the row's key, which starts with its token: the
 //!   entries of one value list rows in scan order, so a lookup pages like a scan (same
 //!   cursors) and serves any token range. A split or a move of a physical partition changes
