@@ -183,10 +183,6 @@ impl Storage {
         let all = self.inner.stripes.lock(u64::MAX);
         // Graphs built while the items went in may lack them: built again from the rows.
         self.inner.ann.forget_table(id);
-        // The items came in without index entries: built again from the rows.
-        if let Err(e) = self.inner.indexes.invalidate(id) {
-            result = result.and(Err(e));
-        }
         let mut retired = Vec::new();
         for p in view.parts.iter() {
             let Some(a) = added.get(&p.id) else { continue };
@@ -209,6 +205,9 @@ impl Storage {
         drop(all);
         self.inner.item_cache.forget_partitions(&retired);
         result?;
+        // The items came without index entries: the range's are written before the import
+        // returns (a crash before then has the caller import again).
+        self.index_range(id, start, end)?;
         self.after_write()?;
         Ok(count)
     }

@@ -49,12 +49,13 @@ impl Storage {
         if existing.is_some_and(|t| t.layout.vector_indexes != vectors) {
             self.inner.ann.forget_table(id);
         }
-        self.inner.indexes.set(id, &layout)?;
         self.inner.tables.insert(Table {
             id,
             layout,
             ring: ring.clone(),
         });
+        // After the table is open: a build may start at once.
+        self.inner.indexes.set(id, &self.table(id)?.layout)?;
         for p in &ring.current().parts {
             self.inner.splitter.maybe_queue(id, p);
             for spec in &vectors {

@@ -251,3 +251,52 @@ fn a_lookup_purges_the_entries_its_rows_no_longer_hold() {
     second.sort();
     assert_eq!(second, (10..20).collect::<Vec<_>>());
 }
+
+/// Collects an export.
+#[derive(Default)]
+struct Items {
+    flags: u8,
+    items: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl RangeSink for Items {
+    fn flags(&mut self, flags: u8) -> Result<(), StorageError> {
+        self.flags = flags;
+        Ok(())
+    }
+
+    fn item(&mut self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.items.push((key.to_vec(), value.to_vec()));
+        Ok(())
+    }
+}
+
+#[test]
+fn an_imported_range_comes_with_its_entries() {
+    let mut l = layout(Order::Asc);
+    l.indexes = vec![spec(1, IndexTarget::Simple, IndexPlace::Regular)];
+    let (_a_dir, a, _) = open_clocked(SyncPolicy::default());
+    let (_b_dir, b, _) = open_clocked(SyncPolicy::default());
+    a.create_table(T, l.clone()).unwrap();
+    b.create_table(T, l).unwrap();
+    wait_ready(&b);
+    for k in 0..50 {
+        a.apply(
+            T,
+            &insert_row(int(k), int(0), 1, if k % 2 == 0 { b"a" } else { b"b" }, 10),
+        )
+        .unwrap();
+    }
+    let mut sink = Items::default();
+    a.export_range(T, i64::MIN, i64::MAX, &mut sink).unwrap();
+    let mut items = sink.items.into_iter().map(Ok);
+    b.import_range(T, i64::MIN, i64::MAX, sink.flags, &mut items)
+        .unwrap();
+    assert_eq!(b.inner.indexes.backlog(), 0);
+    let mut got: Vec<i32> = scan_all(&b, &text_eq("a"), 4)
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    got.sort();
+    assert_eq!(got, (0..50).filter(|k| k % 2 == 0).collect::<Vec<_>>());
+}

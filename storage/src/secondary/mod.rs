@@ -12,9 +12,9 @@
 //!   entries of one value list rows in scan order, so a lookup pages like a scan (same
 //!   cursors) and serves any token range. A split or a move of a physical partition changes
 //!   no entry: entries are keyed by token, not by physical partition.
-//! - **Builds.** A new index, and every index of a table that took in a moved range, is built
-//!   by the `index` worker from the stored rows; until its build is done a lookup is the
-//!   filtering scan it replaces. A build registers the index first (writers add entries
+//! - **Builds.** A new index is built by the `index` worker from the stored rows; until its
+//!   build is done a lookup is the filtering scan it replaces. An imported range (a moved
+//!   replica) gets its entries from its rows before the import returns. A build registers the index first (writers add entries
 //!   from then on), waits out every writer that might have missed it (all stripes, once),
 //!   then scans. Its readiness is kept in the meta store, after its entries.
 
@@ -29,8 +29,8 @@ pub(crate) use builder::IndexBuilder;
 pub use spec::{IndexLookup, IndexPlace, IndexSpec, IndexTarget, IndexValues};
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use fjall::{Keyspace, OwnedWriteBatch};
 
@@ -49,9 +49,6 @@ pub(crate) struct IndexState {
     pub(crate) spec: IndexSpec,
     /// True once its entries name every stored row.
     ready: AtomicBool,
-    /// Bumped when the entries stop being complete (a range moved in): a build that started
-    /// before does not mark the index ready.
-    generation: AtomicU64,
 }
 
 impl IndexState {
@@ -73,8 +70,6 @@ pub(crate) struct SecondaryIndexes {
     any: AtomicBool,
     /// Wakes the builder.
     pub(crate) signal: Signal,
-    /// Held while readiness changes (an invalidation and a finished build never interleave).
-    marks: Mutex<()>,
 }
 
 /// The meta key marking an index ready.
@@ -93,7 +88,6 @@ impl SecondaryIndexes {
             tables: RwLock::default(),
             any: AtomicBool::new(false),
             signal: Signal::default(),
-            marks: Mutex::default(),
         }
     }
 
@@ -139,7 +133,6 @@ impl SecondaryIndexes {
             states.push(Arc::new(IndexState {
                 spec: spec.clone(),
                 ready: AtomicBool::new(ready),
-                generation: AtomicU64::new(0),
             }));
         }
         for gone in old.iter().flat_map(|o| o.iter()) {
@@ -171,25 +164,6 @@ impl SecondaryIndexes {
             self.any.store(!tables.is_empty(), Ordering::Release);
         }
         self.remove_entries(table, None)
-    }
-
-    /// Marks `table`'s indexes incomplete (rows came in without entries: a moved-in range)
-    /// and queues their builds.
-    ///
-    /// # Errors
-    /// [`StorageError::Fjall`] on I/O failure.
-    pub(crate) fn invalidate(&self, table: TableId) -> Result<(), StorageError> {
-        let Some(states) = self.of(table) else {
-            return Ok(());
-        };
-        let _marks = self.marks.lock().unwrap_or_else(|p| p.into_inner());
-        for s in states.iter() {
-            s.generation.fetch_add(1, Ordering::AcqRel);
-            s.ready.store(false, Ordering::Release);
-            self.meta.remove(ready_key(table, &s.spec))?;
-        }
-        self.signal.wake();
-        Ok(())
     }
 
     /// Removes every entry of `table` (truncated), keeping its indexes ready: called with
@@ -278,21 +252,15 @@ impl SecondaryIndexes {
         })
     }
 
-    /// Marks a built index ready, unless its entries were invalidated since `generation`.
+    /// Marks a built index ready, unless it was dropped meanwhile.
     ///
     /// # Errors
     /// [`StorageError::Fjall`] on I/O failure.
-    fn built(
-        &self,
-        table: TableId,
-        state: &IndexState,
-        generation: u64,
-    ) -> Result<bool, StorageError> {
-        let _marks = self.marks.lock().unwrap_or_else(|p| p.into_inner());
+    fn built(&self, table: TableId, state: &IndexState) -> Result<bool, StorageError> {
         let registered = self
             .find(table, &state.spec)
             .is_some_and(|s| std::ptr::eq(Arc::as_ptr(&s), state));
-        if !registered || state.generation.load(Ordering::Acquire) != generation {
+        if !registered {
             return Ok(false);
         }
         self.meta.insert(ready_key(table, &state.spec), [])?;
