@@ -20,6 +20,7 @@
 //! `cast(v as int)` (`CastFcts.CastFunction.columnName`).
 
 pub mod aggregate;
+pub mod collection;
 pub mod conversions;
 pub mod math;
 pub mod scalar;
@@ -199,7 +200,9 @@ pub fn signatures(name: &str) -> Vec<Signature> {
 
 /// True when `name` is a native function this module knows.
 pub fn is_known_function(name: &str) -> bool {
-    vector::is_similarity(bare_name(name)) || !signatures(name).is_empty()
+    vector::is_similarity(bare_name(name))
+        || collection::is_collection_function(bare_name(name))
+        || !signatures(name).is_empty()
 }
 
 /// True for the aggregates `count`, `min`, `max`, `sum` and `avg`.
@@ -446,6 +449,9 @@ pub fn resolve_among(
 pub fn resolve(name: &str, args: &[FunctionArg<'_>]) -> Result<Signature, QueryError> {
     if vector::is_similarity(bare_name(name)) {
         return vector::resolve(bare_name(name), args);
+    }
+    if collection::is_collection_function(bare_name(name)) {
+        return collection::resolve(bare_name(name), args);
     }
     let candidates = signatures(name);
     if candidates.is_empty() {

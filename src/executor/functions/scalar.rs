@@ -151,6 +151,13 @@ pub fn call_scalar(
         let arg = |i: usize| args.get(i).and_then(Option::as_ref);
         return super::vector::call(&sig.name, arg(0), arg(1));
     }
+    if let (true, Some(ty)) = (
+        super::collection::is_collection_function(&sig.name),
+        sig.arg_types.first(),
+    ) {
+        let arg = args.first().and_then(Option::as_ref);
+        return super::collection::call(&sig.name, arg, ty);
+    }
     let arg = args.first().cloned().flatten();
     let now = since_epoch();
     let now_millis = now.as_millis() as i64;
