@@ -137,6 +137,16 @@ impl<'a> Values<'a> {
         match term {
             Term::Const(None) => Ok(Bound::Null),
             Term::Const(Some(v)) => Ok(Bound::Value(v.clone())),
+            Term::Call {
+                expr,
+                data_type,
+                receiver,
+            } => Ok(
+                match crate::executor::literal::literal_value(expr, data_type, receiver)? {
+                    Some(v) => Bound::Value(v),
+                    None => Bound::Null,
+                },
+            ),
             Term::Tuple(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (k, item) in items.iter().enumerate() {

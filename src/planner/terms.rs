@@ -25,6 +25,48 @@ pub enum Term {
     /// A tuple literal holding bind markers, `(?, ?)` in a multi-column relation: bound
     /// component by component.
     Tuple(Vec<Term>),
+    /// A constant that calls a function of the clock or of chance (`now()`, `uuid()`,
+    /// `toTimestamp(now())`, ...): evaluated at every execution, as Cassandra evaluates
+    /// non-deterministic functions, never folded into a cached plan.
+    Call {
+        /// The call (or the literal holding one).
+        expr: Expr,
+        /// Expected type.
+        data_type: DataType,
+        /// Column name for messages.
+        receiver: String,
+    },
+}
+
+/// Native functions whose result differs from call to call (Cassandra's non-deterministic
+/// `TimeFcts` and `UuidFcts`).
+const CHANGING_FUNCTIONS: [&str; 6] = [
+    "now",
+    "currenttimeuuid",
+    "currenttimestamp",
+    "currentdate",
+    "currenttime",
+    "uuid",
+];
+
+/// True when `expr` calls a function whose result changes from call to call.
+pub fn calls_changing_function(expr: &Expr) -> bool {
+    match expr {
+        Expr::FunctionCall { name, args } => {
+            (name.keyspace.as_deref().is_none_or(|k| k == "system")
+                && CHANGING_FUNCTIONS.contains(&name.name.as_str()))
+                || args.iter().any(calls_changing_function)
+        }
+        Expr::Cast { expr, .. } | Expr::TypeHint { expr, .. } => calls_changing_function(expr),
+        Expr::List(items) | Expr::Set(items) | Expr::Tuple(items) => {
+            items.iter().any(calls_changing_function)
+        }
+        Expr::Map(entries) => entries
+            .iter()
+            .any(|(k, v)| calls_changing_function(k) || calls_changing_function(v)),
+        Expr::UdtLiteral(fields) => fields.iter().any(|(_, v)| calls_changing_function(v)),
+        _ => false,
+    }
 }
 
 /// Collects bind-marker specs while a statement is planned.
@@ -74,6 +116,15 @@ impl Markers {
                 });
                 Ok(Term::Marker {
                     index,
+                    data_type: ty.clone(),
+                    receiver: receiver.to_string(),
+                })
+            }
+            other if calls_changing_function(other) => {
+                // Checked now, evaluated at each execution.
+                literal_value(other, ty, receiver)?;
+                Ok(Term::Call {
+                    expr: other.clone(),
                     data_type: ty.clone(),
                     receiver: receiver.to_string(),
                 })

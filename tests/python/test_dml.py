@@ -164,3 +164,34 @@ def test_data_survives_restart(fresh_server):
             assert rows == {k: f"{sig}-{k}" for k in range(100)}
         finally:
             c.shutdown()
+
+
+def test_now_and_uuid_are_evaluated_at_every_execution(session, ks):
+    # Cassandra evaluates non-deterministic functions (TimeFcts.now, UuidFcts.uuid, ...) per
+    # execution: a prepared statement, a batch or a reused query text never repeats a value.
+    import time as _time
+    session.execute(f"CREATE TABLE {ks}.ev (k int, u timeuuid, t timestamp, v uuid, "
+                    "l list<timeuuid>, PRIMARY KEY (k, u))")
+    ins = session.prepare(f"INSERT INTO {ks}.ev (k, u, t, v, l) "
+                          "VALUES (?, now(), toTimestamp(now()), uuid(), [now()])")
+    for _ in range(5):
+        session.execute(ins, (1,))
+        _time.sleep(0.002)
+    session.execute(f"BEGIN BATCH INSERT INTO {ks}.ev (k, u) VALUES (2, now()); "
+                    f"INSERT INTO {ks}.ev (k, u) VALUES (2, now()); APPLY BATCH")
+    for _ in range(2):
+        session.execute(f"UPDATE {ks}.ev SET v = uuid() WHERE k = 3 AND u = now()")
+    rows = list(session.execute(f"SELECT k, u, t, v, l FROM {ks}.ev"))
+    by_k = {k: [r for r in rows if r.k == k] for k in (1, 2, 3)}
+    assert [len(by_k[k]) for k in (1, 2, 3)] == [5, 2, 2]
+    ones = by_k[1]
+    assert len({r.v for r in ones}) == 5
+    assert len({r.l[0] for r in ones}) == 5
+    assert len({r.t for r in ones}) > 1
+    assert len({r.v for r in by_k[3]}) == 2
+    # A restriction on now() moves with the clock too.
+    before = session.prepare(f"SELECT u FROM {ks}.ev WHERE k = 1 AND u < now()")
+    assert len(list(session.execute(before))) == 5
+    session.execute(ins, (1,))
+    _time.sleep(0.01)
+    assert len(list(session.execute(before))) == 6

@@ -46,7 +46,13 @@ fn numeric(ty: &DataType) -> bool {
     matches!(
         ty.unfrozen(),
         DataType::Native(
-            N::Tinyint | N::Smallint | N::Int | N::Bigint | N::Float | N::Double | N::Decimal
+            N::Tinyint
+                | N::Smallint
+                | N::Int
+                | N::Bigint
+                | N::Float
+                | N::Double
+                | N::Decimal
                 | N::Varint
         )
     )
@@ -191,7 +197,10 @@ mod tests {
             call("collection_avg", Some(&empty), &ints).ok().flatten(),
             Some(Value::Int(0))
         );
-        assert_eq!(call("collection_max", Some(&empty), &ints).ok().flatten(), None);
+        assert_eq!(
+            call("collection_max", Some(&empty), &ints).ok().flatten(),
+            None
+        );
         assert_eq!(call("collection_sum", None, &ints).ok().flatten(), None);
     }
 }
