@@ -22,7 +22,7 @@ use crate::config::{Authenticator, Authorizer, Config, DEFAULT_SUPERUSER};
 use crate::context::SessionContext;
 use crate::error::QueryError;
 use crate::schema::Catalog;
-use cql::ast::Statement;
+use cql::ast::{Permission, Statement};
 use cql::response::ResultBody;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -316,6 +316,33 @@ pub fn authorize(
     Ok(())
 }
 
+/// Checks EXECUTE on each user function a planned statement calls (`functions`, from
+/// `Plan::user_functions`); native functions need none, as in Cassandra.
+///
+/// # Errors
+/// Unauthorized with Cassandra's message for the first function not granted.
+pub fn authorize_calls(
+    auth: &Auth,
+    ctx: &SessionContext,
+    functions: &[AuthResource],
+) -> Result<(), QueryError> {
+    if functions.is_empty() || !auth.enforces_permissions() {
+        return Ok(());
+    }
+    let Some(user) = ctx.user.as_deref() else {
+        return Err(QueryError::Unauthorized("You have not logged in".into()));
+    };
+    let state = auth.state();
+    for f in functions {
+        if !state.has_permission(user, Permission::Execute, f) {
+            return Err(QueryError::Unauthorized(format!(
+                "User {user} has no EXECUTE permission on {f} or any of its parents"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Runs a security statement (see [`is_auth_statement`]).
 ///
 /// # Errors
@@ -351,7 +378,51 @@ pub fn after_ddl(auth: &Auth, ctx: &SessionContext, stmt: &Statement, result: &R
             )),
             None,
         ),
-        Statement::DropKeyspace(s) => (None, Some(AuthResource::Keyspace(s.name.clone()))),
+        Statement::DropKeyspace(s) => {
+            let functions = AuthResource::FunctionsIn(s.name.clone());
+            if let Err(e) = auth.update(|state| {
+                state.revoke_all(None, Some(&functions.name()));
+                Ok(())
+            }) {
+                warn!(error = %e, "dropping a keyspace's function grants failed");
+            }
+            (None, Some(AuthResource::Keyspace(s.name.clone())))
+        }
+        Statement::CreateFunction(s) => {
+            let types: Vec<_> = s.args.iter().map(|(_, t)| t.clone()).collect();
+            let f = AuthResource::function(&keyspace_of(&s.name), &s.name.name, &types);
+            (Some(f), None)
+        }
+        Statement::CreateAggregate(s) => {
+            let f = AuthResource::function(&keyspace_of(&s.name), &s.name.name, &s.arg_types);
+            (Some(f), None)
+        }
+        Statement::DropFunction(cql::ast::DropFunction {
+            name, arg_types, ..
+        })
+        | Statement::DropAggregate(cql::ast::DropAggregate {
+            name, arg_types, ..
+        }) => {
+            let ks = keyspace_of(name);
+            match arg_types {
+                Some(types) => (None, Some(AuthResource::function(&ks, &name.name, types))),
+                None => {
+                    // Every overload of the name went (DROP FUNCTION without types drops
+                    // the only one there was).
+                    let overloads = format!("functions/{ks}/{}[", name.name);
+                    if let Err(e) = auth.update(|state| {
+                        for grants in state.permissions.values_mut() {
+                            grants.retain(|r, _| !r.starts_with(&overloads));
+                        }
+                        state.permissions.retain(|_, grants| !grants.is_empty());
+                        Ok(())
+                    }) {
+                        warn!(error = %e, "dropping a function's grants failed");
+                    }
+                    return;
+                }
+            }
+        }
         Statement::DropTable(s) => (
             None,
             Some(AuthResource::Table(

@@ -4,6 +4,7 @@
 use crate::error::QueryError;
 use crate::schema::{self, Catalog};
 use cql::ast::{Permission, QualifiedName, Resource, Statement};
+use cql::types::DataType;
 use std::fmt;
 
 /// Something a permission is granted on.
@@ -19,6 +20,19 @@ pub enum AuthResource {
     AllRoles,
     /// `ROLE r` (`roles/r`).
     Role(String),
+    /// `ALL FUNCTIONS` (`functions`).
+    AllFunctions,
+    /// `ALL FUNCTIONS IN KEYSPACE ks` (`functions/ks`).
+    FunctionsIn(String),
+    /// `FUNCTION ks.f(int, text)` (`functions/ks/f[int^text]`): a function or an aggregate.
+    Function {
+        /// Its keyspace.
+        keyspace: String,
+        /// Its name.
+        name: String,
+        /// Its argument types as CQL prints them (not frozen).
+        args: Vec<String>,
+    },
 }
 
 const DATA_PERMISSIONS: &[Permission] = &[
@@ -45,8 +59,30 @@ const ALL_ROLES_PERMISSIONS: &[Permission] = &[
 ];
 const ROLE_PERMISSIONS: &[Permission] =
     &[Permission::Alter, Permission::Drop, Permission::Authorize];
+const FUNCTIONS_PERMISSIONS: &[Permission] = &[
+    Permission::Create,
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Execute,
+];
+const FUNCTION_PERMISSIONS: &[Permission] = &[
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Execute,
+];
 
 impl AuthResource {
+    /// The function resource of a function or aggregate `keyspace.name(arg_types)`.
+    pub fn function(keyspace: &str, name: &str, arg_types: &[DataType]) -> AuthResource {
+        AuthResource::Function {
+            keyspace: keyspace.to_string(),
+            name: name.to_string(),
+            args: arg_types.iter().map(|t| t.unfrozen().to_string()).collect(),
+        }
+    }
+
     /// The stored name, as in `system_auth.role_permissions.resource`.
     pub fn name(&self) -> String {
         match self {
@@ -55,6 +91,13 @@ impl AuthResource {
             AuthResource::Table(ks, t) => format!("data/{ks}/{t}"),
             AuthResource::AllRoles => "roles".into(),
             AuthResource::Role(r) => format!("roles/{r}"),
+            AuthResource::AllFunctions => "functions".into(),
+            AuthResource::FunctionsIn(ks) => format!("functions/{ks}"),
+            AuthResource::Function {
+                keyspace,
+                name,
+                args,
+            } => format!("functions/{keyspace}/{name}[{}]", args.join("^")),
         }
     }
 
@@ -67,6 +110,20 @@ impl AuthResource {
             ("data", Some(ks), Some(t)) => AuthResource::Table(ks.into(), t.into()),
             ("roles", None, None) => AuthResource::AllRoles,
             ("roles", Some(r), None) => AuthResource::Role(r.into()),
+            ("functions", None, None) => AuthResource::AllFunctions,
+            ("functions", Some(ks), None) => AuthResource::FunctionsIn(ks.into()),
+            ("functions", Some(ks), Some(f)) => {
+                let (name, args) = f.strip_suffix(']')?.split_once('[')?;
+                AuthResource::Function {
+                    keyspace: ks.into(),
+                    name: name.into(),
+                    args: if args.is_empty() {
+                        Vec::new()
+                    } else {
+                        args.split('^').map(str::to_string).collect()
+                    },
+                }
+            }
             _ => return None,
         })
     }
@@ -88,7 +145,13 @@ impl AuthResource {
             AuthResource::Table(ks, _) => Some(AuthResource::Keyspace(ks.clone())),
             AuthResource::Keyspace(_) => Some(AuthResource::AllKeyspaces),
             AuthResource::Role(_) => Some(AuthResource::AllRoles),
-            AuthResource::AllKeyspaces | AuthResource::AllRoles => None,
+            AuthResource::Function { keyspace, .. } => {
+                Some(AuthResource::FunctionsIn(keyspace.clone()))
+            }
+            AuthResource::FunctionsIn(_) => Some(AuthResource::AllFunctions),
+            AuthResource::AllKeyspaces | AuthResource::AllRoles | AuthResource::AllFunctions => {
+                None
+            }
         }
     }
 
@@ -99,6 +162,8 @@ impl AuthResource {
             AuthResource::Table(..) => TABLE_PERMISSIONS,
             AuthResource::AllRoles => ALL_ROLES_PERMISSIONS,
             AuthResource::Role(_) => ROLE_PERMISSIONS,
+            AuthResource::AllFunctions | AuthResource::FunctionsIn(_) => FUNCTIONS_PERMISSIONS,
+            AuthResource::Function { .. } => FUNCTION_PERMISSIONS,
         }
     }
 
@@ -109,6 +174,9 @@ impl AuthResource {
                 "DataResource"
             }
             AuthResource::AllRoles | AuthResource::Role(_) => "RoleResource",
+            AuthResource::AllFunctions
+            | AuthResource::FunctionsIn(_)
+            | AuthResource::Function { .. } => "FunctionResource",
         }
     }
 
@@ -132,6 +200,17 @@ impl AuthResource {
             }
             Resource::AllRoles => AuthResource::AllRoles,
             Resource::Role(r) => AuthResource::Role(r.clone()),
+            Resource::AllFunctions => AuthResource::AllFunctions,
+            Resource::AllFunctionsInKeyspace(ks) => AuthResource::FunctionsIn(ks.clone()),
+            Resource::Function { name, args } => {
+                // FunctionResource.functionFromCql: the keyspace defaults to the session's.
+                let ks = name.keyspace.as_deref().or(keyspace).ok_or_else(|| {
+                    QueryError::invalid(
+                        "In this context function name must be explicitly qualified by a keyspace",
+                    )
+                })?;
+                AuthResource::function(ks, &name.name, args)
+            }
             other => {
                 return Err(QueryError::invalid(format!(
                     "Permissions on {other} are not supported by ringdb"
@@ -147,6 +226,23 @@ impl AuthResource {
             AuthResource::Keyspace(ks) => catalog.keyspaces.contains_key(ks),
             AuthResource::Table(ks, t) => catalog.table(ks, t).is_some(),
             AuthResource::Role(r) => role_exists(r),
+            AuthResource::AllFunctions => true,
+            AuthResource::FunctionsIn(ks) => catalog.keyspaces.contains_key(ks),
+            AuthResource::Function {
+                keyspace,
+                name,
+                args,
+            } => catalog.keyspaces.get(keyspace).is_some_and(|k| {
+                let same = |types: &[DataType]| {
+                    types.len() == args.len()
+                        && types
+                            .iter()
+                            .zip(args)
+                            .all(|(t, a)| t.unfrozen().to_string() == *a)
+                };
+                k.functions_named(name).any(|f| same(&f.arg_types))
+                    || k.aggregates_named(name).any(|a| same(&a.arg_types))
+            }),
         }
     }
 
@@ -179,6 +275,13 @@ impl fmt::Display for AuthResource {
             AuthResource::Table(ks, t) => write!(f, "<table {ks}.{t}>"),
             AuthResource::AllRoles => f.write_str("<all roles>"),
             AuthResource::Role(r) => write!(f, "<role {r}>"),
+            AuthResource::AllFunctions => f.write_str("<all functions>"),
+            AuthResource::FunctionsIn(ks) => write!(f, "<all functions in {ks}>"),
+            AuthResource::Function {
+                keyspace,
+                name,
+                args,
+            } => write!(f, "<function {keyspace}.{name}({})>", args.join(", ")),
         }
     }
 }
@@ -204,6 +307,56 @@ pub fn required(
             .then(|| AuthResource::Keyspace(ks.to_string()))
     };
     let on = |p: Permission, r: Option<AuthResource>| r.map(|r| (p, r)).into_iter().collect();
+    let functions_in = |name: &QualifiedName| -> Option<(String, &schema::Keyspace)> {
+        let ks = name.keyspace.as_deref().or(session_keyspace)?;
+        Some((ks.to_string(), catalog.keyspaces.get(ks)?))
+    };
+    let creating = |name: &QualifiedName, replace: bool, types: &[DataType], aggregate: bool| {
+        let Some((ks, k)) = functions_in(name) else {
+            return Vec::new();
+        };
+        let exists = if aggregate {
+            k.aggregate(&name.name, types).is_some()
+        } else {
+            k.function(&name.name, types).is_some()
+        };
+        if replace && exists {
+            vec![(
+                Permission::Alter,
+                AuthResource::function(&ks, &name.name, types),
+            )]
+        } else {
+            vec![(Permission::Create, AuthResource::FunctionsIn(ks))]
+        }
+    };
+    let dropping = |name: &QualifiedName, types: Option<&[DataType]>, aggregate: bool| {
+        let Some((ks, k)) = functions_in(name) else {
+            return Vec::new();
+        };
+        let found: Vec<Vec<DataType>> = if aggregate {
+            k.aggregates_named(&name.name)
+                .map(|a| a.arg_types.clone())
+                .collect()
+        } else {
+            k.functions_named(&name.name)
+                .map(|f| f.arg_types.clone())
+                .collect()
+        };
+        let chosen = match types {
+            Some(t) => found
+                .into_iter()
+                .find(|f| schema::functions::types_match(f, t)),
+            None if found.len() == 1 => found.into_iter().next(),
+            None => None,
+        };
+        match chosen {
+            Some(t) => vec![(
+                Permission::Drop,
+                AuthResource::function(&ks, &name.name, &t),
+            )],
+            None => Vec::new(),
+        }
+    };
     match stmt {
         Statement::Select(s) => match table(&s.table) {
             // The system tables drivers read on connect stay readable for every logged-in
@@ -248,16 +401,16 @@ pub fn required(
         Statement::CreateType(s) => on(Permission::Create, keyspace(s.name.keyspace.as_deref())),
         Statement::AlterType(s) => on(Permission::Alter, keyspace(s.name.keyspace.as_deref())),
         Statement::DropType(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
-        // Cassandra asks CREATE/DROP on the keyspace's functions resource, which this auth
-        // model does not have; the keyspace (its parent) stands in for it.
+        // CreateFunctionStatement.authorize: ALTER on a function OR REPLACE replaces, else
+        // CREATE on the keyspace's functions.
         Statement::CreateFunction(s) => {
-            on(Permission::Create, keyspace(s.name.keyspace.as_deref()))
+            let types: Vec<DataType> = s.args.iter().map(|(_, t)| t.clone()).collect();
+            creating(&s.name, s.or_replace, &types, false)
         }
-        Statement::CreateAggregate(s) => {
-            on(Permission::Create, keyspace(s.name.keyspace.as_deref()))
-        }
-        Statement::DropFunction(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
-        Statement::DropAggregate(s) => on(Permission::Drop, keyspace(s.name.keyspace.as_deref())),
+        Statement::CreateAggregate(s) => creating(&s.name, s.or_replace, &s.arg_types, true),
+        // DropFunctionStatement.authorize: DROP on the function dropped.
+        Statement::DropFunction(s) => dropping(&s.name, s.arg_types.as_deref(), false),
+        Statement::DropAggregate(s) => dropping(&s.name, s.arg_types.as_deref(), true),
         Statement::CreateIndex(s) => on(Permission::Alter, table(&s.table)),
         // DropIndexStatement.authorize: ALTER on the indexed table.
         Statement::DropIndex(s) => {

@@ -301,6 +301,9 @@ fn run_prepared(
     let catalog = node.catalog();
     crate::auth::authorize(node.auth(), &catalog, ctx, &prepared.statement)?;
     let cached = cached_plan(node, ctx, prepared)?;
+    if node.auth().enforces_permissions() {
+        crate::auth::authorize_calls(node.auth(), ctx, &cached.plan.user_functions())?;
+    }
     let values = Values::new(inputs.values, inputs.names, &cached.markers)?;
     run_plan(node, &catalog, &cached.plan, &values, inputs)
 }
@@ -350,6 +353,9 @@ fn run(
             let mut markers = Markers::default();
             let plan = planner::plan(&catalog, ctx, stmt, &mut markers)?
                 .ok_or_else(|| QueryError::invalid("Unsupported statement"))?;
+            if node.auth().enforces_permissions() {
+                crate::auth::authorize_calls(node.auth(), ctx, &plan.user_functions())?;
+            }
             let values = Values::new(inputs.values, inputs.names, &markers.specs)?;
             run_plan(node, &catalog, &plan, &values, inputs)
         }

@@ -67,6 +67,19 @@ impl Plan {
         read.into_iter()
             .chain(written.iter().map(ModifyPlan::table))
     }
+
+    /// The user functions and aggregates the plan calls (an aggregate with its state and
+    /// final functions, as Cassandra's `UDAggregate.addFunctionsTo`): what EXECUTE is
+    /// checked on.
+    pub(crate) fn user_functions(&self) -> Vec<crate::auth::AuthResource> {
+        let mut out = Vec::new();
+        if let Plan::Select(s) = self {
+            for (sel, _) in &s.outputs {
+                sel.user_functions(&mut out);
+            }
+        }
+        out
+    }
 }
 
 /// A prepared statement's plan, kept with the statement so EXECUTE binds values without

@@ -110,6 +110,35 @@ fn undefined(name: &str) -> QueryError {
 }
 
 impl Selection {
+    /// Adds the user functions and aggregates this selection calls to `out`.
+    pub(crate) fn user_functions(&self, out: &mut Vec<crate::auth::AuthResource>) {
+        use crate::auth::AuthResource;
+        let function = |call: &crate::udf::calls::FunctionCall| {
+            AuthResource::function(&call.def.keyspace, &call.def.name, &call.def.arg_types)
+        };
+        match self {
+            Selection::UserFunction { call, args } => {
+                out.push(function(call));
+                args.iter().for_each(|(a, _)| a.user_functions(out));
+            }
+            Selection::UserAggregate { call, args } => {
+                if let Some((ks, name)) = call.name.split_once('.') {
+                    out.push(AuthResource::function(ks, name, &call.declared_args));
+                }
+                out.push(function(&call.state_func));
+                out.extend(call.final_func.as_ref().map(function));
+                args.iter().for_each(|(a, _)| a.user_functions(out));
+            }
+            Selection::Scalar { args, .. } => args.iter().for_each(|(a, _)| a.user_functions(out)),
+            Selection::Cast { arg, .. }
+            | Selection::Field { arg, .. }
+            | Selection::Element { arg, .. }
+            | Selection::ToJson { arg, .. }
+            | Selection::Aggregate { arg, .. } => arg.user_functions(out),
+            _ => {}
+        }
+    }
+
     /// True for aggregates and `count(*)`, anywhere in the tree.
     pub(crate) fn is_aggregate(&self) -> bool {
         match self {

@@ -77,6 +77,7 @@ fn aggregate_call(
     };
     Ok(AggregateCall {
         name,
+        declared_args: def.arg_types.clone(),
         state_func: function_call(catalog, state_func)?,
         final_func,
         initcond,

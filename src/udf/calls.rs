@@ -65,6 +65,8 @@ impl FunctionCall {
 pub struct AggregateCall {
     /// `ks.name`, for messages.
     pub name: String,
+    /// The argument types as declared (what its EXECUTE permission names).
+    pub declared_args: Vec<DataType>,
     /// The state function: `(state, args...) -> state`.
     pub state_func: FunctionCall,
     /// The final function: `(state) -> result`.

@@ -58,6 +58,7 @@ def secure(request, tmp_path_factory):
     config.write_text(
         'authenticator = "PasswordAuthenticator"\n'
         'authorizer = "CassandraAuthorizer"\n'
+        'user_defined_functions_enabled = true\n'
         f'tls_listen = "127.0.0.1:{tls_port}"\n'
         f'tls_cert_file = "{certs.cert}"\n'
         f'tls_key_file = "{certs.key}"\n')
@@ -163,6 +164,68 @@ def test_index_statements_need_alter_on_the_table(secure, admin):
         admin.execute("GRANT ALTER ON TABLE secidx.t TO indexer")
         s.execute("DROP INDEX secidx.by_admin")
         s.execute("CREATE INDEX ON secidx.t (v) USING 'sai'")
+    finally:
+        c.shutdown()
+
+
+def test_user_functions_need_execute_and_their_keyspaces_functions_create(secure, admin):
+    # Cassandra's FunctionResource: CREATE FUNCTION needs CREATE on the keyspace's functions
+    # (ALTER on the function for OR REPLACE of one that exists), DROP FUNCTION needs DROP on
+    # it, and a call needs EXECUTE on every user function and aggregate it uses (an
+    # aggregate's state and final functions too); native functions need nothing.
+    from cassandra import Unauthorized
+    srv, _, _ = secure
+    admin.execute("CREATE KEYSPACE secfn WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    admin.execute("CREATE TABLE secfn.t (k int PRIMARY KEY, v int)")
+    admin.execute("INSERT INTO secfn.t (k, v) VALUES (1, 20)")
+    admin.execute("CREATE FUNCTION secfn.twice(x int) RETURNS NULL ON NULL INPUT RETURNS int "
+                  "LANGUAGE lua AS 'return x * 2'")
+    admin.execute("CREATE FUNCTION secfn.plus(s int, x int) CALLED ON NULL INPUT RETURNS int "
+                  "LANGUAGE lua AS 'return (s or 0) + (x or 0)'")
+    admin.execute("CREATE AGGREGATE secfn.total(int) SFUNC plus STYPE int INITCOND 0")
+    admin.execute("CREATE ROLE caller WITH PASSWORD = 'pw' AND LOGIN = true")
+    admin.execute("GRANT SELECT ON KEYSPACE secfn TO caller")
+    c = cluster(srv, "caller", "pw")
+    try:
+        s = c.connect()
+        assert s.execute("SELECT blobasint(intasblob(v)) FROM secfn.t").one()[0] == 20
+        with pytest.raises(Unauthorized, match=r"User caller has no EXECUTE permission on "
+                           r"<function secfn.twice\(int\)> or any of its parents"):
+            s.execute("SELECT secfn.twice(v) FROM secfn.t")
+        admin.execute("GRANT EXECUTE ON FUNCTION secfn.twice(int) TO caller")
+        assert s.execute("SELECT secfn.twice(v) FROM secfn.t").one()[0] == 40
+        prepared_twice = s.prepare("SELECT secfn.twice(v) FROM secfn.t")
+        assert s.execute(prepared_twice).one()[0] == 40
+        # An aggregate needs EXECUTE on itself and on its state function.
+        admin.execute("GRANT EXECUTE ON FUNCTION secfn.total(int) TO caller")
+        with pytest.raises(Unauthorized, match=r"<function secfn.plus\(int, int\)>"):
+            s.execute("SELECT secfn.total(v) FROM secfn.t")
+        admin.execute("GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE secfn TO caller")
+        assert s.execute("SELECT secfn.total(v) FROM secfn.t").one()[0] == 20
+        # Revoked: the prepared statement is checked again at each execution.
+        admin.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN KEYSPACE secfn FROM caller")
+        admin.execute("REVOKE EXECUTE ON FUNCTION secfn.twice(int) FROM caller")
+        with pytest.raises(Unauthorized):
+            s.execute(prepared_twice)
+        # Creating and dropping.
+        with pytest.raises(Unauthorized, match=r"has no CREATE permission on "
+                           r"<all functions in secfn>"):
+            s.execute("CREATE FUNCTION secfn.mine(x int) RETURNS NULL ON NULL INPUT "
+                      "RETURNS int LANGUAGE lua AS 'return x'")
+        admin.execute("GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE secfn TO caller")
+        s.execute("CREATE FUNCTION secfn.mine(x int) RETURNS NULL ON NULL INPUT "
+                  "RETURNS int LANGUAGE lua AS 'return x'")
+        # The creator holds every permission on what it created.
+        assert s.execute("SELECT secfn.mine(v) FROM secfn.t").one()[0] == 20
+        perms = {(r.resource, r.permission) for r in admin.execute("LIST ALL PERMISSIONS OF caller")}
+        assert ("<function secfn.mine(int)>", "EXECUTE") in perms
+        with pytest.raises(Unauthorized, match=r"has no DROP permission on "
+                           r"<function secfn.twice\(int\)>"):
+            s.execute("DROP FUNCTION secfn.twice(int)")
+        s.execute("DROP FUNCTION secfn.mine")
+        perms = {r.resource for r in admin.execute("LIST ALL PERMISSIONS OF caller")}
+        assert "<function secfn.mine(int)>" not in perms
     finally:
         c.shutdown()
 
