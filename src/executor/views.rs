@@ -90,8 +90,48 @@ fn key_bytes(v: &ColumnValue) -> Option<Vec<u8>> {
 /// A view row's key: (partition key components, clustering values).
 type ViewKey = (Vec<Vec<u8>>, Vec<Vec<u8>>);
 
-/// The view's key of a base row; `None` when a key column is null.
+/// True when a base row meets the view's restrictions on the base's key columns.
+fn passes(view: &Table, row: &BaseRow) -> bool {
+    let Some(def) = &view.view else {
+        return true;
+    };
+    def.filters.iter().all(|f| {
+        let Some(ty) = view.column(&f.column).map(|c| &c.data_type) else {
+            return false;
+        };
+        let Some(cell) = row.get(&f.column).and_then(key_bytes) else {
+            return false;
+        };
+        let Ok(cell) = cql::types::Value::decode(ty, &cell) else {
+            return false;
+        };
+        let cmp = |v: &Vec<u8>| {
+            cql::types::Value::decode(ty, v)
+                .ok()
+                .map(|v| super::order::compare_values(&cell, &v, ty))
+        };
+        let first = f.values.first().and_then(cmp);
+        match f.op.as_str() {
+            "IN" => f
+                .values
+                .iter()
+                .any(|v| cmp(v) == Some(std::cmp::Ordering::Equal)),
+            "=" => first == Some(std::cmp::Ordering::Equal),
+            "<" => first == Some(std::cmp::Ordering::Less),
+            "<=" => first.is_some_and(|o| o != std::cmp::Ordering::Greater),
+            ">" => first == Some(std::cmp::Ordering::Greater),
+            ">=" => first.is_some_and(|o| o != std::cmp::Ordering::Less),
+            _ => false,
+        }
+    })
+}
+
+/// The view's key of a base row; `None` when a key column is null or the row does not meet
+/// the view's WHERE clause.
 fn view_key(view: &Table, row: &BaseRow) -> Option<ViewKey> {
+    if !passes(view, row) {
+        return None;
+    }
     let pk = view
         .partition_key()
         .map(|c| row.get(&c.name).and_then(key_bytes))

@@ -165,6 +165,22 @@ pub struct ViewDef {
     pub include_all_columns: bool,
     /// The WHERE clause, as CQL.
     pub where_clause: String,
+    /// Its restrictions on the base's primary key columns besides `IS NOT NULL`: a base row
+    /// is in the view only when it meets every one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<ViewFilter>,
+}
+
+/// One restriction of a view's WHERE clause on a primary key column of its base: `column op
+/// values` (one value, or the list of an `IN`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewFilter {
+    /// The base column.
+    pub column: String,
+    /// The operator: `=`, `<`, `<=`, `>`, `>=` or `IN`.
+    pub op: String,
+    /// The values, protocol-serialized.
+    pub values: Vec<Vec<u8>>,
 }
 
 impl Table {

@@ -1,7 +1,8 @@
 //! `CREATE MATERIALIZED VIEW` and `DROP MATERIALIZED VIEW` on the catalog, with the checks of
 //! Cassandra 4.1's `CreateViewStatement`: a view is a table of its own whose primary key holds
 //! every primary key column of its base and at most one other column, each restricted with
-//! `IS NOT NULL`. Its rows are kept by the executor (`crate::executor::views`).
+//! `IS NOT NULL` or otherwise (other columns only `IS NOT NULL`). Its rows are kept by the
+//! executor (`crate::executor::views`), which keeps only base rows meeting those restrictions.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use super::ddl::{
     build_table, catalog_snapshot_for_types, keyspace_of, table_change, user_keyspace, DdlOutcome,
 };
 use super::names::check_name;
-use super::{Catalog, ColumnKind, Keyspace, ViewDef};
+use super::{Catalog, ColumnKind, Keyspace, ViewDef, ViewFilter};
 use crate::error::QueryError;
 
 fn invalid(message: impl Into<String>) -> QueryError {
@@ -49,6 +50,42 @@ pub(super) fn check_table_drop(ks: &Keyspace, table: &str) -> Result<(), QueryEr
         "Cannot drop table when materialized views still depend on it ({})",
         views.join(", ")
     )))
+}
+
+/// A restriction of a view's WHERE clause on a base primary key column, its values checked
+/// against the column's type.
+fn view_filter(
+    column: &str,
+    op: Operator,
+    value: &Expr,
+    ty: &cql::types::DataType,
+) -> Result<ViewFilter, QueryError> {
+    let one = |e: &Expr| -> Result<Vec<u8>, QueryError> {
+        match crate::executor::literal::literal_value(e, ty, column)? {
+            Some(v) => Ok(v.to_bytes()),
+            None => Err(invalid(format!("Invalid null value for column {column}"))),
+        }
+    };
+    let (op, values) = match (op, value) {
+        (Operator::In, Expr::List(items)) => {
+            ("IN", items.iter().map(one).collect::<Result<Vec<_>, _>>()?)
+        }
+        (Operator::Eq, v) => ("=", vec![one(v)?]),
+        (Operator::Lt, v) => ("<", vec![one(v)?]),
+        (Operator::Le, v) => ("<=", vec![one(v)?]),
+        (Operator::Gt, v) => (">", vec![one(v)?]),
+        (Operator::Ge, v) => (">=", vec![one(v)?]),
+        (op, _) => {
+            return Err(invalid(format!(
+                "ringdb does not restrict materialized views with {op} on {column}"
+            )))
+        }
+    };
+    Ok(ViewFilter {
+        column: column.to_string(),
+        op: op.to_string(),
+        values,
+    })
 }
 
 /// Applies `CREATE MATERIALIZED VIEW`.
@@ -122,8 +159,11 @@ pub(super) fn create_view(
             selected.push(c);
         }
     }
-    // The WHERE clause: `IS NOT NULL` restrictions only.
+    // The WHERE clause: `IS NOT NULL`, and restrictions on the base's primary key columns
+    // (CreateViewStatement: other columns only `IS NOT NULL`).
     let mut not_null: HashSet<&str> = HashSet::new();
+    let mut filters: Vec<ViewFilter> = Vec::new();
+    let mut illegal: Vec<&str> = Vec::new();
     for r in &s.where_clause {
         match r {
             Relation::Simple {
@@ -136,12 +176,31 @@ pub(super) fn create_view(
                 }
                 not_null.insert(column.as_str());
             }
+            Relation::Simple { column, op, value } => {
+                let Some(c) = base.column(column) else {
+                    return Err(invalid(format!("Undefined column name {column}")));
+                };
+                if !matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Clustering) {
+                    illegal.push(column.as_str());
+                    continue;
+                }
+                filters.push(view_filter(column, *op, value, &c.data_type)?);
+                not_null.insert(column.as_str());
+            }
             other => {
                 return Err(invalid(format!(
-                    "ringdb keeps materialized views restricted only by IS NOT NULL: {other}"
+                    "ringdb restricts materialized views by IS NOT NULL and single primary key \
+                     column relations only: {other}"
                 )))
             }
         }
+    }
+    if !illegal.is_empty() {
+        return Err(invalid(format!(
+            "Non-primary key columns can only be restricted with 'IS NOT NULL' (got: {} \
+             restricted illegally)",
+            illegal.join(",")
+        )));
     }
     // The view's primary key.
     let view_key: Vec<&String> = s.partition_key.iter().chain(&s.clustering_key).collect();
@@ -231,6 +290,7 @@ pub(super) fn create_view(
         base_id: base.id,
         include_all_columns: s.columns.is_empty(),
         where_clause,
+        filters,
     });
     let table = Arc::new(table);
     ks.tables.insert(s.name.name.clone(), table.clone());

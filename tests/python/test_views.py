@@ -164,6 +164,32 @@ def test_a_column_added_to_the_base_joins_select_star_views(vs):
     assert "extra" in cols
 
 
+def test_a_where_clause_on_base_key_columns_filters_the_view(vs):
+    # CreateViewStatement: primary key columns of the base may be restricted by any relation
+    # ("... must be restricted with 'IS NOT NULL' or otherwise"); a base row is in the view
+    # only when it meets them, from the build and through every later write.
+    vs.execute("INSERT INTO mv.t (k, c, v, w) VALUES (1, 1, 'a', 10)")
+    vs.execute("INSERT INTO mv.t (k, c, v, w) VALUES (1, 5, 'b', 50)")
+    vs.execute("INSERT INTO mv.t (k, c, v, w) VALUES (2, 7, 'c', 70)")
+    vs.execute("CREATE MATERIALIZED VIEW mv.by_v AS SELECT * FROM mv.t WHERE v IS NOT NULL "
+               "AND c >= 5 AND k IN (1, 3) PRIMARY KEY (v, k, c)")
+    assert view_rows(vs) == [("b", 1, 5, 50)]
+    vs.execute("INSERT INTO mv.t (k, c, v, w) VALUES (3, 9, 'd', 90)")
+    vs.execute("INSERT INTO mv.t (k, c, v, w) VALUES (3, 2, 'e', 20)")
+    vs.execute("UPDATE mv.t SET v = 'z' WHERE k = 1 AND c = 5")
+    vs.execute("UPDATE mv.t SET v = 'y' WHERE k = 1 AND c = 1")
+    assert view_rows(vs) == [("d", 3, 9, 90), ("z", 1, 5, 50)]
+    where = vs.execute("SELECT where_clause FROM system_schema.views WHERE keyspace_name = 'mv' "
+                       "AND view_name = 'by_v'").one().where_clause
+    assert "c >= 5" in where and "k IN (1, 3)" in where
+    # ... but other columns only with IS NOT NULL.
+    with pytest.raises(InvalidRequest, match=r"Non-primary key columns can only be restricted "
+                       r"with 'IS NOT NULL' \(got: w restricted illegally\)"):
+        vs.execute("CREATE MATERIALIZED VIEW mv.bad AS SELECT * FROM mv.t WHERE v IS NOT NULL "
+                   "AND c IS NOT NULL AND w = 1 PRIMARY KEY (v, k, c)")
+    vs.execute("DROP MATERIALIZED VIEW mv.by_v")
+
+
 def test_views_refuse_what_cassandra_refuses(vs):
     vs.execute("CREATE MATERIALIZED VIEW mv.by_v AS SELECT * FROM mv.t "
                "WHERE v IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)")
