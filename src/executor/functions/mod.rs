@@ -22,6 +22,7 @@
 pub mod aggregate;
 pub mod collection;
 pub mod conversions;
+pub mod format;
 pub mod math;
 pub mod scalar;
 pub mod vector;
@@ -202,6 +203,7 @@ pub fn signatures(name: &str) -> Vec<Signature> {
 pub fn is_known_function(name: &str) -> bool {
     vector::is_similarity(bare_name(name))
         || collection::is_collection_function(bare_name(name))
+        || format::is_format_function(bare_name(name))
         || !signatures(name).is_empty()
 }
 
@@ -452,6 +454,9 @@ pub fn resolve(name: &str, args: &[FunctionArg<'_>]) -> Result<Signature, QueryE
     }
     if collection::is_collection_function(bare_name(name)) {
         return collection::resolve(bare_name(name), args);
+    }
+    if format::is_format_function(bare_name(name)) {
+        return format::resolve(bare_name(name), args);
     }
     let candidates = signatures(name);
     if candidates.is_empty() {

@@ -151,6 +151,9 @@ pub fn call_scalar(
         let arg = |i: usize| args.get(i).and_then(Option::as_ref);
         return super::vector::call(&sig.name, arg(0), arg(1));
     }
+    if super::format::is_format_function(&sig.name) {
+        return super::format::call(&sig.name, args);
+    }
     if let (true, Some(ty)) = (
         super::collection::is_collection_function(&sig.name),
         sig.arg_types.first(),
