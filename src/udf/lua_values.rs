@@ -1,6 +1,10 @@
 //! CQL values to Lua values and back: integers to Lua integers, `float`/`double` to numbers,
 //! text to strings, booleans, lists/sets/vectors/tuples to sequence tables, maps and UDTs to
 //! tables, timestamps to milliseconds, blobs to byte strings, UUIDs to their text, null to nil.
+//! Varints are integers (their decimal text past a Lua integer), decimals their exact text
+//! (Lua's arithmetic reads it as a number), dates `'YYYY-MM-DD'` text, times nanoseconds of
+//! the day, inets their address text, durations tables `{months, days, nanoseconds}`; each
+//! comes back from the same form (a decimal or a varint also from a number).
 
 use cql::types::{DataType, NativeType, Value};
 use mlua::{Lua, Value as LuaValue};
@@ -57,6 +61,30 @@ pub fn to_lua(lua: &Lua, value: Option<&Value>) -> Result<LuaValue, String> {
         Value::Blob(b) => LuaValue::String(lua.create_string(b).map_err(err)?),
         Value::Uuid(u) | Value::Timeuuid(u) => {
             LuaValue::String(lua.create_string(u.to_string()).map_err(err)?)
+        }
+        Value::Varint(b) => {
+            let n = num_bigint::BigInt::from_signed_bytes_be(b);
+            match i64::try_from(&n) {
+                Ok(n) => LuaValue::Integer(n),
+                Err(_) => LuaValue::String(lua.create_string(n.to_string()).map_err(err)?),
+            }
+        }
+        Value::Decimal { .. } | Value::Inet(_) | Value::Date(_) => {
+            let text = value.to_cql_literal();
+            let text = text.trim_matches('\'');
+            LuaValue::String(lua.create_string(text).map_err(err)?)
+        }
+        Value::Time(nanos) => LuaValue::Integer(*nanos),
+        Value::Duration {
+            months,
+            days,
+            nanos,
+        } => {
+            let t = lua.create_table().map_err(err)?;
+            t.raw_set("months", *months).map_err(err)?;
+            t.raw_set("days", *days).map_err(err)?;
+            t.raw_set("nanoseconds", *nanos).map_err(err)?;
+            LuaValue::Table(t)
         }
         other => {
             return Err(format!(
@@ -195,6 +223,65 @@ pub fn from_lua(value: LuaValue, ty: &DataType) -> Result<Option<Value>, String>
                 Value::Uuid(u)
             } else {
                 Value::Timeuuid(u)
+            }
+        }
+        DataType::Native(
+            NativeType::Varint
+            | NativeType::Decimal
+            | NativeType::Date
+            | NativeType::Time
+            | NativeType::Inet,
+        ) => {
+            let literal = match &value {
+                LuaValue::Integer(n) => match ty {
+                    DataType::Native(NativeType::Date) => {
+                        return Ok(Some(Value::Date(u32::try_from(*n).map_err(|_| fit(*n))?)))
+                    }
+                    DataType::Native(NativeType::Time) => return Ok(Some(Value::Time(*n))),
+                    _ => cql::ast::Literal::Integer(n.to_string()),
+                },
+                LuaValue::Number(x) if x.is_finite() => {
+                    let text = format!("{x:?}");
+                    if x.fract() == 0.0 && matches!(ty, DataType::Native(NativeType::Varint)) {
+                        cql::ast::Literal::Integer(text.trim_end_matches(".0").to_string())
+                    } else {
+                        cql::ast::Literal::Float(text)
+                    }
+                }
+                LuaValue::String(s) => {
+                    let text = s.to_str().map_err(|e| e.to_string())?.to_string();
+                    match ty {
+                        DataType::Native(NativeType::Varint) => cql::ast::Literal::Integer(text),
+                        DataType::Native(NativeType::Decimal) => cql::ast::Literal::Float(text),
+                        _ => cql::ast::Literal::String(text),
+                    }
+                }
+                v => return Err(mismatch(v)),
+            };
+            crate::executor::literal::literal_value(
+                &cql::ast::Expr::Literal(literal),
+                ty,
+                "the result",
+            )
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| mismatch(&value))?
+        }
+        DataType::Native(NativeType::Duration) => {
+            let LuaValue::Table(t) = &value else {
+                return Err(mismatch(&value));
+            };
+            let field = |name: &str| -> Result<i64, String> {
+                let v: LuaValue = t.raw_get(name).map_err(|e| e.to_string())?;
+                match v {
+                    LuaValue::Nil => Ok(0),
+                    v => int(&v),
+                }
+            };
+            let small = |n: i64| i32::try_from(n).map_err(|_| fit(n));
+            Value::Duration {
+                months: small(field("months")?)?,
+                days: small(field("days")?)?,
+                nanos: field("nanoseconds")?,
             }
         }
         _ => return Err(format!("Lua functions cannot return {ty}")),

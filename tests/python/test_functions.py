@@ -338,6 +338,42 @@ def test_user_types_as_arguments(s, k):
     s.execute(f"DROP TYPE {k}.addr")
 
 
+def test_decimal_varint_date_time_inet_and_duration_values(s, k):
+    # ScyllaDB's Lua bridge carries every CQL type; here decimals travel as their exact text,
+    # varints as integers, dates as 'YYYY-MM-DD', times as nanoseconds of the day, inets as
+    # their address and durations as {months, days, nanoseconds}.
+    import datetime
+    import decimal
+    from cassandra.util import Date, Duration, Time
+    s.execute(f"CREATE TABLE {k}.kinds (k int PRIMARY KEY, d decimal, n varint, day date, "
+              "tm time, ip inet, du duration)")
+    s.execute(f"INSERT INTO {k}.kinds (k, d, n, day, tm, ip, du) VALUES (1, 12.50, "
+              "123456789012345678901234567890, '2024-02-28', '10:00:00', '10.0.0.1', 1mo2d3ns)")
+    body = {
+        "dplus(x decimal) RETURNS NULL ON NULL INPUT RETURNS decimal": "return x + 1",
+        "dtext(x decimal) RETURNS NULL ON NULL INPUT RETURNS text": "return x",
+        "nhalf(x varint) RETURNS NULL ON NULL INPUT RETURNS varint": "return 21",
+        "ntext(x varint) RETURNS NULL ON NULL INPUT RETURNS text": "return x",
+        "nextday(x date) RETURNS NULL ON NULL INPUT RETURNS date": "return '2024-02-29'",
+        "dayof(x date) RETURNS NULL ON NULL INPUT RETURNS text": "return x",
+        "later(x time) RETURNS NULL ON NULL INPUT RETURNS time": "return x + 1000000000",
+        "ipof(x inet) RETURNS NULL ON NULL INPUT RETURNS text": "return x",
+        "toip(x inet) RETURNS NULL ON NULL INPUT RETURNS inet": "return '::1'",
+        "moredays(x duration) RETURNS NULL ON NULL INPUT RETURNS duration":
+            "return {months = x.months, days = x.days + 5, nanoseconds = x.nanoseconds}",
+    }
+    for sig, code in body.items():
+        s.execute(f"CREATE FUNCTION {k}.{sig} LANGUAGE lua AS $${code}$$")
+    row = s.execute(f"SELECT {k}.dplus(d), {k}.dtext(d), {k}.nhalf(n), {k}.ntext(n), "
+                    f"{k}.nextday(day), {k}.dayof(day), {k}.later(tm), {k}.ipof(ip), "
+                    f"{k}.toip(ip), {k}.moredays(du) FROM {k}.kinds WHERE k = 1").one()
+    assert tuple(row) == (
+        decimal.Decimal("13.5"), "12.50", 21, "123456789012345678901234567890",
+        Date(datetime.date(2024, 2, 29)), "2024-02-28", Time(datetime.time(10, 0, 1)),
+        "10.0.0.1", __import__("ipaddress").ip_address("::1").compressed,
+        Duration(1, 7, 3))
+
+
 def test_prepared_statements_with_marker_arguments(s, k):
     p = s.prepare(f"SELECT {k}.plus(v, ?) AS p FROM {k}.t WHERE pk = ? AND ck = ?")
     # FR.makeArgSpec: an argument's marker is named arg<i>(ks.f) and has the argument's type.
