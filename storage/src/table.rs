@@ -8,7 +8,7 @@ use cql::types::DataType;
 
 use crate::ann::VectorIndexSpec;
 use crate::key::Order;
-use crate::secondary::IndexSpec;
+use crate::secondary::spec::IndexSpec;
 
 /// A table's identity (the schema's table uuid as a u128).
 #[derive(

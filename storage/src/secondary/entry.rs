@@ -91,10 +91,12 @@ pub(crate) struct Indexer<'a> {
 impl<'a> Indexer<'a> {
     /// The indexer of `spec` in `layout`, or None when the layout lacks its column.
     pub(crate) fn new(spec: &'a IndexSpec, layout: &'a TableLayout) -> Option<Indexer<'a>> {
-        Some(Indexer {
-            spec,
-            ty: spec.column_type(layout)?,
-        })
+        let ty = match spec.place {
+            IndexPlace::Regular | IndexPlace::Static => layout.columns.get(&spec.column),
+            IndexPlace::Clustering(i) => layout.clustering.get(usize::from(i)).map(|c| &c.0),
+            IndexPlace::PartitionKey(i) => layout.partition_key.get(usize::from(i)),
+        }?;
+        Some(Indexer { spec, ty })
     }
 
     /// The encoded value of one collection element (`key`, `value` as a row or a mutation

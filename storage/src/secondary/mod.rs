@@ -23,7 +23,7 @@ mod entry;
 mod lookup;
 #[cfg(test)]
 mod lookup_tests;
-mod spec;
+pub(crate) mod spec;
 
 pub(crate) use builder::IndexBuilder;
 pub use spec::{IndexLookup, IndexPlace, IndexSpec, IndexTarget, IndexValues};

@@ -1,10 +1,6 @@
 //! What storage knows of a secondary index (a table's [`IndexSpec`]s come with its layout) and
 //! what a query asks of one ([`IndexLookup`]).
 
-use cql::types::DataType;
-
-use crate::table::TableLayout;
-
 /// What part of a column an index covers (Cassandra's `IndexTarget.Type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum IndexTarget {
@@ -64,15 +60,6 @@ impl IndexSpec {
             IndexTarget::Full => 4,
         };
         [c[0], c[1], c[2], c[3], t]
-    }
-
-    /// The indexed column's type in `layout` (None when the layout lacks the column).
-    pub(crate) fn column_type<'l>(&self, layout: &'l TableLayout) -> Option<&'l DataType> {
-        match self.place {
-            IndexPlace::Regular | IndexPlace::Static => layout.columns.get(&self.column),
-            IndexPlace::Clustering(i) => layout.clustering.get(usize::from(i)).map(|c| &c.0),
-            IndexPlace::PartitionKey(i) => layout.partition_key.get(usize::from(i)),
-        }
     }
 }
 
