@@ -213,9 +213,32 @@ impl Storage {
     }
 }
 
+/// Collects an export (tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Collected {
+    /// The content flags exported.
+    pub(crate) flags: u8,
+    /// The items, in order.
+    pub(crate) items: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+#[cfg(test)]
+impl RangeSink for Collected {
+    fn flags(&mut self, flags: u8) -> Result<(), StorageError> {
+        self.flags = flags;
+        Ok(())
+    }
+
+    fn item(&mut self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.items.push((key.to_vec(), value.to_vec()));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::RangeSink;
+    use super::Collected;
     use crate::{
         Liveness, Mutation, RowWrite, Slice, Storage, StorageOptions, TableId, TableLayout,
     };
@@ -246,25 +269,6 @@ mod tests {
             },
         )
         .expect("write");
-    }
-
-    /// Collects an export.
-    #[derive(Default)]
-    struct Collected {
-        flags: u8,
-        items: Vec<(Vec<u8>, Vec<u8>)>,
-    }
-
-    impl RangeSink for Collected {
-        fn flags(&mut self, flags: u8) -> Result<(), StorageError> {
-            self.flags = flags;
-            Ok(())
-        }
-
-        fn item(&mut self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-            self.items.push((key.to_vec(), value.to_vec()));
-            Ok(())
-        }
     }
 
     fn rows(db: &Storage, table: TableId, pk: i32) -> usize {

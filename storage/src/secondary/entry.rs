@@ -295,7 +295,6 @@ pub(crate) fn mutation_entries(
             push_entries(base, prefix, &[], &values, out);
         }
         IndexPlace::Regular | IndexPlace::Clustering(_) => {
-            let mut clustering = Vec::new();
             for row in &mutation.rows {
                 values.clear();
                 match spec.place {
@@ -312,12 +311,7 @@ pub(crate) fn mutation_entries(
                         }
                     }
                 }
-                if values.is_empty() {
-                    continue;
-                }
-                clustering.clear();
-                key::encode_clustering(&layout.clustering, &row.clustering, &mut clustering)?;
-                push_entries(base, prefix, &clustering, &values, out);
+                push_row_entries(base, prefix, layout, &row.clustering, &values, out)?;
             }
         }
     }
@@ -348,17 +342,29 @@ pub(crate) fn partition_entries(
         push_entries(base, prefix, &[], &values, out);
         return Ok(());
     }
-    let mut clustering = Vec::new();
     for row in rows {
         values.clear();
         indexer.live_row_values(partition_key, statics, Some(row), &mut values);
-        if values.is_empty() {
-            continue;
-        }
-        clustering.clear();
-        key::encode_clustering(&layout.clustering, &row.clustering, &mut clustering)?;
-        push_entries(base, prefix, &clustering, &values, out);
+        push_row_entries(base, prefix, layout, &row.clustering, &values, out)?;
     }
+    Ok(())
+}
+
+/// Appends the entries of one row (clustering `row_clustering`) holding `values`.
+fn push_row_entries(
+    base: &[u8],
+    prefix: &[u8],
+    layout: &TableLayout,
+    row_clustering: &[Vec<u8>],
+    values: &[Vec<u8>],
+    out: &mut Vec<Vec<u8>>,
+) -> Result<(), StorageError> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let mut clustering = Vec::new();
+    key::encode_clustering(&layout.clustering, row_clustering, &mut clustering)?;
+    push_entries(base, prefix, &clustering, values, out);
     Ok(())
 }
 

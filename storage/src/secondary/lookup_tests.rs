@@ -252,25 +252,6 @@ fn a_lookup_purges_the_entries_its_rows_no_longer_hold() {
     assert_eq!(second, (10..20).collect::<Vec<_>>());
 }
 
-/// Collects an export.
-#[derive(Default)]
-struct Items {
-    flags: u8,
-    items: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
-impl RangeSink for Items {
-    fn flags(&mut self, flags: u8) -> Result<(), StorageError> {
-        self.flags = flags;
-        Ok(())
-    }
-
-    fn item(&mut self, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-        self.items.push((key.to_vec(), value.to_vec()));
-        Ok(())
-    }
-}
-
 #[test]
 fn an_imported_range_comes_with_its_entries() {
     let mut l = layout(Order::Asc);
@@ -287,7 +268,7 @@ fn an_imported_range_comes_with_its_entries() {
         )
         .unwrap();
     }
-    let mut sink = Items::default();
+    let mut sink = crate::range_transfer::Collected::default();
     a.export_range(T, i64::MIN, i64::MAX, &mut sink).unwrap();
     let mut items = sink.items.into_iter().map(Ok);
     b.import_range(T, i64::MIN, i64::MAX, sink.flags, &mut items)

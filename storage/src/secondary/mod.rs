@@ -72,6 +72,18 @@ pub(crate) struct SecondaryIndexes {
     pub(crate) signal: Signal,
 }
 
+/// Removes every key of `ks` starting with `prefix`.
+fn remove_prefix(ks: &Keyspace, prefix: &[u8]) -> Result<(), StorageError> {
+    let keys: Vec<fjall::Slice> = ks
+        .prefix(prefix)
+        .map(|g| g.key())
+        .collect::<Result<_, _>>()?;
+    for k in keys {
+        ks.remove(k)?;
+    }
+    Ok(())
+}
+
 /// The meta key marking an index ready.
 fn ready_key(table: TableId, spec: &IndexSpec) -> Vec<u8> {
     let mut k = table_meta_prefix("index", table);
@@ -172,15 +184,7 @@ impl SecondaryIndexes {
     /// # Errors
     /// [`StorageError::Fjall`] on I/O failure.
     pub(crate) fn clear(&self, table: TableId) -> Result<(), StorageError> {
-        let keys: Vec<fjall::Slice> = self
-            .ks
-            .prefix(entry::table_base(table))
-            .map(|g| g.key())
-            .collect::<Result<_, _>>()?;
-        for k in keys {
-            self.ks.remove(k)?;
-        }
-        Ok(())
+        remove_prefix(&self.ks, &entry::table_base(table))
     }
 
     /// Removes the entries (and readiness marks) of one index of `table`, or of all of them.
@@ -189,27 +193,12 @@ impl SecondaryIndexes {
             Some(s) => index_base(table, s),
             None => entry::table_base(table).to_vec(),
         };
-        let keys: Vec<fjall::Slice> = self
-            .ks
-            .prefix(&prefix)
-            .map(|g| g.key())
-            .collect::<Result<_, _>>()?;
-        for k in keys {
-            self.ks.remove(k)?;
-        }
+        remove_prefix(&self.ks, &prefix)?;
         let marks = match spec {
             Some(s) => ready_key(table, s),
             None => table_meta_prefix("index", table),
         };
-        let keys: Vec<fjall::Slice> = self
-            .meta
-            .prefix(&marks)
-            .map(|g| g.key())
-            .collect::<Result<_, _>>()?;
-        for k in keys {
-            self.meta.remove(k)?;
-        }
-        Ok(())
+        remove_prefix(&self.meta, &marks)
     }
 
     /// Adds to `batch` the entries a mutation of `table` (laid out as `layout`, in the
