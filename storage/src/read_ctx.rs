@@ -34,6 +34,25 @@ pub(crate) struct ReadCtx<'a, S = &'a Snapshot> {
     pub(crate) version_before: Option<u64>,
 }
 
+impl<'a> ReadCtx<'a> {
+    /// A read of `table` at `snap` starting in the physical partition `ks`, at `now`.
+    pub(crate) fn on_snapshot(
+        snap: &'a Snapshot,
+        table: &'a Table,
+        ks: &'a Keyspace,
+        now: i64,
+    ) -> ReadCtx<'a> {
+        ReadCtx {
+            snap,
+            table,
+            ks,
+            now,
+            items: 0,
+            version_before: None,
+        }
+    }
+}
+
 impl<S: Lookup> ReadCtx<'_, S> {
     fn kv(&mut self, guard: IterGuardImpl) -> Result<(fjall::Slice, StoredCell), StorageError> {
         let (k, v) = into_inner(guard)?;

@@ -59,14 +59,7 @@ impl Storage {
         }
         let view = table.ring.current();
         let snap = self.inner.db.snapshot();
-        let mut ctx = ReadCtx {
-            snap: &snap,
-            table: &table,
-            ks: &view.parts[0].keyspace,
-            now: self.now(),
-            items: 0,
-            version_before: None,
-        };
+        let mut ctx = ReadCtx::on_snapshot(&snap, &table, &view.parts[0].keyspace, self.now());
         let mut remaining = limit;
         let mut last_prefix: Option<Vec<u8>> = None;
         let pk_len = table.layout.partition_key.len();

@@ -127,14 +127,7 @@ impl Storage {
             &snap,
             &mut entries_read,
         )?;
-        let mut ctx = ReadCtx {
-            snap: &snap,
-            table: &table,
-            ks: &view.parts[0].keyspace,
-            now: self.now(),
-            items: 0,
-            version_before: None,
-        };
+        let mut ctx = ReadCtx::on_snapshot(&snap, &table, &view.parts[0].keyspace, self.now());
         let pk_len = table.layout.partition_key.len();
         let mut remaining = limit;
         let mut open: Option<(Vec<u8>, PartitionDeletions, ScannedPartition)> = None;
@@ -255,14 +248,7 @@ impl Storage {
         let _guards = self.inner.stripes.lock(mask);
         let snap = self.inner.db.snapshot();
         let view = table.ring.current();
-        let mut ctx = ReadCtx {
-            snap: &snap,
-            table,
-            ks: &view.parts[0].keyspace,
-            now: self.now(),
-            items: 0,
-            version_before: None,
-        };
+        let mut ctx = ReadCtx::on_snapshot(&snap, table, &view.parts[0].keyspace, self.now());
         let pk_len = table.layout.partition_key.len();
         let mut batch = self.inner.db.batch();
         let mut purged = 0;
