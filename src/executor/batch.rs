@@ -60,6 +60,7 @@ pub(super) fn batch(
                 ))
             }
         };
+        crate::auth::authorize_calls(node.auth(), &inner_ctx, &markers.functions)?;
         counters.push(plan.table().is_counter());
         planned.push((plan, markers.specs, planned.len()));
     }

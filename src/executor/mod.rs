@@ -302,6 +302,7 @@ fn run_prepared(
     crate::auth::authorize(node.auth(), &catalog, ctx, &prepared.statement)?;
     let cached = cached_plan(node, ctx, prepared)?;
     if node.auth().enforces_permissions() {
+        crate::auth::authorize_calls(node.auth(), ctx, &cached.functions)?;
         crate::auth::authorize_calls(node.auth(), ctx, &cached.plan.user_functions())?;
     }
     let values = Values::new(inputs.values, inputs.names, &cached.markers)?;
@@ -329,6 +330,7 @@ fn cached_plan(
         keyspace: ctx.keyspace.clone(),
         plan,
         markers: markers.specs,
+        functions: markers.functions,
     });
     prepared.set_cached_plan(cached.clone());
     Ok(cached)
@@ -354,6 +356,7 @@ fn run(
             let plan = planner::plan(&catalog, ctx, stmt, &mut markers)?
                 .ok_or_else(|| QueryError::invalid("Unsupported statement"))?;
             if node.auth().enforces_permissions() {
+                crate::auth::authorize_calls(node.auth(), ctx, &markers.functions)?;
                 crate::auth::authorize_calls(node.auth(), ctx, &plan.user_functions())?;
             }
             let values = Values::new(inputs.values, inputs.names, &markers.specs)?;

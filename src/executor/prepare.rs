@@ -55,8 +55,9 @@ fn describe_markers(
     ctx: &SessionContext,
     stmt: &Statement,
 ) -> Result<MarkerInfo, QueryError> {
+    let catalog = node.catalog();
     let mut markers = Markers::default();
-    let Some(plan) = planner::plan(&node.catalog(), ctx, stmt, &mut markers)? else {
+    let Some(plan) = planner::plan(&catalog, ctx, stmt, &mut markers)? else {
         return Ok((Vec::new(), Vec::new(), Vec::new()));
     };
     Ok(match plan {

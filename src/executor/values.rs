@@ -137,6 +137,25 @@ impl<'a> Values<'a> {
         match term {
             Term::Const(None) => Ok(Bound::Null),
             Term::Const(Some(v)) => Ok(Bound::Value(v.clone())),
+            Term::UserCall { call, args } => {
+                let mut values = Vec::with_capacity(args.len());
+                for (i, a) in args.iter().enumerate() {
+                    values.push(match self.bind(a)? {
+                        Bound::Value(v) => Some(v),
+                        Bound::Null => None,
+                        Bound::Unset => {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid unset value for argument {i} of {}",
+                                call.def.qualified_name()
+                            )))
+                        }
+                    });
+                }
+                Ok(match call.call(&values)? {
+                    Some(v) => Bound::Value(v),
+                    None => Bound::Null,
+                })
+            }
             Term::Call {
                 expr,
                 data_type,

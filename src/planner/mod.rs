@@ -93,6 +93,8 @@ pub(crate) struct CachedPlan {
     pub(crate) plan: Plan,
     /// The statement's bind markers, in order.
     pub(crate) markers: Vec<ColumnSpec>,
+    /// The user functions its terms call (EXECUTE is checked on them and the plan's).
+    pub(crate) functions: Vec<crate::auth::AuthResource>,
 }
 
 impl std::fmt::Debug for CachedPlan {
@@ -148,12 +150,13 @@ impl CachedPlan {
 ///
 /// # Errors
 /// Invalid requests with Cassandra's messages (unknown tables, bad restrictions, ...).
-pub(crate) fn plan(
-    catalog: &Catalog,
+pub(crate) fn plan<'c>(
+    catalog: &'c Catalog,
     ctx: &SessionContext,
     stmt: &Statement,
-    markers: &mut Markers,
+    markers: &mut Markers<'c>,
 ) -> Result<Option<Plan>, QueryError> {
+    markers.catalog = Some(catalog);
     Ok(Some(match stmt {
         Statement::Select(select) => {
             let table = resolve_table(catalog, ctx, &select.table)?;

@@ -34,18 +34,6 @@ fn resolve_all(catalog: &Catalog, ks: &str, ts: &[DataType]) -> Result<Vec<DataT
     ts.iter().map(|t| resolve(catalog, ks, t)).collect()
 }
 
-/// A function definition with its types resolved.
-pub(crate) fn function_call(
-    catalog: &Catalog,
-    def: &Arc<FunctionDef>,
-) -> Result<FunctionCall, QueryError> {
-    Ok(FunctionCall {
-        def: def.clone(),
-        arg_types: resolve_all(catalog, &def.keyspace, &def.arg_types)?,
-        return_type: resolve(catalog, &def.keyspace, &def.return_type)?,
-    })
-}
-
 /// An aggregate definition with its functions found and its types and initial state resolved.
 fn aggregate_call(
     catalog: &Catalog,
@@ -60,7 +48,7 @@ fn aggregate_call(
         .function(&def.state_func, &state_args)
         .ok_or_else(broken)?;
     let final_func = match &def.final_func {
-        Some(f) => Some(function_call(
+        Some(f) => Some(FunctionCall::resolved(
             catalog,
             ks.function(f, std::slice::from_ref(&def.state_type))
                 .ok_or_else(broken)?,
@@ -78,7 +66,7 @@ fn aggregate_call(
     Ok(AggregateCall {
         name,
         declared_args: def.arg_types.clone(),
-        state_func: function_call(catalog, state_func)?,
+        state_func: FunctionCall::resolved(catalog, state_func)?,
         final_func,
         initcond,
         arg_types: resolve_all(catalog, &def.keyspace, &def.arg_types)?,
@@ -112,7 +100,7 @@ pub(crate) fn plan_user_call(
     let mut candidates: Vec<(Signature, Candidate)> = Vec::new();
     if let Some(ks) = catalog.keyspaces.get(ks_name) {
         for def in ks.functions_named(fname) {
-            let call = function_call(catalog, def)?;
+            let call = FunctionCall::resolved(catalog, def)?;
             candidates.push((
                 Signature {
                     name: fname.to_string(),
@@ -190,7 +178,7 @@ pub(crate) fn plan_user_call(
     }
     let selection = match chosen {
         Candidate::Function(def) => Selection::UserFunction {
-            call: Arc::new(function_call(catalog, &def)?),
+            call: Arc::new(FunctionCall::resolved(catalog, &def)?),
             args: sargs,
         },
         Candidate::Aggregate(def) => {

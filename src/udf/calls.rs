@@ -24,6 +24,31 @@ pub struct FunctionCall {
 }
 
 impl FunctionCall {
+    /// The call of `def` with its argument and result types resolved in its keyspace (user
+    /// types by name).
+    ///
+    /// # Errors
+    /// InvalidRequest when a type no longer resolves.
+    pub fn resolved(
+        catalog: &crate::schema::Catalog,
+        def: &Arc<FunctionDef>,
+    ) -> Result<FunctionCall, QueryError> {
+        let resolve = |t: &DataType| {
+            catalog
+                .resolve_type(&def.keyspace, t)
+                .map_err(QueryError::invalid)
+        };
+        Ok(FunctionCall {
+            def: def.clone(),
+            arg_types: def
+                .arg_types
+                .iter()
+                .map(resolve)
+                .collect::<Result<_, _>>()?,
+            return_type: resolve(&def.return_type)?,
+        })
+    }
+
     /// Runs the function on `args`. A function `RETURNS NULL ON NULL INPUT` answers null for
     /// any null argument without running.
     ///

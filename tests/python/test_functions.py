@@ -374,6 +374,33 @@ def test_decimal_varint_date_time_inet_and_duration_values(s, k):
         Duration(1, 7, 3))
 
 
+def test_calls_in_values_and_where_clauses(s, k):
+    # Cassandra resolves function calls in terms too: INSERT values, UPDATE assignments and
+    # WHERE restrictions call user functions, evaluated at each execution, with bind markers
+    # as arguments (named arg0(ks.f), as FunctionResolver.makeArgSpec names them).
+    s.execute(f"CREATE FUNCTION {k}.twice(x int) RETURNS NULL ON NULL INPUT RETURNS int "
+              "LANGUAGE lua AS 'return x * 2'")
+    s.execute(f"CREATE FUNCTION {k}.label(x int) CALLED ON NULL INPUT RETURNS text "
+              "LANGUAGE lua AS $$ if x == nil then return 'none' end return 'n' .. x $$")
+    s.execute(f"INSERT INTO {k}.t (pk, ck, v, x) VALUES (7, {k}.twice(3), {k}.twice(5), "
+              f"{k}.label(null))")
+    assert tuple(s.execute(f"SELECT ck, v, x FROM {k}.t WHERE pk = 7").one()) == (6, 10, "none")
+    s.execute(f"UPDATE {k}.t SET x = {k}.label(4) WHERE pk = 7 AND ck = {k}.twice(3)")
+    assert s.execute(f"SELECT x FROM {k}.t WHERE pk = 7 AND ck = 6").one().x == "n4"
+    prepared = s.prepare(f"INSERT INTO {k}.t (pk, ck, v) VALUES (?, ?, {k}.twice(?))")
+    assert [c.name for c in prepared.column_metadata] == ["pk", "ck", f"arg0({k}.twice)"]
+    s.execute(prepared, (8, 1, 21))
+    assert s.execute(f"SELECT v FROM {k}.t WHERE pk = 8 AND ck = 1").one().v == 42
+    sel = s.prepare(f"SELECT v FROM {k}.t WHERE pk = 8 AND ck = {k}.twice(?)")
+    assert list(s.execute(sel, (0,))) == [] and s.execute(
+        s.prepare(f"SELECT v FROM {k}.t WHERE pk = ? AND ck IN ({k}.twice(0), 1)"), (8,)
+    ).one().v == 42
+    with pytest.raises(InvalidRequest, match="Type error"):
+        s.execute(f"INSERT INTO {k}.t (pk, ck, x) VALUES (9, 1, {k}.twice(1))")
+    with pytest.raises(InvalidRequest, match=r"Unknown function|nope"):
+        s.execute(f"INSERT INTO {k}.t (pk, ck, v) VALUES (9, 1, {k}.nope(1))")
+
+
 def test_prepared_statements_with_marker_arguments(s, k):
     p = s.prepare(f"SELECT {k}.plus(v, ?) AS p FROM {k}.t WHERE pk = ? AND ck = ?")
     # FR.makeArgSpec: an argument's marker is named arg<i>(ks.f) and has the argument's type.

@@ -208,6 +208,14 @@ def test_user_functions_need_execute_and_their_keyspaces_functions_create(secure
         admin.execute("REVOKE EXECUTE ON FUNCTION secfn.twice(int) FROM caller")
         with pytest.raises(Unauthorized):
             s.execute(prepared_twice)
+        # A call in a value needs EXECUTE too.
+        admin.execute("GRANT MODIFY ON TABLE secfn.t TO caller")
+        with pytest.raises(Unauthorized, match=r"no EXECUTE permission on "
+                           r"<function secfn.twice\(int\)>"):
+            s.execute("INSERT INTO secfn.t (k, v) VALUES (2, secfn.twice(1))")
+        with pytest.raises(Unauthorized, match="no EXECUTE permission"):
+            s.execute("BEGIN BATCH INSERT INTO secfn.t (k, v) VALUES (2, secfn.twice(1)); "
+                      "APPLY BATCH")
         # Creating and dropping.
         with pytest.raises(Unauthorized, match=r"has no CREATE permission on "
                            r"<all functions in secfn>"):
