@@ -115,18 +115,13 @@ impl Storage {
                 }
             }
         }
+        // Index entries read (the candidates' iterator counts them as it goes).
+        let entries_read = std::cell::Cell::new(0u64);
         let snap = self.inner.db.snapshot();
         let view = table.ring.current();
         let base = index_base(table_id, &lookup.index);
-        let mut entries_read = 0u64;
-        let candidates = self.candidates(
-            table_id,
-            lookup,
-            &indexer,
-            &window,
-            &snap,
-            &mut entries_read,
-        )?;
+        let candidates =
+            self.candidates(table_id, lookup, &indexer, &window, &snap, &entries_read)?;
         let mut ctx = ReadCtx::on_snapshot(&snap, &table, &view.parts[0].keyspace, self.now());
         let pk_len = table.layout.partition_key.len();
         let mut remaining = limit;
@@ -221,7 +216,7 @@ impl Storage {
                 page.cursor = Some(stop);
             }
         }
-        page.items_read = ctx.items + entries_read;
+        page.items_read = ctx.items + entries_read.get();
         self.count_items(page.items_read);
         drop(snap);
         if !stale.is_empty() {
@@ -287,18 +282,18 @@ impl Storage {
         indexer: &Indexer<'_>,
         window: &Window,
         snap: &'s fjall::Snapshot,
-        entries_read: &mut u64,
+        entries_read: &'s std::cell::Cell<u64>,
     ) -> Result<RowKeys<'s>, StorageError> {
         let ks = &self.inner.indexes.ks;
         let base = index_base(table_id, &lookup.index);
         let (lower, upper) = match &lookup.values {
             IndexValues::Eq(v) => {
                 let value = indexer.lookup_value(v, None);
-                return Ok(self.value_rows(ks, snap, base, value, window));
+                return Ok(self.value_rows(ks, snap, base, value, window, entries_read));
             }
             IndexValues::Entry(k, v) => {
                 let value = indexer.lookup_value(k, Some(v));
-                return Ok(self.value_rows(ks, snap, base, value, window));
+                return Ok(self.value_rows(ks, snap, base, value, window, entries_read));
             }
             IndexValues::Range { lower, upper } => (lower, upper),
         };
@@ -317,7 +312,7 @@ impl Storage {
         let mut rows = BTreeMap::new();
         for guard in range_at(ks, snap, start..) {
             let (k, _) = into_inner(guard)?;
-            *entries_read += 1;
+            entries_read.set(entries_read.get() + 1);
             let Some(rest) = k.strip_prefix(base.as_slice()) else {
                 break;
             };
@@ -352,6 +347,7 @@ impl Storage {
         mut base: Vec<u8>,
         value: Vec<u8>,
         window: &Window,
+        entries_read: &'s std::cell::Cell<u64>,
     ) -> RowKeys<'s> {
         base.extend_from_slice(&value);
         let from = match &window.after {
@@ -367,6 +363,7 @@ impl Storage {
                     Ok((k, _)) => k,
                     Err(e) => return Some(Err(e)),
                 };
+                entries_read.set(entries_read.get() + 1);
                 let row = k.strip_prefix(base.as_slice())?;
                 if high.as_deref().is_some_and(|h| row >= h) {
                     return None;
