@@ -116,9 +116,10 @@ impl Storage {
         // Index entries go in the same batch, from the index list read under the stripes
         // (see `crate::secondary`), with the newest layout.
         for s in &staged {
-            if self.inner.indexes.of(s.table_id).is_some() {
+            if let Some(states) = self.inner.indexes.of(s.table_id) {
                 let table = self.table(s.table_id)?;
                 self.inner.indexes.add_entries(
+                    &states,
                     s.table_id,
                     &table.layout,
                     &s.addr.prefix,

@@ -202,21 +202,20 @@ impl SecondaryIndexes {
     }
 
     /// Adds to `batch` the entries a mutation of `table` (laid out as `layout`, in the
-    /// partition at `prefix`) writes. Called under the partition's write-lock stripe.
+    /// partition at `prefix`) writes for its indexes `states` (from [`SecondaryIndexes::of`],
+    /// read under the partition's write-lock stripe, as this is called).
     ///
     /// # Errors
     /// [`StorageError::InvalidValue`] for a clustering value its type refuses.
     pub(crate) fn add_entries(
         &self,
+        states: &[Arc<IndexState>],
         table: TableId,
         layout: &TableLayout,
         prefix: &[u8],
         mutation: &Mutation,
         batch: &mut OwnedWriteBatch,
     ) -> Result<(), StorageError> {
-        let Some(states) = self.of(table) else {
-            return Ok(());
-        };
         let mut keys = Vec::new();
         for s in states.iter() {
             let Some(indexer) = Indexer::new(&s.spec, layout) else {
