@@ -87,6 +87,13 @@ def filtered(session, query, params=()):
     return rows(session, query + " ALLOW FILTERING", params)
 
 
+def same_as_scan(session, query, n, fetch_size=None):
+    """`query` answers the filtering scan's `n` rows, in its order."""
+    got = rows(session, query, fetch_size=fetch_size)
+    assert got == filtered(session, query), query
+    assert len(got) == n, (query, got)
+
+
 def items_read(base, run) -> float:
     before = metric(base, "ringdb_storage_items_read_total")
     run()
@@ -192,10 +199,7 @@ def test_collection_static_and_key_columns(served):
     ]
     expected_sizes = [12, 1, 6, 1, 6, 1, 6, 0, 2, 6, 12, 8]
     for q, n in zip(queries, expected_sizes):
-        q = q.format(t=f"{ks}.t")
-        got = rows(s, q)
-        assert got == filtered(s, q), q
-        assert len(got) == n, (q, got)
+        same_as_scan(s, q.format(t=f"{ks}.t"), n)
 
 
 def test_sai_ranges_and_intersections(served):
@@ -213,10 +217,7 @@ def test_sai_ranges_and_intersections(served):
     for where, n in [("n > 10 AND n <= 20", 10), ("n < -55", 5), ("n >= 55", 5),
                      ("d > 6.5", 6), ("n > 0 AND t = 't3'", 12),
                      ("d <= -0.5 AND n < -50", 3)]:
-        q = f"SELECT k, c FROM {ks}.t WHERE {where}"
-        got = rows(s, q, fetch_size=5)
-        assert got == filtered(s, q), where
-        assert len(got) == n, (where, got)
+        same_as_scan(s, f"SELECT k, c FROM {ks}.t WHERE {where}", n, fetch_size=5)
 
 
 def test_dropping_and_creating_an_index_again(served):

@@ -248,6 +248,19 @@ def test_restart_keeps_the_index(tmp_path, request):
     stop_and_check(srv)
 
 
+
+def until_schema_arrives(query, within: float = 20):
+    """Runs `query` until the node it goes to knows the schema it names (an InvalidRequest
+    until then), at most `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return query()
+        except InvalidRequest:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
 def test_index_in_a_cluster(ring):
     # A CREATE INDEX made on node 1 travels with the schema (the metadata Raft group): node 2
     # answers an indexed query without ALLOW FILTERING and lists it in system_schema.indexes.
@@ -264,15 +277,8 @@ def test_index_in_a_cluster(ring):
             write_new_table(s1, ins, (k, k % 4))
         s1.execute("CREATE INDEX ON idx_ring.t (v)")
         s2 = c2.connect()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                got = sorted(r.k for r in s2.execute("SELECT k FROM idx_ring.t WHERE v = 3"))
-                break
-            except InvalidRequest:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        got = until_schema_arrives(
+            lambda: sorted(r.k for r in s2.execute("SELECT k FROM idx_ring.t WHERE v = 3")))
         assert got == [k for k in range(40) if k % 4 == 3]
         names = [r.index_name for r in s2.execute(
             "SELECT index_name FROM system_schema.indexes WHERE keyspace_name = 'idx_ring'")]
@@ -299,16 +305,8 @@ def test_vector_search_in_a_cluster(ring):
         for k in range(60):
             write_new_table(s1, ins, (k, [float(k), 0.0]))
         s3 = c3.connect()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                got = [r.k for r in s3.execute(
-                    "SELECT k FROM ann_ring.t ORDER BY v ANN OF [30.2, 0.0] LIMIT 3")]
-                break
-            except InvalidRequest:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        got = until_schema_arrives(lambda: [r.k for r in s3.execute(
+            "SELECT k FROM ann_ring.t ORDER BY v ANN OF [30.2, 0.0] LIMIT 3")])
         assert got == [30, 31, 29]
     finally:
         c3.shutdown()
@@ -336,15 +334,8 @@ def test_secondary_index_in_a_cluster(ring):
         s1.execute("UPDATE idx_ring2.t SET v = 4 WHERE k = 13")
         s3 = c3.connect()
         want = sorted(k for k in range(200) if k % 10 == 3 and k not in (3, 13))
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                got = sorted(r.k for r in s3.execute("SELECT k FROM idx_ring2.t WHERE v = 3"))
-                break
-            except InvalidRequest:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        got = until_schema_arrives(
+            lambda: sorted(r.k for r in s3.execute("SELECT k FROM idx_ring2.t WHERE v = 3")))
         assert got == want
         traced = s3.execute(SimpleStatement("SELECT k FROM idx_ring2.t WHERE v = 4", fetch_size=7),
                             trace=True)
