@@ -158,6 +158,11 @@ pub struct Config {
     /// in MiB; 0 turns it off. Unset, the default, sizes it to the memory the server may use
     /// ([`Config::item_cache_bytes`]): a sixteenth, at least 64 MiB.
     pub item_cache_mb: Option<u64>,
+    /// Partitions whose rows take at most this many KiB are kept whole in the item cache
+    /// once read, so slices of them skip the LSM tree until their next write (like
+    /// Cassandra's row cache); 0 turns it off. Tables that stored a partition deletion, a
+    /// static column or a range tombstone are always read from the tree. Default 16.
+    pub partition_cache_max_kb: u64,
     /// Async worker threads that serve connections (framing, sessions and the cheap requests
     /// run inline on them). 0, the default, means half the cores the process may run on, at
     /// least one: the other half is left to storage's flush and compaction threads, the
@@ -410,6 +415,7 @@ impl Default for Config {
             throttle_retry_max_ms: 0,
             block_cache_mb: 0,
             item_cache_mb: None,
+            partition_cache_max_kb: 16,
             max_journal_mb: 64,
             compaction_threads: 0,
             background_nice: 19,

@@ -140,6 +140,7 @@ impl Node {
                 logical_partition_max_bytes: config.logical_partition_max_bytes,
                 cache_bytes: Some(block_cache_bytes),
                 item_cache_bytes,
+                partition_cache_max_bytes: config.partition_cache_max_kb.saturating_mul(1 << 10),
                 max_journal_bytes: Some(config.max_journal_mb.saturating_mul(1 << 20)),
                 worker_threads: Some(config.storage_threads()),
                 background_nice: config.background_nice,

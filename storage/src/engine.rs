@@ -126,6 +126,7 @@ impl Storage {
         let limits = Limits {
             physical_partition_max_bytes: options.physical_partition_max_bytes.max(1),
             logical_partition_max_bytes: options.logical_partition_max_bytes,
+            partition_cache_max_bytes: options.partition_cache_max_bytes,
         };
         let splitter = Splitter::new(
             db.clone(),

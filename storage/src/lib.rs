@@ -102,6 +102,7 @@ mod one_table;
 mod open_tables;
 mod options;
 mod partition_address;
+mod partition_cache;
 mod partition_filter;
 mod partition_head;
 mod physical;
@@ -140,6 +141,8 @@ mod item_cache_tests;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]
+mod partition_cache_tests;
+#[cfg(test)]
 mod partition_filter_tests;
 #[cfg(test)]
 mod point_read_tests;
@@ -163,7 +166,7 @@ pub use key::{ClusteringBound, Order};
 pub use mutation::{ColumnOp, ColumnWrite, Deletion, Liveness, Mutation, RangeDeletion, RowWrite};
 pub use options::{
     StorageOptions, DEFAULT_ITEM_CACHE_BYTES, DEFAULT_LOGICAL_PARTITION_MAX_BYTES,
-    DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
+    DEFAULT_PARTITION_CACHE_MAX_BYTES, DEFAULT_PHYSICAL_PARTITION_MAX_BYTES,
 };
 pub use range_transfer::RangeSink;
 pub use row::{ColumnValue, Row};

@@ -13,6 +13,8 @@ pub const DEFAULT_PHYSICAL_PARTITION_MAX_BYTES: u64 = 30 << 30;
 pub const DEFAULT_LOGICAL_PARTITION_MAX_BYTES: u64 = 20 << 30;
 /// Default [`StorageOptions::item_cache_bytes`]: 64 MiB.
 pub const DEFAULT_ITEM_CACHE_BYTES: u64 = 64 << 20;
+/// Default [`StorageOptions::partition_cache_max_bytes`]: 16 KiB.
+pub const DEFAULT_PARTITION_CACHE_MAX_BYTES: u64 = 16 << 10;
 
 /// Options for [`crate::Storage::open`].
 #[derive(Clone)]
@@ -53,6 +55,9 @@ pub struct StorageOptions {
     /// Bytes of the item cache (`crate::item_cache`: single items by key, for point reads and
     /// writes' lookups; 0: off). Default 64 MiB.
     pub item_cache_bytes: u64,
+    /// Partitions whose rows take at most this many bytes (keys and values) are cached whole
+    /// in the item cache when read (`crate::partition_cache`; 0: never). Default 16 KiB.
+    pub partition_cache_max_bytes: u64,
 }
 
 impl Default for StorageOptions {
@@ -71,6 +76,7 @@ impl Default for StorageOptions {
             background_nice: 0,
             background_idle_policy: false,
             item_cache_bytes: DEFAULT_ITEM_CACHE_BYTES,
+            partition_cache_max_bytes: DEFAULT_PARTITION_CACHE_MAX_BYTES,
         }
     }
 }
@@ -80,6 +86,7 @@ impl Default for StorageOptions {
 pub(crate) struct Limits {
     pub(crate) physical_partition_max_bytes: u64,
     pub(crate) logical_partition_max_bytes: u64,
+    pub(crate) partition_cache_max_bytes: u64,
 }
 
 impl fmt::Debug for StorageOptions {
@@ -88,6 +95,7 @@ impl fmt::Debug for StorageOptions {
             .field("sync", &self.sync)
             .field("cache_bytes", &self.cache_bytes)
             .field("item_cache_bytes", &self.item_cache_bytes)
+            .field("partition_cache_max_bytes", &self.partition_cache_max_bytes)
             .field("clock", &self.clock.as_ref().map(|_| "custom"))
             .field(
                 "physical_partition_max_bytes",

@@ -113,7 +113,34 @@ impl Storage {
                 lo = lo.max(next);
             }
         }
-        let ks = &view.part(addr.token).keyspace;
+        let part = view.part(addr.token);
+        // A small partition's rows may come whole from the item cache instead of the tree
+        // (see `crate::partition_cache`); tables with partition heads never do.
+        if single.is_none() {
+            if let Some(cached) =
+                self.cached_rows(table_id, &table, part, &addr.prefix, addr.token)?
+            {
+                let mut ctx = ReadCtx {
+                    snap: (),
+                    table: &table,
+                    ks: &part.keyspace,
+                    now,
+                    items: 0,
+                    version_before: None,
+                };
+                let items = cached.range(&lo, &hi, slice.reversed);
+                let dels = PartitionDeletions::default();
+                let (rows, last) = ctx.assemble(items, 0, None, &dels, slice.reversed, limit)?;
+                self.count_items(ctx.items);
+                return Ok(PartitionSlice {
+                    static_cells: BTreeMap::new(),
+                    rows,
+                    cursor: last.map(|c| Cursor::in_slice(&c)),
+                    items_read: ctx.items,
+                });
+            }
+        }
+        let ks = &part.keyspace;
         // Only a forward range read of rows can read a one-table tree directly: a row read by
         // point lookups does not take the tree's version.
         let version_before = (single.is_none() && !slice.reversed)

@@ -65,6 +65,52 @@ impl<S: Lookup> ReadCtx<'_, S> {
         StoredCell::decode(value)
     }
 
+    /// The one row with encoded clustering `clustering`, read with a point lookup per item
+    /// (liveness, row deletion, each of `columns`): bloom filters skip the LSM tables that do
+    /// not hold the row, where a range read would open every level.
+    pub(crate) fn point_row(
+        &mut self,
+        prefix: &[u8],
+        dels: &PartitionDeletions,
+        clustering: &[u8],
+        columns: &[u32],
+        row_deletions: bool,
+        separate_cells: bool,
+    ) -> Result<Vec<Row>, StorageError> {
+        let mut row_key = Vec::with_capacity(prefix.len() + clustering.len() + 8);
+        row_key.extend_from_slice(prefix);
+        row_key.push(key::SECTION_ROWS);
+        row_key.extend_from_slice(clustering);
+        row_key.push(key::CLUSTERING_END);
+        let base = row_key.len();
+        // The row deletion is looked up only in tables that ever stored one, and separate
+        // cells only in tables that ever stored one outside a bundle (`crate::bundle`).
+        let columns = if separate_cells { columns } else { &[] };
+        let paths = [ItemPath::Liveness]
+            .into_iter()
+            .chain(row_deletions.then_some(ItemPath::RowDeletion))
+            .chain(columns.iter().map(|&c| ItemPath::Cell(c)));
+        // Kept as stored: a row that is its liveness item alone is built from these bytes.
+        let mut stored = Vec::new();
+        for path in paths {
+            row_key.truncate(base);
+            path.encode(&mut row_key);
+            if let Some(v) = self.snap.lookup(self.ks, &row_key)? {
+                self.items += 1;
+                stored.push((path, v));
+            }
+        }
+        let mut rows = Vec::new();
+        if !stored.is_empty() {
+            let values = self.clustering_of(&row_key[prefix.len() + 1..])?.0;
+            self.finish_stored_row(&mut rows, clustering, values, &mut stored, dels, false)?;
+        }
+        Ok(rows)
+    }
+}
+
+/// Assembling rows: from whatever source the items came.
+impl<S> ReadCtx<'_, S> {
     /// Live columns of one row (or the static row) from its stored items.
     /// Consumes `items` (the vector is left empty, its capacity kept for the next row).
     pub(crate) fn build(
@@ -206,49 +252,6 @@ impl<S: Lookup> ReadCtx<'_, S> {
         }
     }
 
-    /// The one row with encoded clustering `clustering`, read with a point lookup per item
-    /// (liveness, row deletion, each of `columns`): bloom filters skip the LSM tables that do
-    /// not hold the row, where a range read would open every level.
-    pub(crate) fn point_row(
-        &mut self,
-        prefix: &[u8],
-        dels: &PartitionDeletions,
-        clustering: &[u8],
-        columns: &[u32],
-        row_deletions: bool,
-        separate_cells: bool,
-    ) -> Result<Vec<Row>, StorageError> {
-        let mut row_key = Vec::with_capacity(prefix.len() + clustering.len() + 8);
-        row_key.extend_from_slice(prefix);
-        row_key.push(key::SECTION_ROWS);
-        row_key.extend_from_slice(clustering);
-        row_key.push(key::CLUSTERING_END);
-        let base = row_key.len();
-        // The row deletion is looked up only in tables that ever stored one, and separate
-        // cells only in tables that ever stored one outside a bundle (`crate::bundle`).
-        let columns = if separate_cells { columns } else { &[] };
-        let paths = [ItemPath::Liveness]
-            .into_iter()
-            .chain(row_deletions.then_some(ItemPath::RowDeletion))
-            .chain(columns.iter().map(|&c| ItemPath::Cell(c)));
-        // Kept as stored: a row that is its liveness item alone is built from these bytes.
-        let mut stored = Vec::new();
-        for path in paths {
-            row_key.truncate(base);
-            path.encode(&mut row_key);
-            if let Some(v) = self.snap.lookup(self.ks, &row_key)? {
-                self.items += 1;
-                stored.push((path, v));
-            }
-        }
-        let mut rows = Vec::new();
-        if !stored.is_empty() {
-            let values = self.clustering_of(&row_key[prefix.len() + 1..])?.0;
-            self.finish_stored_row(&mut rows, clustering, values, &mut stored, dels, false)?;
-        }
-        Ok(rows)
-    }
-
     /// A row starting at `rest` (its key after the rows section byte): its encoded and
     /// decoded clustering, no items yet.
     pub(crate) fn start_row(&self, rest: &[u8]) -> Result<PendingRow, StorageError> {
@@ -287,18 +290,18 @@ impl<S: Lookup> ReadCtx<'_, S> {
     /// [`Self::finish_row`] of items still as stored. A row that is its liveness item
     /// alone is built from the item's bytes (its cells' values copied once, not first into
     /// a decoded cell); other rows decode their items and go through [`Self::build`].
-    fn finish_stored_row(
+    fn finish_stored_row<V: AsRef<[u8]>>(
         &self,
         rows: &mut Vec<Row>,
         encoded: &[u8],
         clustering: Vec<Vec<u8>>,
-        stored: &mut Vec<(ItemPath, fjall::Slice)>,
+        stored: &mut Vec<(ItemPath, V)>,
         dels: &PartitionDeletions,
         reversed: bool,
     ) -> Result<(), StorageError> {
         let deleted = dels.covering(encoded);
         if let ([(ItemPath::Liveness, bytes)], None) = (stored.as_slice(), deleted) {
-            let marker = CellView::parse(bytes)?;
+            let marker = CellView::parse(bytes.as_ref())?;
             let now = self.now;
             let (cells, live) = self.build_bundle(
                 marker.live_value(now),
@@ -313,9 +316,66 @@ impl<S: Lookup> ReadCtx<'_, S> {
         }
         let mut items = stored
             .drain(..)
-            .map(|(path, bytes)| Ok((path, StoredCell::decode(&bytes)?)))
+            .map(|(path, bytes)| Ok((path, StoredCell::decode(bytes.as_ref())?)))
             .collect::<Result<Vec<_>, StorageError>>()?;
         self.finish_row(rows, encoded, clustering, &mut items, dels, reversed)
+    }
+
+    /// Rows from `iter`'s items in key order (or reversed), up to `limit`; also returns the
+    /// encoded clustering of the last row when the limit stopped the read before the end.
+    /// An item's key after its first `skip` bytes is its row key (after the rows section
+    /// byte); `stop` (a whole key) ends a forward read left open above.
+    pub(crate) fn assemble<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        iter: impl Iterator<Item = Result<(K, V), StorageError>>,
+        skip: usize,
+        stop: Option<&[u8]>,
+        dels: &PartitionDeletions,
+        reversed: bool,
+        limit: usize,
+    ) -> Result<(Vec<Row>, Option<Vec<u8>>), StorageError> {
+        let mut rows = Vec::with_capacity(limit.min(16));
+        if limit == 0 {
+            return Ok((rows, None));
+        }
+        // The row being assembled: its decoded clustering, and in `encoded` its clustering as
+        // its keys encode it. Its items gather, as stored, in `items`. Both buffers serve
+        // every row.
+        let mut current: Option<Vec<Vec<u8>>> = None;
+        let mut encoded = Vec::new();
+        let mut items = Vec::new();
+        for item in iter {
+            let (k, v) = item?;
+            let k = k.as_ref();
+            if stop.is_some_and(|end| k >= end) {
+                break;
+            }
+            self.items += 1;
+            let rest = &k[skip..];
+            let same_row = current.is_some()
+                && rest.starts_with(&encoded)
+                && rest.get(encoded.len()) == Some(&key::CLUSTERING_END);
+            if !same_row {
+                if let Some(values) = current.take() {
+                    self.finish_stored_row(
+                        &mut rows, &encoded, values, &mut items, dels, reversed,
+                    )?;
+                    if rows.len() >= limit {
+                        return Ok((rows, Some(encoded)));
+                    }
+                }
+                let (values, c_len) = self.clustering_of(rest)?;
+                encoded.clear();
+                encoded.extend_from_slice(&rest[..c_len]);
+                current = Some(values);
+            }
+            let path = ItemPath::decode(&rest[encoded.len() + 1..])?;
+            items.push((path, v));
+        }
+        if let Some(values) = current.take() {
+            self.finish_stored_row(&mut rows, &encoded, values, &mut items, dels, reversed)?;
+        }
+        Ok((rows, None))
     }
 }
 
@@ -381,9 +441,8 @@ impl ReadCtx<'_> {
         };
         let base_len = prefix.len() + 1;
         let (start, end) = (with(lo), with(hi));
-        let mut rows = Vec::with_capacity(limit.min(16));
         if limit == 0 || start >= end {
-            return Ok((rows, None));
+            return Ok((Vec::new(), None));
         }
         // A forward read leaves the range open above and stops at `end` itself: fjall then
         // skips the upper-bound seek into every table it merges, which cost a tenth of a
@@ -400,43 +459,8 @@ impl ReadCtx<'_> {
         } else {
             Box::new(self.range(start..).map(into_inner))
         };
-        // The row being assembled: its decoded clustering, and in `encoded` its clustering as
-        // its keys encode it. Its items gather, as stored, in `items`. Both buffers serve
-        // every row.
-        let mut current: Option<Vec<Vec<u8>>> = None;
-        let mut encoded = Vec::new();
-        let mut items = Vec::new();
-        for item in iter {
-            let (k, v) = item?;
-            if !reversed && *k >= *end {
-                break;
-            }
-            self.items += 1;
-            let rest = &k[base_len..];
-            let same_row = current.is_some()
-                && rest.starts_with(&encoded)
-                && rest.get(encoded.len()) == Some(&key::CLUSTERING_END);
-            if !same_row {
-                if let Some(values) = current.take() {
-                    self.finish_stored_row(
-                        &mut rows, &encoded, values, &mut items, dels, reversed,
-                    )?;
-                    if rows.len() >= limit {
-                        return Ok((rows, Some(encoded)));
-                    }
-                }
-                let (values, c_len) = self.clustering_of(rest)?;
-                encoded.clear();
-                encoded.extend_from_slice(&rest[..c_len]);
-                current = Some(values);
-            }
-            let path = ItemPath::decode(&rest[encoded.len() + 1..])?;
-            items.push((path, v));
-        }
-        if let Some(values) = current.take() {
-            self.finish_stored_row(&mut rows, &encoded, values, &mut items, dels, reversed)?;
-        }
-        Ok((rows, None))
+        let stop = (!reversed).then_some(&end[..]);
+        self.assemble(iter, base_len, stop, dels, reversed, limit)
     }
 }
 

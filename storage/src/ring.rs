@@ -68,6 +68,10 @@ pub(crate) struct TableRing {
     pub(crate) filter: PartitionFilter,
     /// The running split's copy: bytes copied so far and bytes it expects to copy.
     split_progress: (AtomicU64, AtomicU64),
+    /// Whether a read ever cached one of the table's partitions whole
+    /// (`crate::partition_cache`); set and read under a partition's stripe, so writes to a
+    /// table whose partitions are never read that way forget no entries.
+    pub(crate) partitions_cached: AtomicBool,
 }
 
 impl TableRing {
@@ -80,6 +84,7 @@ impl TableRing {
             content,
             filter,
             split_progress: (AtomicU64::new(0), AtomicU64::new(0)),
+            partitions_cached: AtomicBool::new(false),
         }
     }
 

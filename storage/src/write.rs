@@ -28,7 +28,7 @@ use crate::reconcile::{counter_sum, Reconciler};
 use crate::ring::Route;
 use crate::stage::{stage, Pending, Staged};
 use crate::stripes::Stripes;
-use crate::{bundle, content, StorageError, TableId};
+use crate::{bundle, content, partition_cache, StorageError, TableId};
 
 impl Storage {
     /// Applies a mutation to one partition as one atomic fjall batch. When it returns, the
@@ -148,10 +148,9 @@ impl Storage {
         // `crate::item_cache`); after a failed commit it forgets them rather than guess.
         let cache = &self.inner.item_cache;
         for (part, key, value) in cached {
-            if committed.is_ok() {
-                cache.put_shared(part, key, value);
-            } else {
-                cache.forget(part, &key);
+            match value.filter(|_| committed.is_ok()) {
+                Some(value) => cache.put_shared(part, key, value),
+                None => cache.forget(part, &key),
             }
         }
         drop(window);
@@ -287,13 +286,22 @@ impl Storage {
                 batch.insert(&dual.keyspace, key.clone(), encoded.clone());
             }
             if cache_items {
-                cached.push((part, key.clone(), encoded.clone()));
+                cached.push((part, key.clone(), Some(encoded.clone())));
             }
             batch.insert(ks, key, encoded);
             wrote = true;
         }
         if !wrote {
             return Ok(None);
+        }
+        // The partition's cached rows, if it may have any, are stale once this commits (see
+        // `crate::partition_cache`); a split's new half holds its own.
+        if state.exists && table.ring.partitions_cached.load(Ordering::Relaxed) {
+            let entry = fjall::Slice::from(&partition_cache::entry_key(&addr.prefix)[..]);
+            if let Some(dual) = route.dual {
+                cached.push((dual.cache_id.load(Ordering::Relaxed), entry.clone(), None));
+            }
+            cached.push((part, entry, None));
         }
         let head_items = content::flags_of(mutation) & content::HEAD != 0;
         // An overwrite of the same size leaves the partition's size, and so its size cell (if
@@ -359,8 +367,9 @@ impl Storage {
     }
 }
 
-/// An item for the item cache once its batch commits: (partition cache id, key, item).
-type CacheUpdate = (u64, fjall::Slice, fjall::Slice);
+/// An item for the item cache once its batch commits: (partition cache id, key, item), or
+/// with no item an entry to forget.
+type CacheUpdate = (u64, fjall::Slice, Option<fjall::Slice>);
 
 /// The items a write's batch gives the item cache (a one-row write's in place).
 type CacheUpdates = SmallVec<[CacheUpdate; 1]>;

@@ -52,6 +52,9 @@ pub(crate) const SECTION_RANGE_TOMBSTONE: u8 = 0x02;
 pub(crate) const SECTION_ROWS: u8 = 0x03;
 /// Section byte: the partition's size cell (not a stored cell; skipped by reads).
 pub(crate) const SECTION_SIZE: u8 = 0xfe;
+/// Section byte of no stored item: the item cache's key of a partition's cached rows
+/// (`crate::partition_cache`).
+pub(crate) const SECTION_CACHED_ROWS: u8 = 0xfd;
 /// Ends the clustering of a row key.
 pub(crate) const CLUSTERING_END: u8 = 0x00;
 /// Greater than any byte that can follow a clustering prefix.

@@ -1,0 +1,314 @@
+//! The partition cache answers every slice as the tree does: a store with it and a store
+//! without it take the same random writes and must read alike, and readers racing a writer
+//! never read a partition older than an acknowledged write.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use cql::types::{DataType, NativeType};
+
+use crate::tests::int;
+use crate::*;
+
+const T: TableId = TableId(0x2c);
+const V: u32 = 1;
+const W: u32 = 2;
+const SET: u32 = 3;
+
+/// A store with table `T` (`pk int, ck int, v text, w int, s set<int>`), its partition cache
+/// limited to `max` bytes (0: off), and the clock it reads.
+fn open(max: u64, clock: &Arc<AtomicI64>) -> (tempfile::TempDir, Storage) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = clock.clone();
+    let db = Storage::open(
+        dir.path(),
+        StorageOptions {
+            partition_cache_max_bytes: max,
+            clock: Some(Arc::new(move || c.load(AtomicOrdering::SeqCst))),
+            ..Default::default()
+        },
+    )
+    .expect("open");
+    db.create_table(
+        T,
+        TableLayout {
+            partition_key: vec![NativeType::Int.into()],
+            clustering: vec![(NativeType::Int.into(), Order::Asc)],
+            columns: BTreeMap::from([
+                (V, DataType::TEXT),
+                (W, NativeType::Int.into()),
+                (SET, DataType::Set(Box::new(NativeType::Int.into()))),
+            ]),
+            ..TableLayout::default()
+        },
+    )
+    .expect("table");
+    (dir, db)
+}
+
+/// Deterministic pseudo-random numbers (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn set(column: u32, value: Vec<u8>, timestamp: i64, ttl: Option<u32>) -> ColumnWrite {
+    ColumnWrite {
+        column,
+        op: ColumnOp::Set {
+            value,
+            timestamp,
+            ttl,
+        },
+    }
+}
+
+/// A random write to partition `pk` at timestamp `ts`: an INSERT (sometimes with a TTL), an
+/// UPDATE of one cell, a cell deletion, a row deletion or a set element.
+fn random_write(rng: &mut Rng, pk: i32, ts: i64) -> Mutation {
+    let ck = rng.below(12) as i32;
+    let ttl = (rng.below(4) == 0).then_some(1 + rng.below(3) as u32);
+    let mut row = RowWrite {
+        clustering: vec![int(ck)],
+        ..RowWrite::default()
+    };
+    match rng.below(6) {
+        0 | 1 => {
+            row.liveness = Some(Liveness { timestamp: ts, ttl });
+            row.columns = vec![
+                set(V, format!("v{ts}").into_bytes(), ts, ttl),
+                set(W, int(ts as i32), ts, ttl),
+            ];
+        }
+        2 => row.columns = vec![set(V, format!("u{ts}").into_bytes(), ts, ttl)],
+        3 => {
+            row.columns = vec![ColumnWrite {
+                column: W,
+                op: ColumnOp::Delete { timestamp: ts },
+            }]
+        }
+        4 => row.deletion = Some(Deletion { timestamp: ts }),
+        _ => {
+            row.columns = vec![ColumnWrite {
+                column: SET,
+                op: ColumnOp::SetElement {
+                    key: int(rng.below(5) as i32),
+                    value: Vec::new(),
+                    timestamp: ts,
+                    ttl,
+                },
+            }]
+        }
+    }
+    Mutation {
+        partition_key: vec![int(pk)],
+        rows: vec![row],
+        ..Mutation::default()
+    }
+}
+
+/// A random slice: bounds, direction and a limit.
+fn random_slice(rng: &mut Rng) -> Slice {
+    let bound = |rng: &mut Rng| match rng.below(4) {
+        0 => ClusteringBound::Unbounded,
+        1 => ClusteringBound::Exclusive(vec![int(rng.below(12) as i32)]),
+        _ => ClusteringBound::Inclusive(vec![int(rng.below(12) as i32)]),
+    };
+    Slice {
+        start: bound(rng),
+        end: bound(rng),
+        reversed: rng.below(3) == 0,
+        limit: (rng.below(2) == 0).then(|| 1 + rng.below(4) as usize),
+        cursor: None,
+    }
+}
+
+/// Every page of `slice` of partition `pk`, without the items-read counts.
+fn pages(db: &Storage, pk: i32, slice: &Slice) -> Vec<PartitionSlice> {
+    let mut slice = slice.clone();
+    let mut pages = Vec::new();
+    loop {
+        let mut page = db.read_partition(T, &[int(pk)], &slice).expect("read");
+        page.items_read = 0;
+        let next = page.cursor.clone();
+        pages.push(page);
+        match next {
+            Some(c) if pages.len() < 40 => slice.cursor = Some(c),
+            _ => return pages,
+        }
+    }
+}
+
+/// Whether partition `pk` has an entry (rows or too-large mark) in the item cache.
+fn has_entry(db: &Storage, pk: i32) -> bool {
+    let table = db.table(T).expect("table");
+    let addr = crate::partition_address::address(&table.layout, &[int(pk)]).expect("address");
+    let part = table.ring.current().part(addr.token).clone();
+    let id = part.cache_id.load(AtomicOrdering::Relaxed);
+    let key = crate::partition_cache::entry_key(&addr.prefix);
+    db.inner.item_cache.get(id, &key).is_some()
+}
+
+#[test]
+fn slices_of_cached_partitions_read_as_the_tree_does() {
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let (_a, cached) = open(16 << 10, &clock);
+    let (_b, plain) = open(0, &clock);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut hits = 0;
+    for step in 0..3_000i64 {
+        let pk = rng.below(6) as i32;
+        let m = random_write(&mut rng, pk, 100 + step);
+        cached.apply(T, &m).expect("write");
+        plain.apply(T, &m).expect("write");
+        if rng.below(50) == 0 {
+            clock.fetch_add(1, AtomicOrdering::SeqCst);
+        }
+        for _ in 0..2 {
+            let pk = rng.below(6) as i32;
+            let slice = random_slice(&mut rng);
+            hits += usize::from(has_entry(&cached, pk));
+            assert_eq!(
+                pages(&cached, pk, &slice),
+                pages(&plain, pk, &slice),
+                "step {step}, partition {pk}, {slice:?}"
+            );
+        }
+    }
+    assert!(hits > 1_000, "reads found cached partitions {hits} times");
+    assert!(!has_entry(&plain, 0), "a limit of 0 caches nothing");
+}
+
+#[test]
+fn a_write_retires_the_entry_and_a_head_turns_the_cache_off() {
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let (_dir, db) = open(16 << 10, &clock);
+    let all = Slice::default();
+    let insert = |ck: i32, v: &str, ts: i64| Mutation {
+        partition_key: vec![int(1)],
+        rows: vec![RowWrite {
+            clustering: vec![int(ck)],
+            liveness: Some(Liveness {
+                timestamp: ts,
+                ttl: None,
+            }),
+            columns: vec![set(V, v.as_bytes().to_vec(), ts, None)],
+            ..RowWrite::default()
+        }],
+        ..Mutation::default()
+    };
+    assert_eq!(pages(&db, 1, &all)[0].rows.len(), 0);
+    assert!(!has_entry(&db, 1), "an empty partition is not cached");
+    db.apply(T, &insert(1, "a", 10)).expect("write");
+    db.apply(T, &insert(2, "b", 10)).expect("write");
+    assert_eq!(pages(&db, 1, &all)[0].rows.len(), 2);
+    assert!(has_entry(&db, 1), "a read caches the partition");
+    db.apply(T, &insert(3, "c", 10)).expect("write");
+    assert!(!has_entry(&db, 1), "a write forgets it");
+    assert_eq!(pages(&db, 1, &all)[0].rows.len(), 3);
+    assert!(has_entry(&db, 1));
+
+    let delete = Mutation {
+        partition_key: vec![int(1)],
+        partition_deletion: Some(Deletion { timestamp: 20 }),
+        ..Mutation::default()
+    };
+    db.apply(T, &delete).expect("delete");
+    assert_eq!(pages(&db, 1, &all)[0].rows.len(), 0);
+    db.apply(T, &insert(4, "d", 30)).expect("write");
+    assert_eq!(pages(&db, 1, &all)[0].rows.len(), 1);
+    assert!(
+        !has_entry(&db, 1),
+        "a table with partition heads reads the tree"
+    );
+}
+
+#[test]
+fn a_partition_over_the_limit_is_marked_and_read_from_the_tree() {
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let (_dir, db) = open(1 << 10, &clock);
+    for ck in 0..100 {
+        let m = Mutation {
+            partition_key: vec![int(7)],
+            rows: vec![RowWrite {
+                clustering: vec![int(ck)],
+                liveness: Some(Liveness {
+                    timestamp: 1,
+                    ttl: None,
+                }),
+                columns: vec![set(V, vec![b'x'; 40], 1, None)],
+                ..RowWrite::default()
+            }],
+            ..Mutation::default()
+        };
+        db.apply(T, &m).expect("write");
+    }
+    for _ in 0..2 {
+        let rows = &pages(&db, 7, &Slice::default())[0].rows;
+        assert_eq!(rows.len(), 100);
+        assert!(has_entry(&db, 7), "the too-large mark");
+    }
+}
+
+/// Readers that miss fill the cache while a writer adds rows to the same partitions: no
+/// reader may see fewer rows than a write that had returned before its read started. Each
+/// fill waits a little after its read, long enough for a writer to slip in if it could.
+#[test]
+fn readers_filling_partitions_never_undo_an_acknowledged_write() {
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let (_dir, db) = open(16 << 10, &clock);
+    db.inner
+        .item_cache
+        .fill_delay_us
+        .store(200, AtomicOrdering::Relaxed);
+    const KEYS: i32 = 8;
+    const WRITES: i32 = 800;
+    let acked: Vec<AtomicI64> = (0..KEYS).map(|_| AtomicI64::new(0)).collect();
+    let done = AtomicBool::new(false);
+    let reads = AtomicI64::new(0);
+    std::thread::scope(|s| {
+        for r in 0..3 {
+            let (db, acked, done, reads) = (&db, &acked, &done, &reads);
+            s.spawn(move || {
+                let mut k = r;
+                while !done.load(AtomicOrdering::SeqCst) {
+                    k = (k + 1) % KEYS;
+                    let floor = acked[k as usize].load(AtomicOrdering::SeqCst);
+                    let got = pages(db, k, &Slice::default())[0].rows.len() as i64;
+                    assert!(got >= floor, "key {k}: {got} rows after {floor} were acked");
+                    reads.fetch_add(1, AtomicOrdering::Relaxed);
+                }
+            });
+        }
+        for n in 0..WRITES {
+            let k = n % KEYS;
+            let m = Mutation {
+                partition_key: vec![int(k)],
+                rows: vec![RowWrite {
+                    clustering: vec![int(n / KEYS)],
+                    liveness: Some(Liveness {
+                        timestamp: 1,
+                        ttl: None,
+                    }),
+                    ..RowWrite::default()
+                }],
+                ..Mutation::default()
+            };
+            db.apply(T, &m).expect("write");
+            acked[k as usize].store(i64::from(n / KEYS + 1), AtomicOrdering::SeqCst);
+        }
+        done.store(true, AtomicOrdering::SeqCst);
+    });
+    assert!(reads.load(AtomicOrdering::Relaxed) > 0);
+    for k in 0..KEYS {
+        let rows = pages(&db, k, &Slice::default())[0].rows.len() as i64;
+        assert_eq!(rows, acked[k as usize].load(AtomicOrdering::SeqCst));
+    }
+}
