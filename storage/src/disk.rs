@@ -84,7 +84,7 @@ impl DiskGuard {
 
 /// Milliseconds on the kernel's coarse monotonic clock: a read of a value the kernel keeps,
 /// cheaper than a precise clock (each write asks it), and precise to a few milliseconds.
-fn coarse_ms() -> u64 {
+pub(crate) fn coarse_ms() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
     let secs = u64::try_from(t.tv_sec).unwrap_or(0);
     let ms = u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;

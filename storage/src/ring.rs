@@ -72,6 +72,9 @@ pub(crate) struct TableRing {
     /// (`crate::partition_cache`); set and read under a partition's stripe, so writes to a
     /// table whose partitions are never read that way forget no entries.
     pub(crate) partitions_cached: AtomicBool,
+    /// The last answer of `Storage::write_stalled`: the coarse clock's millisecond it was
+    /// taken at, shifted left by one, with the answer in the low bit.
+    pub(crate) stall_seen: AtomicU64,
 }
 
 impl TableRing {
@@ -85,6 +88,7 @@ impl TableRing {
             filter,
             split_progress: (AtomicU64::new(0), AtomicU64::new(0)),
             partitions_cached: AtomicBool::new(false),
+            stall_seen: AtomicU64::new(0),
         }
     }
 

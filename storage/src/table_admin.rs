@@ -223,14 +223,26 @@ impl Storage {
     /// backlog of sealed memtables waiting for flush, or of L0 tables waiting for compaction
     /// (fjall then sleeps in the writer). Callers use it to keep such writes off threads that
     /// must not sleep.
+    ///
+    /// The answer is kept for the coarse clock's current millisecond: asking fjall's trees
+    /// took 6% of a write's server CPU when every write asked.
     pub fn write_stalled(&self, table: TableId) -> bool {
         let Ok(t) = self.table(table) else {
             return false;
         };
-        t.ring.current().parts.iter().any(|p| {
+        let now = crate::disk::coarse_ms();
+        let kept = t.ring.stall_seen.load(Ordering::Relaxed);
+        if kept >> 1 == now {
+            return kept & 1 == 1;
+        }
+        let stalled = t.ring.current().parts.iter().any(|p| {
             p.keyspace.sealed_memtable_count() >= STALL_SEALED_MEMTABLES
                 || p.keyspace.l0_table_count() >= STALL_L0_TABLES
-        })
+        });
+        t.ring
+            .stall_seen
+            .store(now << 1 | u64::from(stalled), Ordering::Relaxed);
+        stalled
     }
 
     /// The physical partitions of a table in token order, with sizes and states.
