@@ -158,10 +158,9 @@ pub struct Config {
     /// in MiB; 0 turns it off. Unset, the default, sizes it to the memory the server may use
     /// ([`Config::item_cache_bytes`]): a sixteenth, at least 64 MiB.
     pub item_cache_mb: Option<u64>,
-    /// Partitions whose rows take at most this many KiB are kept whole in the item cache
-    /// once read, so slices of them skip the LSM tree until their next write (like
-    /// Cassandra's row cache); 0 turns it off. Tables that stored a partition deletion, a
-    /// static column or a range tombstone are always read from the tree. Default 16.
+    /// Partitions of at most this many KiB (keys and values of their rows, statics and
+    /// deletions) are kept whole in the item cache once read, so slices of them skip the LSM
+    /// tree until their next write (like Cassandra's row cache); 0 turns it off. Default 16.
     pub partition_cache_max_kb: u64,
     /// Async worker threads that serve connections (framing, sessions and the cheap requests
     /// run inline on them). 0, the default, means half the cores the process may run on, at

@@ -1,6 +1,7 @@
 //! The partition cache (`partition_cache_max_kb`) through the scylla driver: slices of small
-//! partitions (whole, bounded, reversed, paged) read after every kind of write answer as a
-//! model of the rows says, so no cached partition outlives a write.
+//! partitions (whole, bounded, reversed, paged) and their static column, read after every
+//! kind of write (rows, cells, statics, deletions of cells, rows, ranges and partitions),
+//! answer as a model of the partitions says, so no cached partition outlives a write.
 
 mod common;
 
@@ -23,14 +24,16 @@ struct ModelRow {
 }
 
 type Model = BTreeMap<(i64, i32), ModelRow>;
-type Got = Vec<(i32, Option<String>, Option<i32>)>;
+/// The static column of each partition that has one.
+type Statics = BTreeMap<i64, i32>;
+type Got = Vec<(Option<i32>, Option<String>, Option<i32>)>;
 
 /// The live rows of partition `pk` with `lo <= c < hi`, in clustering order.
 fn expected(model: &Model, pk: i64, lo: i32, hi: i32) -> Got {
     model
         .range((pk, lo)..(pk, hi))
         .filter(|(_, r)| r.marker || r.v.is_some() || r.w.is_some())
-        .map(|((_, c), r)| (*c, r.v.clone(), r.w))
+        .map(|((_, c), r)| (Some(*c), r.v.clone(), r.w))
         .collect()
 }
 
@@ -41,7 +44,7 @@ async fn select(session: &Session, cql: String, page: i32) -> Got {
         .query_iter(q, ())
         .await
         .expect("query")
-        .rows_stream::<(i32, Option<String>, Option<i32>)>()
+        .rows_stream::<(Option<i32>, Option<String>, Option<i32>)>()
         .expect("typed rows")
         .try_collect()
         .await
@@ -68,11 +71,13 @@ async fn slices_of_small_partitions_follow_every_write() {
         &session,
         &[
             &create_keyspace("ks"),
-            "CREATE TABLE ks.t (pk bigint, c int, v text, w int, PRIMARY KEY (pk, c))",
+            "CREATE TABLE ks.t (pk bigint, c int, v text, w int, s int static, \
+             PRIMARY KEY (pk, c))",
         ],
     )
     .await;
     let mut model = Model::new();
+    let mut statics = Statics::new();
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for step in 0..600 {
         let pk = rng.below(PARTITIONS as u64) as i64;
@@ -83,8 +88,22 @@ async fn slices_of_small_partitions_follow_every_write() {
         } else {
             format!("v{step}")
         };
-        let cql = match rng.below(5) {
-            0 | 1 => {
+        let cql = match rng.below(24) {
+            20 | 21 => {
+                statics.insert(pk, step);
+                format!("UPDATE ks.t SET s = {step} WHERE pk = {pk}")
+            }
+            22 => {
+                let hi = c + 1 + rng.below(4) as i32;
+                model.retain(|&(p, k), _| p != pk || k < c || k >= hi);
+                format!("DELETE FROM ks.t WHERE pk = {pk} AND c >= {c} AND c < {hi}")
+            }
+            23 => {
+                model.retain(|&(p, _), _| p != pk);
+                statics.remove(&pk);
+                format!("DELETE FROM ks.t WHERE pk = {pk}")
+            }
+            0..=7 => {
                 let row = model.entry((pk, c)).or_default();
                 *row = ModelRow {
                     marker: true,
@@ -93,11 +112,11 @@ async fn slices_of_small_partitions_follow_every_write() {
                 };
                 format!("INSERT INTO ks.t (pk, c, v, w) VALUES ({pk}, {c}, '{v}', {step})")
             }
-            2 => {
+            8..=11 => {
                 model.entry((pk, c)).or_default().v = Some(v.clone());
                 format!("UPDATE ks.t SET v = '{v}' WHERE pk = {pk} AND c = {c}")
             }
-            3 => {
+            12..=15 => {
                 model.entry((pk, c)).or_default().w = None;
                 format!("DELETE w FROM ks.t WHERE pk = {pk} AND c = {c}")
             }
@@ -110,7 +129,12 @@ async fn slices_of_small_partitions_follow_every_write() {
         // Read the written partition and another one, as a whole, backwards in pages and by
         // a clustering range.
         for pk in [pk, rng.below(PARTITIONS as u64) as i64] {
-            let all = expected(&model, pk, i32::MIN, i32::MAX);
+            let mut all = expected(&model, pk, i32::MIN, i32::MAX);
+            // A partition with static content alone reads as one row of it when the query
+            // restricts no clustering column (Cassandra's `queriesFullPartitions`).
+            if all.is_empty() && statics.contains_key(&pk) {
+                all.push((None, None, None));
+            }
             let base = format!("SELECT c, v, w FROM ks.t WHERE pk = {pk}");
             assert_eq!(
                 select(&session, base.clone(), 100).await,
@@ -124,6 +148,24 @@ async fn slices_of_small_partitions_follow_every_write() {
                 reversed,
                 "step {step}, reversed"
             );
+            // One row: the static column beside the first row, or alone.
+            let has_rows = all.iter().any(|r| r.0.is_some());
+            let st: Vec<(Option<i32>,)> = match statics.get(&pk) {
+                Some(&s) => vec![(Some(s),)],
+                None if has_rows => vec![(None,)],
+                None => Vec::new(),
+            };
+            let got: Vec<(Option<i32>,)> = session
+                .query_unpaged(format!("SELECT s FROM ks.t WHERE pk = {pk} LIMIT 1"), ())
+                .await
+                .expect("static")
+                .into_rows_result()
+                .expect("rows")
+                .rows::<(Option<i32>,)>()
+                .expect("typed")
+                .collect::<Result<_, _>>()
+                .expect("row");
+            assert_eq!(got, st, "step {step}, static");
             let (lo, hi) = (3, 9);
             assert_eq!(
                 select(&session, format!("{base} AND c >= {lo} AND c < {hi}"), 2).await,

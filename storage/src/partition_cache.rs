@@ -1,11 +1,11 @@
-//! The partition cache: a small partition's rows kept whole, as one entry of the item cache.
+//! The partition cache: a small partition kept whole, as one entry of the item cache.
 //!
 //! A slice of a partition is a range read merging every memtable and table that may hold
 //! it. After a write burst (several memtables, a compaction backlog) a 10-row read spends
 //! most of its time positioning the memtables' skiplists and copying items out of them
 //! (docs/performance.md, session 44). Cassandra's row cache answers such reads from memory,
-//! and so does this: the first read of a partition whose rows section is small stores the
-//! section's items, as the newest versions a range read sees them, in the item cache under
+//! and so does this: the first read of a small partition stores its items, as the newest
+//! versions a range read sees them, in the item cache under
 //! a key no stored item has ([`entry_key`]); later reads of any slice of it (bounded,
 //! reversed, paged) iterate that entry instead of the tree.
 //!
@@ -14,23 +14,25 @@
 //! - a writer of a partition that may be stored forgets its entry under the partition's
 //!   stripe, inside its commit window (`crate::write`); a partition the table's filter
 //!   surely lacks has none, since empty partitions are never cached;
-//! - a reader that misses takes the stripe and reads the section at the newest published
+//! - a reader that misses takes the stripe and reads the partition at the newest published
 //!   sequence number before it stores the entry;
 //! - a hit without the stripe counts only if no writer of the stripe was in its commit
 //!   window meanwhile.
 //!
 //! A truncate, a drop or an import gives the physical partition a new cache id, which retires
-//! its entries. Only rows are kept: tables that ever stored a partition head (a partition
-//! deletion, a static row, a range tombstone) are read as before. A partition whose rows
-//! section is larger than the limit is remembered as such, so it is not read twice per query.
+//! its entries. An entry holds the whole partition but its size cell: the partition deletion,
+//! the static row and the range tombstones before the rows. A partition larger than the limit
+//! is remembered as such, so it is not read twice per query.
 
 use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 
+use crate::cell::StoredCell;
 use crate::engine::Storage;
 use crate::key;
 use crate::open_tables::Table;
+use crate::partition_head::PartitionHead;
 use crate::physical::Physical;
 use crate::read_ctx::into_inner;
 use crate::stripes::Stripes;
@@ -50,20 +52,27 @@ pub(crate) fn entry_key(prefix: &[u8]) -> SmallVec<[u8; 64]> {
     k
 }
 
-/// A partition's rows section as cached: each item's key after `prefix ‖ SECTION_ROWS` and
-/// its stored value, in key order.
+/// A partition as cached: each item's key after the partition's prefix (from its section
+/// byte on) and its stored value, in key order.
 pub(crate) struct CachedRows {
     /// The entry without its kind byte.
     bytes: fjall::Slice,
 }
 
-/// The key (after the rows section byte) and the value of each item in `bytes`, in order.
+/// An item of an entry: its key (after the partition's prefix, or the rows section byte) and
+/// its stored value.
+type Item<'a> = Result<(&'a [u8], &'a [u8]), StorageError>;
+
+/// An item of an entry as split off its bytes, with the bytes that follow it.
+type Split<'a> = Result<(&'a [u8], &'a [u8], &'a [u8]), StorageError>;
+
+/// The key (after the partition's prefix) and the value of each item in `bytes`, in order.
 struct Items<'a> {
     rest: &'a [u8],
 }
 
 impl<'a> Iterator for Items<'a> {
-    type Item = Result<(&'a [u8], &'a [u8]), StorageError>;
+    type Item = Item<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
@@ -85,7 +94,7 @@ impl<'a> Iterator for Items<'a> {
 
 /// The first item of `bytes` (`key len u32 BE ‖ value len u32 BE ‖ key ‖ value`) and what
 /// follows it.
-fn split_item(bytes: &[u8]) -> Result<(&[u8], &[u8], &[u8]), StorageError> {
+fn split_item(bytes: &[u8]) -> Split<'_> {
     let truncated = || StorageError::corrupt("truncated partition cache entry");
     let (lens, rest) = bytes.split_first_chunk::<8>().ok_or_else(truncated)?;
     let (k_len, v_len) = lens.split_at(4);
@@ -106,39 +115,61 @@ impl CachedRows {
         }
     }
 
-    /// The items whose keys (after the rows section byte) lie in `[lo, hi)`, in key order or
-    /// reversed; keys and values borrow the entry.
+    /// The partition's deletions and static row's items (see [`PartitionHead`]).
+    pub(crate) fn head(&self) -> Result<PartitionHead, StorageError> {
+        let mut head = PartitionHead::default();
+        for item in self.items() {
+            let (k, v) = item?;
+            if k.first().is_some_and(|&s| s >= key::SECTION_ROWS) {
+                break;
+            }
+            head.add(k, StoredCell::decode(v)?)?;
+        }
+        Ok(head)
+    }
+
+    /// The row items whose keys (after the rows section byte) lie in `[lo, hi)`, in key order
+    /// or reversed; keys and values borrow the entry.
     pub(crate) fn range<'s>(
         &'s self,
         lo: &'s [u8],
         hi: &'s [u8],
         reversed: bool,
-    ) -> Box<dyn Iterator<Item = Result<(&'s [u8], &'s [u8]), StorageError>> + 's> {
-        let items = Items {
-            rest: &self.bytes[1..],
-        };
-        let inside = move |item: &Result<(&[u8], &[u8]), StorageError>| match item {
-            Ok((k, _)) => *k >= lo && *k < hi,
-            Err(_) => true,
-        };
+    ) -> Box<dyn Iterator<Item = Item<'s>> + 's> {
+        // Row items only, keyed from after their section byte.
+        let rows = self.items().filter_map(|item| match item {
+            Ok((k, v)) => match k.split_first() {
+                Some((&key::SECTION_ROWS, rest)) => Some(Ok((rest, v))),
+                _ => None,
+            },
+            Err(e) => Some(Err(e)),
+        });
         if reversed {
-            let all: Vec<_> = items.collect();
+            let inside = move |item: &Item<'_>| match item {
+                Ok((k, _)) => *k >= lo && *k < hi,
+                Err(_) => true,
+            };
+            let all: Vec<_> = rows.collect();
             Box::new(all.into_iter().rev().filter(inside))
         } else {
             Box::new(
-                items
-                    .skip_while(move |item| matches!(item, Ok((k, _)) if *k < lo))
+                rows.skip_while(move |item| matches!(item, Ok((k, _)) if *k < lo))
                     .take_while(move |item| !matches!(item, Ok((k, _)) if *k >= hi)),
             )
+        }
+    }
+
+    fn items(&self) -> Items<'_> {
+        Items {
+            rest: &self.bytes[1..],
         }
     }
 }
 
 impl Storage {
-    /// The cached rows section of the partition at `prefix` (token `token`) in `part`, read
-    /// and stored on a miss; `None` when the partition cache is off, the partition is empty
-    /// or too large, or `table` may hold partition heads (checked after the read, see
-    /// `crate::content`), so the caller reads the tree instead.
+    /// The cached partition at `prefix` (token `token`) in `part`, read and stored on a miss;
+    /// `None` when the partition cache is off or the partition is empty or too large, so the
+    /// caller reads the tree instead.
     pub(crate) fn cached_rows(
         &self,
         table_id: TableId,
@@ -149,7 +180,7 @@ impl Storage {
     ) -> Result<Option<CachedRows>, StorageError> {
         let max = self.inner.limits.partition_cache_max_bytes;
         let cache = &self.inner.item_cache;
-        if max == 0 || !cache.enabled() || table.ring.content.may_have(crate::content::HEAD) {
+        if max == 0 || !cache.enabled() {
             return Ok(None);
         }
         let id = part.cache_id.load(Ordering::Relaxed);
@@ -169,17 +200,13 @@ impl Storage {
                 entry
             }
         };
-        // Flags are set before their writes commit: still clear, no head was visible.
-        if table.ring.content.may_have(crate::content::HEAD) {
-            return Ok(None);
-        }
         CachedRows::parse(entry)
     }
 }
 
-/// The entry for the rows section of the partition at `prefix` in `part` as published at
-/// `seqno`: the items, or the too-large mark past `max` bytes; `None` for no rows. The
-/// caller holds the partition's stripe, so no newer version of its items can appear (see
+/// The entry for the partition at `prefix` in `part` as published at `seqno`: its items
+/// but the size cell, or the too-large mark past `max` bytes; `None` for an empty partition.
+/// The caller holds the partition's stripe, so no newer version of its items can appear (see
 /// `crate::lookup::Published`).
 fn read_section(
     part: &Physical,
@@ -188,10 +215,10 @@ fn read_section(
     seqno: fjall::SeqNo,
 ) -> Result<Option<fjall::Slice>, StorageError> {
     let mut start = prefix.to_vec();
-    start.push(key::SECTION_ROWS);
+    start.push(key::SECTION_PARTITION_DELETION);
     let mut end = prefix.to_vec();
     end.push(key::SECTION_ROWS + 1);
-    let skip = start.len();
+    let skip = prefix.len();
     let mut bytes = vec![KIND_ROWS];
     for guard in fjall::AbstractTree::range(&part.keyspace.tree, start..end, seqno, None) {
         let (k, v) = into_inner(guard)?;

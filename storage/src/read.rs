@@ -114,8 +114,8 @@ impl Storage {
             }
         }
         let part = view.part(addr.token);
-        // A small partition's rows may come whole from the item cache instead of the tree
-        // (see `crate::partition_cache`); tables with partition heads never do.
+        // A small partition may come whole from the item cache instead of the tree (see
+        // `crate::partition_cache`).
         if single.is_none() {
             if let Some(cached) =
                 self.cached_rows(table_id, &table, part, &addr.prefix, addr.token)?
@@ -128,12 +128,14 @@ impl Storage {
                     items: 0,
                     version_before: None,
                 };
+                let mut head = cached.head()?;
+                let static_cells = ctx.build(&mut head.statics, head.dels.partition, false)?.0;
                 let items = cached.range(&lo, &hi, slice.reversed);
-                let dels = PartitionDeletions::default();
+                let dels = head.dels;
                 let (rows, last) = ctx.assemble(items, 0, None, &dels, slice.reversed, limit)?;
                 self.count_items(ctx.items);
                 return Ok(PartitionSlice {
-                    static_cells: BTreeMap::new(),
+                    static_cells,
                     rows,
                     cursor: last.map(|c| Cursor::in_slice(&c)),
                     items_read: ctx.items,
