@@ -337,3 +337,73 @@ fn readers_filling_partitions_never_undo_an_acknowledged_write() {
         assert_eq!(rows, acked[k as usize].load(AtomicOrdering::SeqCst));
     }
 }
+
+/// Partitions cached before a split, and overwritten while it copies, read right from
+/// either half afterwards.
+#[test]
+fn cached_partitions_stay_right_across_a_split() {
+    let clock = Arc::new(AtomicI64::new(1_000_000));
+    let (_dir, db) = open(16 << 10, &clock);
+    const KEYS: i32 = 300;
+    let row = |pk: i32, ck: i32, v: String, ts: i64| Mutation {
+        partition_key: vec![int(pk)],
+        rows: vec![RowWrite {
+            clustering: vec![int(ck)],
+            liveness: Some(Liveness {
+                timestamp: ts,
+                ttl: None,
+            }),
+            columns: vec![set(V, v.into_bytes(), ts, None)],
+            ..RowWrite::default()
+        }],
+        ..Mutation::default()
+    };
+    let values = |db: &Storage, pk: i32| -> Vec<String> {
+        pages(db, pk, &Slice::default())[0]
+            .rows
+            .iter()
+            .map(|r| match r.cells.get(&V) {
+                Some(ColumnValue::Simple(c)) => String::from_utf8(c.value.clone()).expect("utf8"),
+                other => panic!("unexpected cell {other:?}"),
+            })
+            .collect()
+    };
+    for pk in 0..KEYS {
+        for ck in 0..3 {
+            db.apply(T, &row(pk, ck, format!("first {pk}"), 10))
+                .expect("write");
+        }
+        assert_eq!(values(&db, pk).len(), 3);
+        assert!(has_entry(&db, pk));
+    }
+    // Overwrites racing the copy land in both halves and forget both entries.
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut ts = 20;
+            while !done.load(AtomicOrdering::SeqCst) {
+                for pk in (0..KEYS).step_by(7) {
+                    db.apply(T, &row(pk, 1, format!("racing {ts}"), ts))
+                        .expect("write");
+                    values(&db, pk);
+                }
+                ts += 1;
+            }
+        });
+        assert!(db.split_now(T).expect("split"));
+        done.store(true, AtomicOrdering::SeqCst);
+    });
+    assert_eq!(db.physical_partitions(T).expect("parts").len(), 2);
+    for pk in 0..KEYS {
+        let got = values(&db, pk);
+        assert_eq!(got[0], format!("first {pk}"));
+        if pk % 7 == 0 {
+            assert!(got[1].starts_with("racing "), "{got:?}");
+        } else {
+            assert_eq!(got[1], format!("first {pk}"));
+        }
+        db.apply(T, &row(pk, 2, format!("after {pk}"), 1_000))
+            .expect("write");
+        assert_eq!(values(&db, pk)[2], format!("after {pk}"));
+    }
+}
