@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cql::types::DataType;
 
 use crate::key::ItemPath;
-use crate::tests::{insert_row, int};
+use crate::tests::{insert_row, int, race_readers_with_a_writer};
 use crate::*;
 
 const T: TableId = TableId(0x1c);
@@ -227,36 +227,18 @@ fn readers_filling_the_cache_never_undo_an_acknowledged_write() {
         .store(200, AtomicOrdering::Relaxed);
     const KEYS: i32 = 64;
     const WRITES: i64 = 2_000;
-    let acked: Vec<AtomicI64> = (0..KEYS).map(|_| AtomicI64::new(-1)).collect();
-    let done = AtomicBool::new(false);
-    let reads = AtomicI64::new(0);
-    std::thread::scope(|s| {
-        for r in 0..3 {
-            let (db, acked, done, reads) = (&db, &acked, &done, &reads);
-            s.spawn(move || {
-                let mut k = r;
-                while !done.load(AtomicOrdering::SeqCst) {
-                    k = (k + 1) % KEYS;
-                    let floor = acked[k as usize].load(AtomicOrdering::SeqCst);
-                    let got = get(db, k).map_or(-1, |v| v.parse::<i64>().expect("number"));
-                    assert!(
-                        got >= floor,
-                        "key {k}: read {got} after {floor} was acknowledged"
-                    );
-                    reads.fetch_add(1, AtomicOrdering::Relaxed);
-                }
-            });
-        }
-        for n in 0..WRITES {
+    let last = race_readers_with_a_writer(
+        KEYS as usize,
+        WRITES,
+        -1,
+        |n| {
             let k = (n % i64::from(KEYS)) as i32;
             put(&db, k, &n.to_string(), n + 1);
-            acked[k as usize].store(n, AtomicOrdering::SeqCst);
-        }
-        done.store(true, AtomicOrdering::SeqCst);
-    });
-    assert!(reads.load(AtomicOrdering::Relaxed) > 0);
-    for k in 0..KEYS {
-        let last = acked[k as usize].load(AtomicOrdering::SeqCst);
+            (k as usize, n)
+        },
+        |k| get(&db, k as i32).map_or(-1, |v| v.parse::<i64>().expect("number")),
+    );
+    for (k, last) in (0..KEYS).zip(last) {
         assert_eq!(get(&db, k), Some(last.to_string()));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
 
-use crate::tests::int;
+use crate::tests::{int, race_readers_with_a_writer};
 use crate::*;
 
 const T: TableId = TableId(0x2c);
@@ -294,30 +294,18 @@ fn readers_filling_partitions_never_undo_an_acknowledged_write() {
         .fill_delay_us
         .store(200, AtomicOrdering::Relaxed);
     const KEYS: i32 = 8;
-    const WRITES: i32 = 800;
-    let acked: Vec<AtomicI64> = (0..KEYS).map(|_| AtomicI64::new(0)).collect();
-    let done = AtomicBool::new(false);
-    let reads = AtomicI64::new(0);
-    std::thread::scope(|s| {
-        for r in 0..3 {
-            let (db, acked, done, reads) = (&db, &acked, &done, &reads);
-            s.spawn(move || {
-                let mut k = r;
-                while !done.load(AtomicOrdering::SeqCst) {
-                    k = (k + 1) % KEYS;
-                    let floor = acked[k as usize].load(AtomicOrdering::SeqCst);
-                    let got = pages(db, k, &Slice::default())[0].rows.len() as i64;
-                    assert!(got >= floor, "key {k}: {got} rows after {floor} were acked");
-                    reads.fetch_add(1, AtomicOrdering::Relaxed);
-                }
-            });
-        }
-        for n in 0..WRITES {
-            let k = n % KEYS;
+    const WRITES: i64 = 800;
+    let rows = |k: i32| pages(&db, k, &Slice::default())[0].rows.len() as i64;
+    let last = race_readers_with_a_writer(
+        KEYS as usize,
+        WRITES,
+        0,
+        |n| {
+            let (k, ck) = ((n % i64::from(KEYS)) as i32, (n / i64::from(KEYS)) as i32);
             let m = Mutation {
                 partition_key: vec![int(k)],
                 rows: vec![RowWrite {
-                    clustering: vec![int(n / KEYS)],
+                    clustering: vec![int(ck)],
                     liveness: Some(Liveness {
                         timestamp: 1,
                         ttl: None,
@@ -327,14 +315,12 @@ fn readers_filling_partitions_never_undo_an_acknowledged_write() {
                 ..Mutation::default()
             };
             db.apply(T, &m).expect("write");
-            acked[k as usize].store(i64::from(n / KEYS + 1), AtomicOrdering::SeqCst);
-        }
-        done.store(true, AtomicOrdering::SeqCst);
-    });
-    assert!(reads.load(AtomicOrdering::Relaxed) > 0);
-    for k in 0..KEYS {
-        let rows = pages(&db, k, &Slice::default())[0].rows.len() as i64;
-        assert_eq!(rows, acked[k as usize].load(AtomicOrdering::SeqCst));
+            (k as usize, i64::from(ck) + 1)
+        },
+        |k| rows(k as i32),
+    );
+    for (k, last) in (0..KEYS).zip(last) {
+        assert_eq!(rows(k), last, "key {k}");
     }
 }
 

@@ -11,6 +11,51 @@ use crate::*;
 
 pub(crate) const T: TableId = TableId(0xabc);
 
+/// Three readers race one writer over `keys` keys: `write(n)` makes write `n` and returns its
+/// key and the floor a read of that key must reach once the write returned; `read(k)` reads
+/// key `k`. No read may fall below the floor of a write that returned before it started, and
+/// at least one read must run. Returns each key's last floor (`start` for keys never written).
+pub(crate) fn race_readers_with_a_writer(
+    keys: usize,
+    writes: i64,
+    start: i64,
+    write: impl Fn(i64) -> (usize, i64),
+    read: impl Fn(usize) -> i64 + Sync,
+) -> Vec<i64> {
+    use std::sync::atomic::AtomicBool;
+    let acked: Vec<AtomicI64> = (0..keys).map(|_| AtomicI64::new(start)).collect();
+    let done = AtomicBool::new(false);
+    let reads = AtomicI64::new(0);
+    std::thread::scope(|s| {
+        for r in 0..3 {
+            let (acked, done, reads, read) = (&acked, &done, &reads, &read);
+            s.spawn(move || {
+                let mut k = r;
+                while !done.load(AtomicOrdering::SeqCst) {
+                    k = (k + 1) % keys;
+                    let floor = acked[k].load(AtomicOrdering::SeqCst);
+                    let got = read(k);
+                    assert!(
+                        got >= floor,
+                        "key {k}: read {got} after {floor} was acknowledged"
+                    );
+                    reads.fetch_add(1, AtomicOrdering::Relaxed);
+                }
+            });
+        }
+        for n in 0..writes {
+            let (k, floor) = write(n);
+            acked[k].store(floor, AtomicOrdering::SeqCst);
+        }
+        done.store(true, AtomicOrdering::SeqCst);
+    });
+    assert!(reads.load(AtomicOrdering::Relaxed) > 0);
+    acked
+        .iter()
+        .map(|a| a.load(AtomicOrdering::SeqCst))
+        .collect()
+}
+
 /// A bare fjall database in a temporary directory with one keyspace `k`, for tests of the
 /// helpers that watch fjall's files and memtables.
 pub(crate) fn scratch_fjall() -> (tempfile::TempDir, fjall::Database, fjall::Keyspace) {
