@@ -23,6 +23,7 @@ pub mod aggregate;
 pub mod collection;
 pub mod conversions;
 pub mod format;
+pub mod mask;
 pub mod math;
 pub mod scalar;
 pub mod vector;
@@ -204,6 +205,7 @@ pub fn is_known_function(name: &str) -> bool {
     vector::is_similarity(bare_name(name))
         || collection::is_collection_function(bare_name(name))
         || format::is_format_function(bare_name(name))
+        || mask::is_mask_function(bare_name(name))
         || !signatures(name).is_empty()
 }
 
@@ -457,6 +459,9 @@ pub fn resolve(name: &str, args: &[FunctionArg<'_>]) -> Result<Signature, QueryE
     }
     if format::is_format_function(bare_name(name)) {
         return format::resolve(bare_name(name), args);
+    }
+    if mask::is_mask_function(bare_name(name)) {
+        return mask::resolve(bare_name(name), args);
     }
     let candidates = signatures(name);
     if candidates.is_empty() {

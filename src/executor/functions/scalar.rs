@@ -154,6 +154,9 @@ pub fn call_scalar(
     if super::format::is_format_function(&sig.name) {
         return super::format::call(&sig.name, args);
     }
+    if super::mask::is_mask_function(&sig.name) {
+        return super::mask::call(&sig, args);
+    }
     if let (true, Some(ty)) = (
         super::collection::is_collection_function(&sig.name),
         sig.arg_types.first(),
