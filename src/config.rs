@@ -162,6 +162,10 @@ pub struct Config {
     /// deletions) are kept whole in the item cache once read, so slices of them skip the LSM
     /// tree until their next write (like Cassandra's row cache); 0 turns it off. Default 16.
     pub partition_cache_max_kb: u64,
+    /// Dynamic data masking (Cassandra 5.0's `dynamic_data_masking_enabled`): whether CREATE
+    /// and ALTER TABLE may attach masks to columns (`MASKED WITH ...`). Masks already in the
+    /// schema apply whatever this says. Default false, as in Cassandra.
+    pub dynamic_data_masking_enabled: bool,
     /// Async worker threads that serve connections (framing, sessions and the cheap requests
     /// run inline on them). 0, the default, means half the cores the process may run on, at
     /// least one: the other half is left to storage's flush and compaction threads, the
@@ -415,6 +419,7 @@ impl Default for Config {
             block_cache_mb: 0,
             item_cache_mb: None,
             partition_cache_max_kb: 16,
+            dynamic_data_masking_enabled: false,
             max_journal_mb: 64,
             compaction_threads: 0,
             background_nice: 19,

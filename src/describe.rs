@@ -179,6 +179,9 @@ fn table_header(s: &mut String, t: &Table, virtual_table: bool, pk: &[&Column], 
         if c.kind == ColumnKind::Static {
             s.push_str(" static");
         }
+        if let Some(mask) = &c.mask {
+            let _ = write!(s, " MASKED WITH {}", mask.cql());
+        }
         if single_pk && c.kind == ColumnKind::PartitionKey {
             s.push_str(" PRIMARY KEY");
         }

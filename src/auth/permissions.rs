@@ -42,6 +42,8 @@ const DATA_PERMISSIONS: &[Permission] = &[
     Permission::Select,
     Permission::Modify,
     Permission::Authorize,
+    Permission::Unmask,
+    Permission::SelectMasked,
 ];
 const TABLE_PERMISSIONS: &[Permission] = &[
     Permission::Alter,
@@ -49,6 +51,8 @@ const TABLE_PERMISSIONS: &[Permission] = &[
     Permission::Select,
     Permission::Modify,
     Permission::Authorize,
+    Permission::Unmask,
+    Permission::SelectMasked,
 ];
 const ALL_ROLES_PERMISSIONS: &[Permission] = &[
     Permission::Create,

@@ -27,6 +27,7 @@ pub mod json;
 pub mod keys;
 pub mod literal;
 pub mod lwt;
+pub(crate) mod masking;
 pub mod modify;
 mod node_view;
 pub mod numeric;
@@ -306,6 +307,7 @@ fn run_prepared(
         crate::auth::authorize_calls(node.auth(), ctx, &cached.plan.user_functions())?;
     }
     let values = Values::new(inputs.values, inputs.names, &cached.markers)?;
+    let _masks = masking::scope_for(node, ctx, &cached.plan)?;
     run_plan(node, &catalog, &cached.plan, &values, inputs)
 }
 
@@ -360,6 +362,7 @@ fn run(
                 crate::auth::authorize_calls(node.auth(), ctx, &plan.user_functions())?;
             }
             let values = Values::new(inputs.values, inputs.names, &markers.specs)?;
+            let _masks = masking::scope_for(node, ctx, &plan)?;
             run_plan(node, &catalog, &plan, &values, inputs)
         }
         Statement::Use(ks) => {
@@ -411,6 +414,7 @@ fn run(
             if matches!(stmt, Statement::CreateView(_)) {
                 views::check_enabled(node)?;
             }
+            masking::check_enabled(node.config(), stmt)?;
             let result = run_ddl(node, ctx, stmt)
                 .inspect(|r| crate::auth::after_ddl(node.auth(), ctx, stmt, r))?;
             if let (Statement::CreateView(v), ResultBody::SchemaChange(_)) = (stmt, &result) {

@@ -874,10 +874,26 @@ impl SelectPlan {
             .collect()
     }
 
+    /// Column `i` of a row as the execution returns it: through the column's mask while the
+    /// execution reads masked columns masked (see `crate::executor::masking`).
+    fn returned_bytes<'r>(&self, ctx: &RowContext<'r>, i: usize) -> Option<Cow<'r, [u8]>> {
+        let bytes = self.cell_bytes(ctx, i);
+        let col = &self.table.columns[i];
+        let Some(mask) = col.mask.as_ref().filter(|_| super::masking::active()) else {
+            return bytes;
+        };
+        let value = bytes.and_then(|b| Value::decode(&col.data_type, &b).ok());
+        // A mask that fails hides the value rather than show it.
+        match mask.apply(&col.data_type, value) {
+            Ok(Some(v)) => Some(Cow::Owned(v.to_bytes())),
+            _ => None,
+        }
+    }
+
     /// Columns, writetime, ttl and token of one row.
     fn leaf(&self, ctx: &RowContext<'_>, sel: &Selection) -> Option<Bytes> {
         match sel {
-            Selection::Column(i) => self.cell_value(ctx, *i),
+            Selection::Column(i) => self.returned_bytes(ctx, *i).map(cow_to_bytes),
             Selection::WriteTime(i) | Selection::Ttl(i) => {
                 let col = &self.table.columns[*i];
                 let cell = if col.kind == ColumnKind::Static {
@@ -919,7 +935,7 @@ impl SelectPlan {
             return Ok(());
         };
         for &i in columns {
-            rows.push_cell(self.cell_bytes(ctx, i).as_deref());
+            rows.push_cell(self.returned_bytes(ctx, i).as_deref());
         }
         rows.count += 1;
         ends.push(rows.cells.len());

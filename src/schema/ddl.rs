@@ -2,8 +2,8 @@
 
 use super::names::check_name;
 use super::{
-    is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, DroppedColumn, Keyspace,
-    KeyspaceParams, Table, TableParams, TypeDef,
+    is_system_keyspace, Catalog, ClusteringOrder, Column, ColumnKind, ColumnMask, DroppedColumn,
+    Keyspace, KeyspaceParams, Table, TableParams, TypeDef,
 };
 use crate::error::QueryError;
 use cql::ast::{
@@ -739,6 +739,11 @@ pub(super) fn build_table(
             .resolve_type(ks, &def.data_type)
             .map_err(QueryError::invalid)?;
         validate_nesting(&data_type, false)?;
+        let mask = def
+            .mask
+            .as_ref()
+            .map(|m| ColumnMask::prepare(m, &def.name, &data_type))
+            .transpose()?;
         columns.push(Column {
             name: def.name.clone(),
             id: next_id,
@@ -746,6 +751,7 @@ pub(super) fn build_table(
             kind,
             position,
             order,
+            mask,
         });
         next_id += 1;
         Ok(())
@@ -929,6 +935,11 @@ fn alter_table(
                         )));
                     }
                 }
+                let mask = def
+                    .mask
+                    .as_ref()
+                    .map(|m| ColumnMask::prepare(m, &def.name, &data_type))
+                    .transpose()?;
                 t.columns.push(Column {
                     name: def.name.clone(),
                     id: t.next_column_id,
@@ -940,6 +951,7 @@ fn alter_table(
                     },
                     position: -1,
                     order: ClusteringOrder::Asc,
+                    mask,
                 });
                 t.next_column_id += 1;
                 changed = true;
@@ -1014,6 +1026,19 @@ fn alter_table(
                 check_no_index(t, from, "rename")?;
                 t.columns[pos].name = to.clone();
             }
+            Ok(true)
+        }
+        AlterTableOp::MaskColumn(name, def) => {
+            let Some(pos) = t.columns.iter().position(|c| c.name == *name) else {
+                return Err(QueryError::invalid(format!(
+                    "Column with name '{name}' doesn't exist on table '{qualified}'"
+                )));
+            };
+            let column = &mut t.columns[pos];
+            column.mask = def
+                .as_ref()
+                .map(|m| ColumnMask::prepare(m, name, &column.data_type))
+                .transpose()?;
             Ok(true)
         }
         AlterTableOp::AlterColumnType(name, _) => Err(QueryError::invalid(format!(

@@ -1,6 +1,7 @@
 //! The schema catalog: keyspaces, tables, columns, user types and user functions, with their
 //! persisted form.
 
+mod column_mask;
 mod ddl;
 mod function_ddl;
 pub mod functions;
@@ -15,6 +16,7 @@ mod write_error;
 
 pub(crate) use ddl::keyspace_of;
 // For `function_ddl`, which reaches them through its parent.
+pub use column_mask::ColumnMask;
 pub use ddl::{apply_ddl, build_system_table, DdlOutcome};
 use ddl::{change, user_keyspace};
 pub use functions::{AggregateDef, FunctionDef};
@@ -99,6 +101,9 @@ pub struct Column {
     /// Clustering order (meaningful for clustering columns only).
     #[serde(default)]
     pub order: ClusteringOrder,
+    /// Its mask (`MASKED WITH ...`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<ColumnMask>,
 }
 
 impl Column {

@@ -268,6 +268,7 @@ pub(super) fn create_view(
             name: c.name.clone(),
             data_type: c.data_type.clone(),
             is_static: false,
+            mask: None,
         })
         .collect();
     let as_table = CreateTable {

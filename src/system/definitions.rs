@@ -47,6 +47,11 @@ pub(super) const SYSTEM_TABLES: &[(&str, bool, &str)] = &[
          CREATE TABLE system_schema.dropped_columns (keyspace_name text, table_name text,
             column_name text, dropped_time timestamp, kind text, type text,
             PRIMARY KEY ((keyspace_name), table_name, column_name));
+         CREATE TABLE system_schema.column_masks (keyspace_name text, table_name text,
+            column_name text, function_keyspace text, function_name text,
+            function_argument_types frozen<list<text>>,
+            function_argument_values frozen<list<text>>,
+            PRIMARY KEY ((keyspace_name), table_name, column_name));
          CREATE TABLE system_schema.triggers (keyspace_name text, table_name text,
             trigger_name text, options frozen<map<text, text>>,
             PRIMARY KEY ((keyspace_name), table_name, trigger_name));

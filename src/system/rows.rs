@@ -158,6 +158,7 @@ pub fn rows_for(sources: &Sources<'_>, table: &Table) -> Vec<Vec<Option<Bytes>>>
         ("system_schema", "views") => schema_views(catalog),
         ("system_schema", "columns") => schema_columns(catalog, false),
         ("system_schema", "dropped_columns") => dropped_columns(catalog),
+        ("system_schema", "column_masks") => column_masks(catalog),
         ("system_schema", "types") => schema_types(catalog),
         ("system_schema", "functions") => schema_functions(catalog),
         ("system_schema", "aggregates") => schema_aggregates(catalog),
@@ -372,6 +373,33 @@ fn schema_columns(catalog: &Catalog, virtual_ks: bool) -> Vec<NamedRow> {
                 ("kind", text(c.kind.as_str())),
                 ("position", Value::Int(c.position)),
                 ("type", text(c.data_type.to_string())),
+            ]);
+        }
+    }
+    out
+}
+
+/// `system_schema.column_masks` (Cassandra 5.0): a row per masked column, with the masking
+/// function and its arguments after the column's value, as CQL types and literals.
+fn column_masks(catalog: &Catalog) -> Vec<NamedRow> {
+    let mut out = Vec::new();
+    for t in tables(catalog, false) {
+        let mut cols: Vec<_> = t.columns.iter().filter(|c| c.mask.is_some()).collect();
+        cols.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        for c in cols {
+            let Some(mask) = &c.mask else { continue };
+            let types: Vec<String> = mask.arg_types.iter().map(ToString::to_string).collect();
+            out.push(vec![
+                ("keyspace_name", text(t.keyspace.clone())),
+                ("table_name", text(t.name.clone())),
+                ("column_name", text(c.name.clone())),
+                ("function_keyspace", text("system")),
+                ("function_name", text(mask.function.clone())),
+                ("function_argument_types", text_list(&types)),
+                (
+                    "function_argument_values",
+                    text_list(&mask.argument_texts()),
+                ),
             ]);
         }
     }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::Expr;
 use super::{
     if_exists, if_not_exists, Comma, Ident, Order, Properties, QualifiedName, StrLit, TypeSyntax,
 };
@@ -29,6 +30,19 @@ pub struct ColumnDef {
     pub data_type: DataType,
     /// `STATIC`.
     pub is_static: bool,
+    /// `MASKED WITH ...`.
+    pub mask: Option<ColumnMaskDef>,
+}
+
+/// A column mask (Cassandra 5.0's dynamic data masking): `MASKED WITH fn(args)`, a masking
+/// function whose first argument is the column's value and whose other arguments are given
+/// here. `MASKED WITH DEFAULT` is `mask_default()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnMaskDef {
+    /// The function.
+    pub function: QualifiedName,
+    /// The arguments after the column's value (terms, usually constants).
+    pub args: Vec<Expr>,
 }
 
 /// The `WITH` clause of `CREATE TABLE`.
@@ -95,6 +109,8 @@ pub struct CreateTable {
 pub enum AlterTableOp {
     /// `ALTER column TYPE type`.
     AlterColumnType(String, DataType),
+    /// `ALTER column MASKED WITH ...`, or with `None` `ALTER column DROP MASKED`.
+    MaskColumn(String, Option<ColumnMaskDef>),
     /// `ADD [IF NOT EXISTS] column type [STATIC]` or `ADD (c1 t1, c2 t2)`.
     Add {
         /// The new columns.
@@ -267,7 +283,17 @@ impl fmt::Display for ColumnDef {
         if self.is_static {
             f.write_str(" STATIC")?;
         }
+        if let Some(mask) = &self.mask {
+            write!(f, " {mask}")?;
+        }
         Ok(())
+    }
+}
+
+/// `MASKED WITH fn(args)`.
+impl fmt::Display for ColumnMaskDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MASKED WITH {}({})", self.function, Comma(&self.args))
     }
 }
 
@@ -405,6 +431,8 @@ impl fmt::Display for AlterTable {
             AlterTableOp::AlterColumnType(c, t) => {
                 write!(f, "ALTER {} TYPE {}", Ident(c), TypeSyntax(t))
             }
+            AlterTableOp::MaskColumn(c, Some(mask)) => write!(f, "ALTER {} {mask}", Ident(c)),
+            AlterTableOp::MaskColumn(c, None) => write!(f, "ALTER {} DROP MASKED", Ident(c)),
             AlterTableOp::Add {
                 columns,
                 if_not_exists: ine,

@@ -23,9 +23,9 @@ pub use auth::{
     RoleOption,
 };
 pub use ddl::{
-    AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateIndex,
-    CreateKeyspace, CreateTable, CreateType, DropIndex, DropKeyspace, DropTable, DropType,
-    IndexTarget, OptionValue, TableOptions,
+    AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, ColumnMaskDef,
+    CreateIndex, CreateKeyspace, CreateTable, CreateType, DropIndex, DropKeyspace, DropTable,
+    DropType, IndexTarget, OptionValue, TableOptions,
 };
 pub use describe::{Describe, DescribeTarget};
 pub use dml::{

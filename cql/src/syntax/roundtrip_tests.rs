@@ -521,6 +521,12 @@ fn alter_and_drop_table_round_trip() {
         "ALTER TABLE t DROP v",
         "ALTER TABLE t DROP IF EXISTS (a, b) USING TIMESTAMP 123",
         "ALTER TABLE t RENAME a TO b AND c TO d",
+        "ALTER TABLE t ALTER v MASKED WITH mask_inner(1, null)",
+        "ALTER TABLE t ALTER v MASKED WITH system.mask_default()",
+        "ALTER TABLE t ALTER v DROP MASKED",
+        "ALTER TABLE t ADD w text MASKED WITH mask_replace('x')",
+        "CREATE TABLE t (k int PRIMARY KEY, v text static MASKED WITH mask_outer(2, 1, '#'), \
+         w int MASKED WITH DEFAULT)",
         "ALTER TABLE t RENAME IF EXISTS a TO b",
         "ALTER TABLE t ALTER v TYPE blob",
         "ALTER TABLE t DROP COMPACT STORAGE",
@@ -539,7 +545,8 @@ fn alter_and_drop_table_round_trip() {
                 columns: vec![ColumnDef {
                     name: "v".into(),
                     data_type: native(NativeType::Int),
-                    is_static: true
+                    is_static: true,
+                    mask: None
                 }],
                 if_not_exists: false
             }

@@ -137,11 +137,13 @@ pub fn resolve(name: &str, args: &[FunctionArg<'_>]) -> Result<Signature, QueryE
                 t
             }
             _ => {
+                // The padding and the algorithm are read as text whatever the literal
+                // (`PartialMaskingFunction` / `HashMaskingFunction` declare `UTF8Type`).
                 let t = inferred(arg, Some(N::Text)).ok_or_else(|| cannot_infer(arg))?;
                 if !string(&t) {
                     return Err(requires(arg, "text", &t));
                 }
-                t
+                DataType::Native(N::Text)
             }
         };
         arg_types.push(t);

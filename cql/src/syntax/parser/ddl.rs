@@ -2,19 +2,20 @@
 
 use nom::branch::alt;
 use nom::combinator::opt;
-use nom::multi::separated_list1;
+use nom::multi::{separated_list0, separated_list1};
 use nom::Parser;
 
 use super::common::{
     comma, data_type, ident, ident_list, if_exists as opt_if_exists, if_not_exists, kw, kws,
     lparen, opt_kw, peek_is, properties, property, qualified_name, rparen,
 };
+use super::expr::{function_name, term};
 use super::select::ordering;
 use super::{Input, PResult};
 use crate::ast::{
-    AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateIndex,
-    CreateKeyspace, CreateTable, CreateType, Describe, DescribeTarget, DropIndex, DropKeyspace,
-    DropTable, DropType, IndexTarget, Statement, TableOptions,
+    AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, ColumnMaskDef,
+    CreateIndex, CreateKeyspace, CreateTable, CreateType, Describe, DescribeTarget, DropIndex,
+    DropKeyspace, DropTable, DropType, IndexTarget, Statement, TableOptions,
 };
 use crate::syntax::lexer::{unescape_string, TokenKind};
 
@@ -113,14 +114,31 @@ fn column_def(i: Input<'_>) -> PResult<'_, ColumnDef> {
     let (i, name) = ident(i)?;
     let (i, data_type) = data_type(i)?;
     let (i, is_static) = opt_kw("static")(i)?;
+    let (i, mask) = opt(column_mask).parse(i)?;
     Ok((
         i,
         ColumnDef {
             name,
             data_type,
             is_static,
+            mask,
         },
     ))
+}
+
+/// `MASKED WITH DEFAULT` or `MASKED WITH fn([term, ...])`.
+fn column_mask(i: Input<'_>) -> PResult<'_, ColumnMaskDef> {
+    let (i, _) = kws(&["masked", "with"])(i)?;
+    if let Ok((i, _)) = kw("default")(i) {
+        let function = crate::ast::QualifiedName::unqualified("mask_default".to_string());
+        let args = Vec::new();
+        return Ok((i, ColumnMaskDef { function, args }));
+    }
+    let (i, function) = function_name(i)?;
+    let (i, _) = lparen(i)?;
+    let (i, args) = separated_list0(comma, term).parse(i)?;
+    let (i, _) = rparen(i)?;
+    Ok((i, ColumnMaskDef { function, args }))
 }
 
 fn create_table(i: Input<'_>) -> PResult<'_, CreateTable> {
@@ -221,6 +239,12 @@ fn alter_table(i: Input<'_>) -> PResult<'_, AlterTable> {
         |i| {
             let (i, _) = kw("alter")(i)?;
             let (i, column) = ident(i)?;
+            if let Ok((i, _)) = kws(&["drop", "masked"])(i) {
+                return Ok((i, AlterTableOp::MaskColumn(column, None)));
+            }
+            if let Ok((i, mask)) = column_mask(i) {
+                return Ok((i, AlterTableOp::MaskColumn(column, Some(mask))));
+            }
             let (i, _) = kw("type")(i)?;
             let (i, t) = data_type(i)?;
             Ok((i, AlterTableOp::AlterColumnType(column, t)))

@@ -291,7 +291,7 @@ fn is_constant_word(w: &str) -> bool {
 }
 
 /// `functionName`: `[ks.]name`, where `token` is allowed although reserved.
-fn function_name(i: Input<'_>) -> PResult<'_, QualifiedName> {
+pub(crate) fn function_name(i: Input<'_>) -> PResult<'_, QualifiedName> {
     fn fname(i: Input<'_>) -> PResult<'_, String> {
         match i.peek() {
             Some(t) if t.is_keyword("token") => Ok((i.advance(1), "token".to_string())),
