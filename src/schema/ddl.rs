@@ -742,7 +742,7 @@ pub(super) fn build_table(
         let mask = def
             .mask
             .as_ref()
-            .map(|m| ColumnMask::prepare(m, &def.name, &data_type))
+            .map(|m| ColumnMask::prepare(m, &def.name, &data_type).map(Box::new))
             .transpose()?;
         columns.push(Column {
             name: def.name.clone(),
@@ -938,7 +938,7 @@ fn alter_table(
                 let mask = def
                     .mask
                     .as_ref()
-                    .map(|m| ColumnMask::prepare(m, &def.name, &data_type))
+                    .map(|m| ColumnMask::prepare(m, &def.name, &data_type).map(Box::new))
                     .transpose()?;
                 t.columns.push(Column {
                     name: def.name.clone(),
@@ -1037,7 +1037,7 @@ fn alter_table(
             let column = &mut t.columns[pos];
             column.mask = def
                 .as_ref()
-                .map(|m| ColumnMask::prepare(m, name, &column.data_type))
+                .map(|m| ColumnMask::prepare(m, name, &column.data_type).map(Box::new))
                 .transpose()?;
             Ok(true)
         }

@@ -101,9 +101,10 @@ pub struct Column {
     /// Clustering order (meaningful for clustering columns only).
     #[serde(default)]
     pub order: ClusteringOrder,
-    /// Its mask (`MASKED WITH ...`), if any.
+    /// Its mask (`MASKED WITH ...`), if any (boxed: most columns have none, and reads walk
+    /// the columns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mask: Option<ColumnMask>,
+    pub mask: Option<Box<ColumnMask>>,
 }
 
 impl Column {
