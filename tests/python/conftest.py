@@ -226,6 +226,11 @@ def session(cluster):
 _names = itertools.count()
 
 
+def one(session, query) -> tuple:
+    """The first row of `query` as a tuple."""
+    return tuple(session.execute(query).one())
+
+
 def fresh_name(prefix: str = "ks") -> str:
     """A unique lower-case identifier."""
     return f"{prefix}_{next(_names)}_{uuid.uuid4().hex[:6]}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from cassandra import InvalidRequest
 
-from conftest import fresh_name
+from conftest import fresh_name, one
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +24,6 @@ def t(session):
     session.execute(f"INSERT INTO {ks}.t (k, b, s) VALUES (1, 3145728, '90061000')")
     session.execute(f"INSERT INTO {ks}.t (k, b, s, n) VALUES (2, 1024, 'abc', -5)")
     return f"{ks}.t"
-
-
-def one(session, query):
-    return tuple(session.execute(query).one())
 
 
 def test_format_bytes(session, t):

@@ -19,7 +19,7 @@ import pytest
 from cassandra import InvalidRequest
 from cassandra.util import Date, Duration, Time
 
-from conftest import fresh_name
+from conftest import fresh_name, one
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +42,6 @@ def t(session):
         f"{{street: 'Main', no: 5}}, [1.0, 2.0, 3.0])")
     session.execute(f"INSERT INTO {ks}.t (k) VALUES (2)")
     return f"{ks}.t"
-
-
-def one(session, query):
-    return tuple(session.execute(query).one())
 
 
 def test_doc_examples_on_literals(session, t):
