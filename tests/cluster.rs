@@ -401,6 +401,59 @@ async fn roles_and_password_hashes_reach_every_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn column_masks_reach_every_node() {
+    let cluster = TestCluster::start_with(
+        2,
+        "authenticator = \"PasswordAuthenticator\"\nauthorizer = \"CassandraAuthorizer\"\n\
+         dynamic_data_masking_enabled = true",
+    );
+    let admin_login = ("cassandra", "cassandra");
+    cluster.wait_until_formed_as(admin_login).await;
+    let admin = cluster.nodes[0]
+        .session_as(Some(admin_login))
+        .await
+        .expect("superuser logs in at node 1");
+    for ddl in [
+        "CREATE KEYSPACE m WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+        "CREATE TABLE m.t (k int PRIMARY KEY, v text MASKED WITH mask_inner(1, 1))",
+        "CREATE ROLE bob WITH PASSWORD = 'bob-pw' AND LOGIN = true",
+        "GRANT SELECT ON TABLE m.t TO bob",
+    ] {
+        admin
+            .query_unpaged(ddl, ())
+            .await
+            .unwrap_or_else(|e| panic!("{ddl} at node 1: {e}"));
+    }
+    let mut insert =
+        scylla::statement::Statement::new("INSERT INTO m.t (k, v) VALUES (1, 'secret')");
+    insert.set_consistency(Consistency::All);
+    admin.query_unpaged(insert, ()).await.expect("insert");
+    // Made at node 1, the mask holds for bob at node 2, and the superuser reads clear values
+    // there.
+    let read = |session: scylla::client::session::Session| async move {
+        session
+            .query_unpaged("SELECT v FROM m.t WHERE k = 1", ())
+            .await
+            .expect("select")
+            .into_rows_result()
+            .expect("rows")
+            .first_row::<(String,)>()
+            .expect("the row")
+            .0
+    };
+    let bob = cluster.nodes[1]
+        .session_as(Some(("bob", "bob-pw")))
+        .await
+        .expect("bob logs in at node 2");
+    assert_eq!(read(bob).await, "s****t");
+    let admin_two = cluster.nodes[1]
+        .session_as(Some(admin_login))
+        .await
+        .expect("superuser logs in at node 2");
+    assert_eq!(read(admin_two).await, "secret");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn functions_and_aggregates_reach_every_node() {
     let cluster = TestCluster::start_with(2, "user_defined_functions_enabled = true");
     cluster.wait_until_formed().await;
