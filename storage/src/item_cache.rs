@@ -319,6 +319,19 @@ impl ItemCache {
         }
     }
 
+    /// Drops the entry of `key` unless `keep` says otherwise of its value. The caller holds
+    /// the key's stripe.
+    pub(crate) fn forget_unless(
+        &self,
+        part: u64,
+        key: &[u8],
+        keep: impl FnOnce(&fjall::Slice) -> bool,
+    ) {
+        if let Some(cache) = &self.cache {
+            cache.remove_if(&ItemRef { part, key }, |v| !keep(v));
+        }
+    }
+
     /// Drops the entry of `key`, if any. The caller holds the key's stripe.
     pub(crate) fn forget(&self, part: u64, key: &[u8]) {
         if let Some(cache) = &self.cache {

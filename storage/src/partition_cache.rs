@@ -22,7 +22,8 @@
 //! A truncate, a drop or an import gives the physical partition a new cache id, which retires
 //! its entries. An entry holds the whole partition but its size cell: the partition deletion,
 //! the static row and the range tombstones before the rows. A partition larger than the limit
-//! is remembered as such, so it is not read twice per query.
+//! is remembered as such (and stays so across writes, see [`forget`]), so it is not measured
+//! again by every read.
 
 use std::sync::atomic::Ordering;
 
@@ -30,6 +31,7 @@ use smallvec::SmallVec;
 
 use crate::cell::StoredCell;
 use crate::engine::Storage;
+use crate::item_cache::ItemCache;
 use crate::key;
 use crate::open_tables::Table;
 use crate::partition_head::PartitionHead;
@@ -42,6 +44,14 @@ use crate::{StorageError, TableId};
 const KIND_ROWS: u8 = 0;
 /// First byte of an entry for a partition too large to cache.
 const KIND_TOO_LARGE: u8 = 1;
+
+/// Forgets the cached rows of a partition being written (`key`, its [`entry_key`]) under its
+/// stripe. A too-large mark stays: a write seldom makes a large partition small, and reads of
+/// it go to the tree either way, so appends to a wide partition do not make the next read
+/// measure it again.
+pub(crate) fn forget(cache: &ItemCache, part: u64, key: &[u8]) {
+    cache.forget_unless(part, key, |entry| entry.first() == Some(&KIND_TOO_LARGE));
+}
 
 /// The item-cache key of a partition's entry: the partition's key prefix and a section byte
 /// that no stored item has.

@@ -280,6 +280,23 @@ fn a_partition_over_the_limit_is_marked_and_read_from_the_tree() {
         assert_eq!(rows.len(), 100);
         assert!(has_entry(&db, 7), "the too-large mark");
     }
+    // An append keeps the mark (the next read does not measure the partition again), and
+    // reads still see every row.
+    let m = Mutation {
+        partition_key: vec![int(7)],
+        rows: vec![RowWrite {
+            clustering: vec![int(100)],
+            liveness: Some(Liveness {
+                timestamp: 2,
+                ttl: None,
+            }),
+            ..RowWrite::default()
+        }],
+        ..Mutation::default()
+    };
+    db.apply(T, &m).expect("write");
+    assert!(has_entry(&db, 7), "the mark outlives a write");
+    assert_eq!(pages(&db, 7, &Slice::default())[0].rows.len(), 101);
 }
 
 /// Readers that miss fill the cache while a writer adds rows to the same partitions: no

@@ -147,10 +147,13 @@ impl Storage {
         // Still under the stripes: the item cache holds the newest committed items (see
         // `crate::item_cache`); after a failed commit it forgets them rather than guess.
         let cache = &self.inner.item_cache;
-        for (part, key, value) in cached {
-            match value.filter(|_| committed.is_ok()) {
-                Some(value) => cache.put_shared(part, key, value),
-                None => cache.forget(part, &key),
+        for update in cached {
+            match update {
+                CacheUpdate::Put(part, key, value) if committed.is_ok() => {
+                    cache.put_shared(part, key, value)
+                }
+                CacheUpdate::Put(part, key, _) => cache.forget(part, &key),
+                CacheUpdate::ForgetRows(part, key) => partition_cache::forget(cache, part, &key),
             }
         }
         drop(window);
@@ -286,7 +289,7 @@ impl Storage {
                 batch.insert(&dual.keyspace, key.clone(), encoded.clone());
             }
             if cache_items {
-                cached.push((part, key.clone(), Some(encoded.clone())));
+                cached.push(CacheUpdate::Put(part, key.clone(), encoded.clone()));
             }
             batch.insert(ks, key, encoded);
             wrote = true;
@@ -299,9 +302,10 @@ impl Storage {
         if state.exists && table.ring.partitions_cached.load(Ordering::Relaxed) {
             let entry = fjall::Slice::from(&partition_cache::entry_key(&addr.prefix)[..]);
             if let Some(dual) = route.dual {
-                cached.push((dual.cache_id.load(Ordering::Relaxed), entry.clone(), None));
+                let dual_part = dual.cache_id.load(Ordering::Relaxed);
+                cached.push(CacheUpdate::ForgetRows(dual_part, entry.clone()));
             }
-            cached.push((part, entry, None));
+            cached.push(CacheUpdate::ForgetRows(part, entry));
         }
         let head_items = content::flags_of(mutation) & content::HEAD != 0;
         // An overwrite of the same size leaves the partition's size, and so its size cell (if
@@ -367,9 +371,15 @@ impl Storage {
     }
 }
 
-/// An item for the item cache once its batch commits: (partition cache id, key, item), or
-/// with no item an entry to forget.
-type CacheUpdate = (u64, fjall::Slice, Option<fjall::Slice>);
+/// What a write's batch does to the item cache once it commits (or fails to).
+enum CacheUpdate {
+    /// (partition cache id, key, item): the item is stored after a commit, forgotten after a
+    /// failed one.
+    Put(u64, fjall::Slice, fjall::Slice),
+    /// (partition cache id, entry key): a partition's cached rows, forgotten either way (see
+    /// `crate::partition_cache::forget`).
+    ForgetRows(u64, fjall::Slice),
+}
 
 /// The items a write's batch gives the item cache (a one-row write's in place).
 type CacheUpdates = SmallVec<[CacheUpdate; 1]>;
