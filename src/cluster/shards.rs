@@ -284,16 +284,78 @@ impl ClusterShards {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> Result<ScanPage, ShardError> {
+        let from = cursor.and_then(Cursor::scan_token);
+        let deadline = Instant::now() + self.timeout(false);
+        let mut page = ScanPage::default();
+        let mut cursor = cursor.cloned();
+        self.walk_groups(table, range, from, deadline, |group, sub| {
+            let left =
+                limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
+            if left == 0 {
+                return Ok(Visit::Stop);
+            }
+            let here = cursor.take();
+            let part = self.read_group(
+                group,
+                table,
+                sub.end,
+                deadline,
+                |s| match lookup {
+                    Some(l) => s.index_scan(table, l, sub, left, here.as_ref()),
+                    None => s.scan(table, sub, left, here.as_ref()),
+                },
+                |linearizable| Request::Scan {
+                    group: group.id,
+                    table,
+                    range: sub,
+                    limit: left,
+                    cursor: here.clone(),
+                    index: lookup.cloned(),
+                    linearizable,
+                },
+                |r| match r {
+                    Response::Scan(r) => Some(r),
+                    _ => None,
+                },
+            )?;
+            let Some(part) = part else {
+                // Read again from the same place once the map has caught up.
+                cursor = here;
+                return Ok(Visit::Moved);
+            };
+            page.items_read += part.items_read;
+            page.partitions.extend(part.partitions);
+            if part.cursor.is_some() {
+                page.cursor = part.cursor;
+                return Ok(Visit::Stop);
+            }
+            Ok(Visit::Next)
+        })?;
+        Ok(page)
+    }
+
+    /// Walks the groups holding `range` of `table` in token order, skipping those wholly
+    /// before the token `from` (a scan cursor's partition). `visit` reads one group's part of
+    /// the range; a group that moved or split meanwhile ([`Visit::Moved`]) makes the walk read
+    /// the map again and go on from that part, after a pause, until `deadline`.
+    ///
+    /// # Errors
+    /// UnknownTable for a table without groups, a read timeout past `deadline`, and what
+    /// `visit` returns.
+    fn walk_groups(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        from: Option<i64>,
+        deadline: Instant,
+        mut visit: impl FnMut(&GroupInfo, TokenRange) -> Result<Visit, ShardError>,
+    ) -> Result<(), ShardError> {
         let end = if range.end == MIN_TOKEN {
             i64::MAX
         } else {
             range.end
         };
-        let from = cursor.and_then(Cursor::scan_token);
-        let deadline = Instant::now() + self.timeout(false);
-        let mut page = ScanPage::default();
-        let mut cursor = cursor.cloned();
-        // Tokens up to `done` are read; a split met on the way re-reads the map from there.
+        // Tokens up to `done` are read; a split or move met on the way re-reads the map.
         let mut done = range.start;
         'route: loop {
             let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
@@ -301,64 +363,38 @@ impl ClusterShards {
                 return Err(ShardError::Storage(StorageError::UnknownTable(table)));
             }
             for (group_start, group) in groups {
-                // Groups wholly before the cursor's partition or the range are skipped.
                 if from.is_some_and(|t| t > group.end) || group.end <= done {
                     continue;
                 }
-                let start = done.max(group_start);
-                let stop = end.min(group.end);
+                let (start, stop) = (done.max(group_start), end.min(group.end));
                 if start >= stop {
                     break;
                 }
-                let left =
-                    limit.saturating_sub(page.partitions.iter().map(|p| p.rows.len().max(1)).sum());
-                if left == 0 {
-                    break;
-                }
-                let sub = TokenRange { start, end: stop };
-                let here = cursor.take();
-                let part = self.read_group(
-                    &group,
-                    table,
-                    stop,
-                    deadline,
-                    |s| match lookup {
-                        Some(l) => s.index_scan(table, l, sub, left, here.as_ref()),
-                        None => s.scan(table, sub, left, here.as_ref()),
-                    },
-                    |linearizable| Request::Scan {
-                        group: group.id,
-                        table,
-                        range: sub,
-                        limit: left,
-                        cursor: here.clone(),
-                        index: lookup.cloned(),
-                        linearizable,
-                    },
-                    |r| match r {
-                        Response::Scan(r) => Some(r),
-                        _ => None,
-                    },
-                )?;
-                let Some(part) = part else {
-                    if Instant::now() >= deadline {
-                        return Err(self.read_timeout(&group));
+                match visit(&group, TokenRange { start, end: stop })? {
+                    Visit::Next => done = stop,
+                    Visit::Stop => return Ok(()),
+                    Visit::Moved => {
+                        if Instant::now() >= deadline {
+                            return Err(self.read_timeout(&group));
+                        }
+                        std::thread::sleep(MOVED_RETRY);
+                        continue 'route;
                     }
-                    cursor = here;
-                    std::thread::sleep(MOVED_RETRY);
-                    continue 'route;
-                };
-                page.items_read += part.items_read;
-                page.partitions.extend(part.partitions);
-                if part.cursor.is_some() {
-                    page.cursor = part.cursor;
-                    return Ok(page);
                 }
-                done = stop;
             }
-            return Ok(page);
+            return Ok(());
         }
     }
+}
+
+/// What [`ClusterShards::walk_groups`] does after one group's part of a range.
+enum Visit {
+    /// Go on with the next group.
+    Next,
+    /// The walk is done.
+    Stop,
+    /// The group no longer holds the part: read the map again.
+    Moved,
 }
 
 impl Shards for ClusterShards {
@@ -461,64 +497,39 @@ impl Shards for ClusterShards {
         query: &[f32],
         k: usize,
     ) -> Result<Vec<NearestRow>, ShardError> {
-        let end = if range.end == MIN_TOKEN {
-            i64::MAX
-        } else {
-            range.end
-        };
         let deadline = Instant::now() + self.timeout(false);
         let mut found: Vec<NearestRow> = Vec::new();
-        // Tokens up to `done` are searched; a split or move met on the way re-reads the map.
-        let mut done = range.start;
-        'route: loop {
-            let groups = self.cluster.meta_state().with(|s| ranges_of(s, table));
-            if groups.is_empty() {
-                return Err(ShardError::Storage(StorageError::UnknownTable(table)));
-            }
-            for (group_start, group) in groups {
-                if group.end <= done {
-                    continue;
-                }
-                let (start, stop) = (done.max(group_start), end.min(group.end));
-                if start >= stop {
-                    break;
-                }
-                let sub = TokenRange { start, end: stop };
-                // Each group's replica answers from its own graphs.
-                let part = self.read_group(
-                    &group,
+        self.walk_groups(table, range, None, deadline, |group, sub| {
+            // Each group's replica answers from its own graphs.
+            let part = self.read_group(
+                group,
+                table,
+                sub.end,
+                deadline,
+                |s| s.nearest(table, sub, index.column, query, k),
+                |linearizable| Request::Nearest {
+                    group: group.id,
                     table,
-                    stop,
-                    deadline,
-                    |s| s.nearest(table, sub, index.column, query, k),
-                    |linearizable| Request::Nearest {
-                        group: group.id,
-                        table,
-                        range: sub,
-                        index: *index,
-                        query: query.to_vec(),
-                        k,
-                        linearizable,
-                    },
-                    |r| match r {
-                        Response::Nearest(r) => Some(r),
-                        _ => None,
-                    },
-                )?;
-                let Some(part) = part else {
-                    if Instant::now() >= deadline {
-                        return Err(self.read_timeout(&group));
-                    }
-                    std::thread::sleep(MOVED_RETRY);
-                    continue 'route;
-                };
-                found.extend(part);
-                found.sort_by(|a, b| b.score.total_cmp(&a.score));
-                found.truncate(k);
-                done = stop;
-            }
-            return Ok(found);
-        }
+                    range: sub,
+                    index: *index,
+                    query: query.to_vec(),
+                    k,
+                    linearizable,
+                },
+                |r| match r {
+                    Response::Nearest(r) => Some(r),
+                    _ => None,
+                },
+            )?;
+            let Some(part) = part else {
+                return Ok(Visit::Moved);
+            };
+            found.extend(part);
+            found.sort_by(|a, b| b.score.total_cmp(&a.score));
+            found.truncate(k);
+            Ok(Visit::Next)
+        })?;
+        Ok(found)
     }
 
     fn compare_and_set(
