@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,27 @@ def session(cluster):
 
 
 _names = itertools.count()
+
+
+def driver_cluster(srv: RingServer, user=None, password=None, port=None, **kwargs):
+    """A python-driver Cluster for `srv` (its CQL port, or `port`), logging in as `user` when
+    given."""
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import Cluster
+    if user is not None:
+        kwargs["auth_provider"] = PlainTextAuthProvider(username=user, password=password)
+    return Cluster(contact_points=[srv.host], port=port or srv.port, connect_timeout=10,
+                   control_connection_timeout=10, **kwargs)
+
+
+@contextmanager
+def session_as(srv: RingServer, user=None, password=None, **kwargs):
+    """A session at `srv` as `user` (see `driver_cluster`), its cluster shut down after."""
+    c = driver_cluster(srv, user, password, **kwargs)
+    try:
+        yield c.connect()
+    finally:
+        c.shutdown()
 
 
 def one(session, query) -> tuple:

@@ -18,20 +18,9 @@ import pytest
 from cassandra import InvalidRequest, Unauthorized
 from cassandra.util import Date
 
-from conftest import RingServer, new_server, stop_and_check
+from conftest import RingServer, new_server, session_as, stop_and_check
 
 ADMIN = ("cassandra", "cassandra")
-
-
-def connect(srv, user=None, password=None):
-    from cassandra.auth import PlainTextAuthProvider
-    from cassandra.cluster import Cluster
-    kwargs = {}
-    if user is not None:
-        kwargs["auth_provider"] = PlainTextAuthProvider(username=user, password=password)
-    c = Cluster(contact_points=[srv.host], port=srv.port, connect_timeout=10,
-                control_connection_timeout=10, **kwargs)
-    return c, c.connect()
 
 
 @pytest.fixture(scope="module")
@@ -45,31 +34,29 @@ def masking(request, tmp_path_factory):
     srv = RingServer(tmp / "ringdb-data", tmp / "ringdb.stderr.log", owner=request.node.nodeid,
                      extra_args=("--config", str(config)))
     srv.start()
-    c, admin = connect(srv, *ADMIN)
-    admin.execute("CREATE KEYSPACE ddm WITH replication = "
-                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    # The example of Cassandra's page, with a third masked column.
-    admin.execute("CREATE TABLE ddm.patients (id int PRIMARY KEY, "
-                  "name text MASKED WITH mask_inner(1, null), "
-                  "birth date MASKED WITH mask_default(), "
-                  "phone text MASKED WITH DEFAULT, note text)")
-    admin.execute("INSERT INTO ddm.patients (id, name, birth, phone, note) "
-                  "VALUES (1, 'Alice', '1984-01-02', '555-1234', 'clear')")
-    admin.execute("INSERT INTO ddm.patients (id, name, birth, phone, note) "
-                  "VALUES (2, 'Bob', '1982-02-03', '555-9876', 'also clear')")
-    admin.execute("CREATE ROLE reader WITH PASSWORD = 'r' AND LOGIN = true")
-    admin.execute("GRANT SELECT ON TABLE ddm.patients TO reader")
-    yield srv, admin
-    c.shutdown()
+    with session_as(srv, *ADMIN) as admin:
+        admin.execute("CREATE KEYSPACE ddm WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        # The example of Cassandra's page, with a third masked column.
+        admin.execute("CREATE TABLE ddm.patients (id int PRIMARY KEY, "
+                      "name text MASKED WITH mask_inner(1, null), "
+                      "birth date MASKED WITH mask_default(), "
+                      "phone text MASKED WITH DEFAULT, note text)")
+        admin.execute("INSERT INTO ddm.patients (id, name, birth, phone, note) "
+                      "VALUES (1, 'Alice', '1984-01-02', '555-1234', 'clear')")
+        admin.execute("INSERT INTO ddm.patients (id, name, birth, phone, note) "
+                      "VALUES (2, 'Bob', '1982-02-03', '555-9876', 'also clear')")
+        admin.execute("CREATE ROLE reader WITH PASSWORD = 'r' AND LOGIN = true")
+        admin.execute("GRANT SELECT ON TABLE ddm.patients TO reader")
+        yield srv, admin
     stop_and_check(srv)
 
 
 @pytest.fixture
 def reader(masking):
     srv, _ = masking
-    c, s = connect(srv, "reader", "r")
-    yield s
-    c.shutdown()
+    with session_as(srv, "reader", "r") as s:
+        yield s
 
 
 def test_a_user_without_unmask_reads_masked_values(masking, reader):
@@ -182,19 +169,18 @@ def test_masks_need_the_setting_and_an_authorizer(tmp_path, request):
     srv = new_server(tmp_path, request.node.nodeid)
     srv.start()
     try:
-        c, s = connect(srv)
-        s.execute("CREATE KEYSPACE k WITH replication = "
-                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-        with pytest.raises(InvalidRequest) as e:
-            s.execute("CREATE TABLE k.t (k int PRIMARY KEY, v text MASKED WITH DEFAULT)")
-        assert ("Cannot mask columns because dynamic data masking is not enabled. You can "
-                "enable it with the dynamic_data_masking_enabled property on cassandra.yaml"
-                in str(e.value))
-        s.execute("CREATE TABLE k.t (k int PRIMARY KEY, v text)")
-        with pytest.raises(InvalidRequest):
-            s.execute("ALTER TABLE k.t ALTER v MASKED WITH DEFAULT")
-        # Dropping a mask needs no setting.
-        s.execute("ALTER TABLE k.t ALTER v DROP MASKED")
-        c.shutdown()
+        with session_as(srv) as s:
+            s.execute("CREATE KEYSPACE k WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+            with pytest.raises(InvalidRequest) as e:
+                s.execute("CREATE TABLE k.t (k int PRIMARY KEY, v text MASKED WITH DEFAULT)")
+            assert ("Cannot mask columns because dynamic data masking is not enabled. You can "
+                    "enable it with the dynamic_data_masking_enabled property on cassandra.yaml"
+                    in str(e.value))
+            s.execute("CREATE TABLE k.t (k int PRIMARY KEY, v text)")
+            with pytest.raises(InvalidRequest):
+                s.execute("ALTER TABLE k.t ALTER v MASKED WITH DEFAULT")
+            # Dropping a mask needs no setting.
+            s.execute("ALTER TABLE k.t ALTER v DROP MASKED")
     finally:
         stop_and_check(srv)

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import RingServer, free_port, run_cqlsh, stop_and_check
+from conftest import (RingServer, driver_cluster, free_port, run_cqlsh, session_as,
+                      stop_and_check)
 
 ADMIN = ("cassandra", "cassandra")
 
@@ -69,23 +70,14 @@ def secure(request, tmp_path_factory):
     stop_and_check(srv)
 
 
-def cluster(srv, user=None, password=None, port=None, **kwargs):
-    from cassandra.auth import PlainTextAuthProvider
-    from cassandra.cluster import Cluster
-    if user is not None:
-        kwargs["auth_provider"] = PlainTextAuthProvider(username=user, password=password)
-    return Cluster(contact_points=[srv.host], port=port or srv.port, connect_timeout=10,
-                   control_connection_timeout=10, **kwargs)
+cluster = driver_cluster
 
 
 @pytest.fixture(scope="module")
 def admin(secure):
     srv, _, _ = secure
-    c = cluster(srv, *ADMIN)
-    try:
-        yield c.connect()
-    finally:
-        c.shutdown()
+    with session_as(srv, *ADMIN) as s:
+        yield s
 
 
 def test_password_authentication_right_and_wrong(secure, admin):
@@ -120,9 +112,7 @@ def test_user_without_select_is_refused_until_granted_on_the_open_session(secure
     admin.execute("CREATE TABLE sec.t (k int PRIMARY KEY, v text)")
     admin.execute("INSERT INTO sec.t (k, v) VALUES (1, 'one')")
     admin.execute("CREATE ROLE reader WITH PASSWORD = 'pw' AND LOGIN = true")
-    c = cluster(srv, "reader", "pw")
-    try:
-        s = c.connect()  # reads the system tables: always allowed
+    with session_as(srv, "reader", "pw") as s:  # reads the system tables: always allowed
         with pytest.raises(Unauthorized) as info:
             s.execute("SELECT * FROM sec.t")
         assert ("User reader has no SELECT permission on <table sec.t> or any of its parents"
@@ -141,8 +131,6 @@ def test_user_without_select_is_refused_until_granted_on_the_open_session(secure
         admin.execute("REVOKE SELECT ON TABLE sec.t FROM reader")
         with pytest.raises(Unauthorized):
             s.execute("SELECT * FROM sec.t")
-    finally:
-        c.shutdown()
 
 
 def test_index_statements_need_alter_on_the_table(secure, admin):
@@ -154,9 +142,7 @@ def test_index_statements_need_alter_on_the_table(secure, admin):
     admin.execute("CREATE TABLE secidx.t (k int PRIMARY KEY, v int)")
     admin.execute("CREATE ROLE indexer WITH PASSWORD = 'pw' AND LOGIN = true")
     admin.execute("CREATE INDEX by_admin ON secidx.t (v)")
-    c = cluster(srv, "indexer", "pw")
-    try:
-        s = c.connect()
+    with session_as(srv, "indexer", "pw") as s:
         with pytest.raises(Unauthorized, match="has no ALTER permission on <table secidx.t>"):
             s.execute("CREATE INDEX ON secidx.t (v) USING 'sai'")
         with pytest.raises(Unauthorized, match="has no ALTER permission on <table secidx.t>"):
@@ -164,8 +150,6 @@ def test_index_statements_need_alter_on_the_table(secure, admin):
         admin.execute("GRANT ALTER ON TABLE secidx.t TO indexer")
         s.execute("DROP INDEX secidx.by_admin")
         s.execute("CREATE INDEX ON secidx.t (v) USING 'sai'")
-    finally:
-        c.shutdown()
 
 
 def test_user_functions_need_execute_and_their_keyspaces_functions_create(secure, admin):
@@ -186,9 +170,7 @@ def test_user_functions_need_execute_and_their_keyspaces_functions_create(secure
     admin.execute("CREATE AGGREGATE secfn.total(int) SFUNC plus STYPE int INITCOND 0")
     admin.execute("CREATE ROLE caller WITH PASSWORD = 'pw' AND LOGIN = true")
     admin.execute("GRANT SELECT ON KEYSPACE secfn TO caller")
-    c = cluster(srv, "caller", "pw")
-    try:
-        s = c.connect()
+    with session_as(srv, "caller", "pw") as s:
         assert s.execute("SELECT blobasint(intasblob(v)) FROM secfn.t").one()[0] == 20
         with pytest.raises(Unauthorized, match=r"User caller has no EXECUTE permission on "
                            r"<function secfn.twice\(int\)> or any of its parents"):
@@ -234,8 +216,6 @@ def test_user_functions_need_execute_and_their_keyspaces_functions_create(secure
         s.execute("DROP FUNCTION secfn.mine")
         perms = {r.resource for r in admin.execute("LIST ALL PERMISSIONS OF caller")}
         assert "<function secfn.mine(int)>" not in perms
-    finally:
-        c.shutdown()
 
 
 def test_list_roles_users_and_permissions(secure, admin):
@@ -302,12 +282,8 @@ def test_python_driver_with_ssl_context(secure, admin):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(str(certs.ca))
     ctx.check_hostname = True  # the certificate names 127.0.0.1
-    c = cluster(srv, *ADMIN, port=tls_port, ssl_context=ctx)
-    try:
-        s = c.connect()
+    with session_as(srv, *ADMIN, port=tls_port, ssl_context=ctx) as s:
         assert s.execute("SELECT key FROM system.local").one().key == "local"
-    finally:
-        c.shutdown()
 
     # A client that does not trust the CA fails the handshake.
     from cassandra.cluster import NoHostAvailable
