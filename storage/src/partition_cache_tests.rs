@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cql::types::{DataType, NativeType};
 
-use crate::tests::{int, race_readers_with_a_writer};
+use crate::tests::{insert_row, int, race_readers_with_a_writer};
 use crate::*;
 
 const T: TableId = TableId(0x2c);
@@ -217,19 +217,7 @@ fn a_write_retires_the_entry_and_deletions_are_cached_too() {
     let clock = Arc::new(AtomicI64::new(1_000_000));
     let (_dir, db) = open(16 << 10, &clock);
     let all = Slice::default();
-    let insert = |ck: i32, v: &str, ts: i64| Mutation {
-        partition_key: vec![int(1)],
-        rows: vec![RowWrite {
-            clustering: vec![int(ck)],
-            liveness: Some(Liveness {
-                timestamp: ts,
-                ttl: None,
-            }),
-            columns: vec![set(V, v.as_bytes().to_vec(), ts, None)],
-            ..RowWrite::default()
-        }],
-        ..Mutation::default()
-    };
+    let insert = |ck: i32, v: &str, ts: i64| insert_row(int(1), int(ck), V, v.as_bytes(), ts);
     assert_eq!(pages(&db, 1, &all)[0].rows.len(), 0);
     assert!(!has_entry(&db, 1), "an empty partition is not cached");
     db.apply(T, &insert(1, "a", 10)).expect("write");
@@ -260,19 +248,7 @@ fn a_partition_over_the_limit_is_marked_and_read_from_the_tree() {
     let clock = Arc::new(AtomicI64::new(1_000_000));
     let (_dir, db) = open(1 << 10, &clock);
     for ck in 0..100 {
-        let m = Mutation {
-            partition_key: vec![int(7)],
-            rows: vec![RowWrite {
-                clustering: vec![int(ck)],
-                liveness: Some(Liveness {
-                    timestamp: 1,
-                    ttl: None,
-                }),
-                columns: vec![set(V, vec![b'x'; 40], 1, None)],
-                ..RowWrite::default()
-            }],
-            ..Mutation::default()
-        };
+        let m = insert_row(int(7), int(ck), V, &[b'x'; 40], 1);
         db.apply(T, &m).expect("write");
     }
     for _ in 0..2 {
@@ -282,18 +258,7 @@ fn a_partition_over_the_limit_is_marked_and_read_from_the_tree() {
     }
     // An append keeps the mark (the next read does not measure the partition again), and
     // reads still see every row.
-    let m = Mutation {
-        partition_key: vec![int(7)],
-        rows: vec![RowWrite {
-            clustering: vec![int(100)],
-            liveness: Some(Liveness {
-                timestamp: 2,
-                ttl: None,
-            }),
-            ..RowWrite::default()
-        }],
-        ..Mutation::default()
-    };
+    let m = insert_row(int(7), int(100), V, b"", 2);
     db.apply(T, &m).expect("write");
     assert!(has_entry(&db, 7), "the mark outlives a write");
     assert_eq!(pages(&db, 7, &Slice::default())[0].rows.len(), 101);
@@ -319,18 +284,7 @@ fn readers_filling_partitions_never_undo_an_acknowledged_write() {
         0,
         |n| {
             let (k, ck) = ((n % i64::from(KEYS)) as i32, (n / i64::from(KEYS)) as i32);
-            let m = Mutation {
-                partition_key: vec![int(k)],
-                rows: vec![RowWrite {
-                    clustering: vec![int(ck)],
-                    liveness: Some(Liveness {
-                        timestamp: 1,
-                        ttl: None,
-                    }),
-                    ..RowWrite::default()
-                }],
-                ..Mutation::default()
-            };
+            let m = insert_row(int(k), int(ck), V, b"", 1);
             db.apply(T, &m).expect("write");
             (k as usize, i64::from(ck) + 1)
         },
@@ -348,19 +302,8 @@ fn cached_partitions_stay_right_across_a_split() {
     let clock = Arc::new(AtomicI64::new(1_000_000));
     let (_dir, db) = open(16 << 10, &clock);
     const KEYS: i32 = 300;
-    let row = |pk: i32, ck: i32, v: String, ts: i64| Mutation {
-        partition_key: vec![int(pk)],
-        rows: vec![RowWrite {
-            clustering: vec![int(ck)],
-            liveness: Some(Liveness {
-                timestamp: ts,
-                ttl: None,
-            }),
-            columns: vec![set(V, v.into_bytes(), ts, None)],
-            ..RowWrite::default()
-        }],
-        ..Mutation::default()
-    };
+    let row =
+        |pk: i32, ck: i32, v: String, ts: i64| insert_row(int(pk), int(ck), V, v.as_bytes(), ts);
     let values = |db: &Storage, pk: i32| -> Vec<String> {
         pages(db, pk, &Slice::default())[0]
             .rows
