@@ -132,7 +132,7 @@ fn bundled_rows_reconcile_per_cell() {
     insert(&db, 4, 20, None, &[(1, "a")]);
     insert(&db, 4, 10, None, &[(1, "z"), (2, "w")]);
     assert_eq!(row(&db, 4), (true, s("a"), s("w")));
-    assert_eq!(flags(&db), (true, true));
+    assert_eq!(flags(&db), (true, false), "rows merge cell by cell in their item");
 
     // UPDATE and null over a bundle, then an INSERT between the two timestamps.
     insert(&db, 5, 10, None, &[(1, "a"), (2, "b")]);
@@ -161,9 +161,39 @@ fn bundled_rows_reconcile_per_cell() {
     clock.fetch_add(6, Ordering::SeqCst);
     assert_eq!(row(&db, 7), (false, None, None));
 
-    let expected: Vec<_> = (1..=7).map(|ck| row(&db, ck)).collect();
+    // Rows written by UPDATEs alone have no marker: they live while a cell does.
+    write(&db, 8, None, vec![set(1, "u", 10, None), set(2, "v", 10, Some(5))]);
+    assert_eq!(row(&db, 8), (true, s("u"), s("v")));
+    write(
+        &db,
+        8,
+        None,
+        vec![ColumnWrite {
+            column: 1,
+            op: ColumnOp::Delete { timestamp: 11 },
+        }],
+    );
+    assert_eq!(row(&db, 8), (true, None, s("v")));
+    clock.fetch_add(6, Ordering::SeqCst);
+    assert_eq!(row(&db, 8), (false, None, None), "no marker, no live cell");
+    insert(&db, 8, 9, None, &[(1, "old"), (2, "w")]);
+    // Column 2's expired cell (timestamp 10) still beats the INSERT's older one.
+    assert_eq!(row(&db, 8), (true, None, None), "the marker alone keeps it");
+
+    // However written, every row is still its one item.
+    assert_eq!(flags(&db), (true, false));
+    for ck in 1..=8 {
+        let slice = Slice {
+            start: ClusteringBound::Inclusive(vec![int(ck)]),
+            end: ClusteringBound::Inclusive(vec![int(ck)]),
+            ..Default::default()
+        };
+        let p = db.read_partition(T, &[int(1)], &slice).unwrap();
+        assert_eq!(p.items_read, 1, "row {ck}");
+    }
+    let expected: Vec<_> = (1..=8).map(|ck| row(&db, ck)).collect();
     db.persist().unwrap();
-    let after: Vec<_> = (1..=7).map(|ck| row(&db, ck)).collect();
+    let after: Vec<_> = (1..=8).map(|ck| row(&db, ck)).collect();
     assert_eq!(expected, after);
 }
 

@@ -80,7 +80,7 @@ impl StoredCell {
     pub(crate) fn ttl_remaining(&self, now: i64) -> Option<u32> {
         match self {
             StoredCell::Expiring { expires_at, .. } => {
-                u32::try_from((expires_at - now).max(0)).ok()
+                u32::try_from(expires_at.saturating_sub(now).max(0)).ok()
             }
             _ => None,
         }
@@ -234,6 +234,11 @@ impl<'a> CellView<'a> {
         self.timestamp
     }
 
+    /// The value bytes as stored, live or not (empty for a tombstone).
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.value
+    }
+
     /// The value when the cell is live at `now`.
     pub(crate) fn live_value(&self, now: i64) -> Option<&'a [u8]> {
         match self.kind {
@@ -246,7 +251,7 @@ impl<'a> CellView<'a> {
     /// Remaining TTL seconds of a live expiring cell.
     pub(crate) fn ttl_remaining(&self, now: i64) -> Option<u32> {
         match self.kind {
-            ViewKind::Expiring { expires_at, .. } => u32::try_from((expires_at - now).max(0)).ok(),
+            ViewKind::Expiring { expires_at, .. } => u32::try_from(expires_at.saturating_sub(now).max(0)).ok(),
             _ => None,
         }
     }

@@ -9,9 +9,10 @@
 //! `gc_grace_seconds` in the past:
 //! - cell tombstones and expired cells, row liveness markers and collection elements:
 //!   each shadows only its own key (the write path never stores a losing cell), so removing
-//!   it cannot resurrect anything older. A liveness marker carrying a row bundle
-//!   (`crate::bundle`) expires with its cells, and no separate item of the row holds a
-//!   bundled column, so it too shadows nothing else. As in Cassandra, a write with an older
+//!   it cannot resurrect anything older. A row item (`crate::bundle`) without a live
+//!   marker sheds its explicit entries as each goes, and is purged once its marker and all
+//!   of them are; no separate item of the row holds one of its columns, so it too shadows
+//!   nothing else (a row item with a live marker is kept whole). As in Cassandra, a write with an older
 //!   timestamp arriving after gc-grace is then accepted.
 //!
 //! Kept for now: partition deletions, range tombstones, row deletions and whole-collection
@@ -32,7 +33,7 @@ use crate::cell::StoredCell;
 use crate::clock::Clock;
 use crate::key::{self, ItemPath, KeyReader, Order};
 use crate::names::parse_keyspace_name;
-use crate::{TableId, TableLayout};
+use crate::{bundle, TableId, TableLayout};
 
 #[derive(Clone)]
 struct GcTable {
@@ -160,47 +161,49 @@ impl CompactionFilter for GcFilter {
         // Most items are live cells: their first byte says so, before any key is parsed.
         let value = item.value()?;
         self.read += (item.key().len() + value.len()) as u64;
-        if StoredCell::is_live_encoding(&value) || !purgeable_path(table, item.key()) {
+        if StoredCell::is_live_encoding(&value) {
             return Ok(Verdict::Keep);
         }
+        let Some(path) = purgeable_path(table, item.key()) else {
+            return Ok(Verdict::Keep);
+        };
         let Ok(cell) = StoredCell::decode(&value) else {
             return Ok(Verdict::Keep);
         };
         let grace = i64::from(table.gc_grace_seconds);
-        let gone_since = match cell {
-            StoredCell::Live { .. } => return Ok(Verdict::Keep),
-            StoredCell::Expiring { expires_at, .. } => expires_at,
-            StoredCell::Tombstone { deleted_at, .. } => deleted_at,
-        };
-        if gone_since.saturating_add(grace) < self.now {
-            Ok(Verdict::Remove)
-        } else {
-            Ok(Verdict::Keep)
+        let horizon = self.now.saturating_sub(grace);
+        match bundle::purge(&cell, path == ItemPath::Liveness, horizon) {
+            Ok(bundle::Purge::Remove) => Ok(Verdict::Remove),
+            Ok(bundle::Purge::Replace(kept)) => Ok(Verdict::ReplaceValue(kept.encode_slice())),
+            Ok(bundle::Purge::Keep) | Err(_) => Ok(Verdict::Keep),
         }
     }
 }
 
-/// Is `key` a single-key item (a cell, a liveness marker, a collection element)?
-fn purgeable_path(table: &GcTable, key: &[u8]) -> bool {
+/// The path of `key` when it is a single-key item (a cell, a liveness marker, a collection
+/// element).
+fn purgeable_path(table: &GcTable, key: &[u8]) -> Option<ItemPath> {
     let Ok((_, _, rest)) = key::split_partition_prefix(key) else {
-        return false;
+        return None;
     };
     let path = match rest.split_first() {
         Some((&key::SECTION_STATIC, item)) => item,
         Some((&key::SECTION_ROWS, row)) => {
             let mut reader = KeyReader::new(row, false);
             if key::decode_clustering_from(&table.clustering, &mut reader).is_err() {
-                return false;
+                return None;
             }
             match reader.remaining().split_first() {
                 Some((&key::CLUSTERING_END, item)) => item,
-                _ => return false,
+                _ => return None,
             }
         }
-        _ => return false,
+        _ => return None,
     };
-    matches!(
-        ItemPath::decode(path),
-        Ok(ItemPath::Liveness | ItemPath::Cell(_) | ItemPath::Complex(_, Some(_)))
-    )
+    ItemPath::decode(path).ok().filter(|p| {
+        matches!(
+            p,
+            ItemPath::Liveness | ItemPath::Cell(_) | ItemPath::Complex(_, Some(_))
+        )
+    })
 }

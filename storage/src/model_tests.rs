@@ -234,17 +234,32 @@ fn table_layout(order: Order) -> TableLayout {
     }
 }
 
-fn open(dir: &std::path::Path, clock: &Arc<AtomicI64>, order: Order) -> Storage {
-    let c = clock.clone();
-    let db = Storage::open(
-        dir,
-        StorageOptions {
-            clock: Some(Arc::new(move || c.load(AtomicOrdering::SeqCst))),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    db.create_table(T, table_layout(order)).unwrap();
+/// Opens the store and its table; an `old_layout` table is one from a data directory made
+/// before row items (one item per cell, see `crate::bundle`).
+fn open(dir: &std::path::Path, clock: &Arc<AtomicI64>, order: Order, old_layout: bool) -> Storage {
+    let open = || {
+        let c = clock.clone();
+        let db = Storage::open(
+            dir,
+            StorageOptions {
+                clock: Some(Arc::new(move || c.load(AtomicOrdering::SeqCst))),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        db.create_table(T, table_layout(order)).unwrap();
+        db
+    };
+    let db = open();
+    if old_layout && !db.table(T).unwrap().ring.content.may_have(content::SEPARATE_CELLS) {
+        let mut k = content::ContentFlags::meta_prefix(T);
+        k.extend_from_slice(b"cells_tracked");
+        db.inner.meta.remove(k).unwrap();
+        drop(db);
+        let db = open();
+        assert!(db.table(T).unwrap().ring.content.may_have(content::SEPARATE_CELLS));
+        return db;
+    }
     db
 }
 
@@ -277,10 +292,10 @@ fn row_of(r: &Row) -> ModelRow {
     (ck, cell, elems)
 }
 
-fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
+fn run(ops: &[Op], order: Order, old_layout: bool) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(AtomicI64::new(1_000));
-    let mut db = open(dir.path(), &clock, order);
+    let mut db = open(dir.path(), &clock, order, old_layout);
     let mut model = Model {
         now: 1_000,
         ..Default::default()
@@ -420,7 +435,7 @@ fn run(ops: &[Op], order: Order) -> Result<(), TestCaseError> {
             Op::Compact => db.table(T).unwrap().keyspace().major_compact().unwrap(),
             Op::Reopen => {
                 drop(db);
-                db = open(dir.path(), &clock, order);
+                db = open(dir.path(), &clock, order, old_layout);
             }
             Op::Check {
                 pk,
@@ -478,11 +493,15 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, max_shrink_iters: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn storage_matches_model(ops in prop::collection::vec(arb_op(), 1..120), desc in any::<bool>()) {
+    fn storage_matches_model(
+        ops in prop::collection::vec(arb_op(), 1..120),
+        desc in any::<bool>(),
+        old_layout in any::<bool>(),
+    ) {
         let order = if desc { Order::Desc } else { Order::Asc };
-        let result = run(&ops, order);
+        let result = run(&ops, order, old_layout);
         if result.is_err() {
-            eprintln!("op log ({order:?}):");
+            eprintln!("op log ({order:?}, old layout {old_layout}):");
             for (i, op) in ops.iter().enumerate() {
                 eprintln!("  #{i}: {op:?}");
             }

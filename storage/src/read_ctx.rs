@@ -123,9 +123,10 @@ impl<S> ReadCtx<'_, S> {
             if deleted.is_none() {
                 let now = self.now;
                 let built = self.build_bundle(
-                    marker.live_value(now),
+                    marker.live_value(now).is_some(),
                     marker.timestamp(),
                     marker.ttl_remaining(now),
+                    bundle::bytes_of(marker),
                 );
                 items.clear();
                 return built;
@@ -173,8 +174,8 @@ impl<S> ReadCtx<'_, S> {
                 ItemPath::Liveness => {
                     live_marker |= cell.live_value(now).is_some() && !shadowed(&cell, row_del);
                     for bundled in bundle::cells(bundle::bytes_of(&cell)) {
-                        let (col, v) = bundled?;
-                        keep(col, bundle::with_value(&cell, v.to_vec()));
+                        let (col, entry) = bundled?;
+                        keep(col, bundle::cell_of(&cell, entry)?);
                     }
                 }
                 ItemPath::RowDeletion | ItemPath::Complex(_, None) => {}
@@ -215,29 +216,42 @@ impl<S> ReadCtx<'_, S> {
 
     /// [`Self::build`] of a row that is its liveness item alone, with no deletion over it
     /// (the only shape rows take in tables that never stored a row deletion or a separate
-    /// cell), from the marker's value when live at the read's time, its timestamp and its TTL
-    /// left: the bundled cells are the row's columns as they are, one per column in column
-    /// order, and share the marker's liveness (a dead marker has no live cell).
+    /// cell), from the marker's liveness at the read's time, its timestamp, its TTL left and
+    /// its bundle bytes: plain entries share the marker's liveness (a dead marker has no live
+    /// plain cell), explicit ones have their own (see [`crate::bundle`]).
     fn build_bundle(
         &self,
-        live: Option<&[u8]>,
+        marker_live: bool,
         timestamp: i64,
         ttl: Option<u32>,
+        bytes: &[u8],
     ) -> Result<(BTreeMap<u32, ColumnValue>, bool), StorageError> {
         let mut cells = BTreeMap::new();
-        let Some(bytes) = live else {
-            return Ok((cells, false));
-        };
         for bundled in bundle::cells(bytes) {
-            let (col, v) = bundled?;
-            let value = CellValue {
-                value: v.to_vec(),
-                timestamp,
-                ttl,
+            let (col, entry) = bundled?;
+            let value = match entry {
+                bundle::Entry::Plain(v) if marker_live => CellValue {
+                    value: v.to_vec(),
+                    timestamp,
+                    ttl,
+                },
+                bundle::Entry::Plain(_) => continue,
+                bundle::Entry::Explicit(stored) => {
+                    let cell = CellView::parse(stored)?;
+                    let Some(v) = cell.live_value(self.now) else {
+                        continue;
+                    };
+                    CellValue {
+                        value: v.to_vec(),
+                        timestamp: cell.timestamp(),
+                        ttl: cell.ttl_remaining(self.now),
+                    }
+                }
             };
             cells.insert(col, ColumnValue::Simple(value));
         }
-        Ok((cells, true))
+        let live = marker_live || !cells.is_empty();
+        Ok((cells, live))
     }
 
     fn element_type(&self, col: u32) -> Result<cql::types::DataType, StorageError> {
@@ -304,9 +318,10 @@ impl<S> ReadCtx<'_, S> {
             let marker = CellView::parse(bytes.as_ref())?;
             let now = self.now;
             let (cells, live) = self.build_bundle(
-                marker.live_value(now),
+                marker.live_value(now).is_some(),
                 marker.timestamp(),
                 marker.ttl_remaining(now),
+                marker.bytes(),
             )?;
             stored.clear();
             if live {

@@ -39,13 +39,18 @@ pub(crate) struct Reconciler<'a> {
 impl Reconciler<'_> {
     /// The current cell at `key`: written earlier in this mutation, else stored.
     pub(crate) fn load(&mut self, key: &[u8]) -> Result<Option<&StoredCell>, StorageError> {
+        self.load_as(key, false)
+    }
+
+    /// [`Self::load`] of a liveness item (a row item when `liveness`).
+    fn load_as(&mut self, key: &[u8], liveness: bool) -> Result<Option<&StoredCell>, StorageError> {
         if !self.slots.contains_key(key) {
             let stored = if self.exists {
                 // Under the stripe: what the cache or fjall holds is the newest item, except
                 // that compaction may have purged a cached dead cell past gc-grace (a write
                 // older than it is then accepted, as without the cache): fjall decides.
                 let cached = self.cache.get(self.part, key);
-                match cached.filter(|v| !self.maybe_purged(v)) {
+                match cached.filter(|v| !self.maybe_purged(v, liveness)) {
                     Some(v) => Some(v),
                     None => {
                         let v = self.ks.get(key)?;
@@ -72,19 +77,20 @@ impl Reconciler<'_> {
         Ok(self.slots.get(key).and_then(|s| s.cell.as_ref()))
     }
 
-    /// Whether compaction may have purged the stored item `value` (a tombstone or an expired
-    /// cell past gc-grace, see `crate::compaction`).
-    fn maybe_purged(&self, value: &[u8]) -> bool {
+    /// Whether compaction may have purged or pruned the stored item `value` (a liveness item
+    /// when `liveness`) past gc-grace (see `crate::compaction`).
+    fn maybe_purged(&self, value: &[u8], liveness: bool) -> bool {
         if StoredCell::is_live_encoding(value) {
             return false;
         }
-        let gone_since = match StoredCell::decode(value) {
-            Ok(StoredCell::Live { .. }) => return false,
-            Ok(StoredCell::Expiring { expires_at, .. }) => expires_at,
-            Ok(StoredCell::Tombstone { deleted_at, .. }) => deleted_at,
-            Err(_) => return true,
+        let Ok(cell) = StoredCell::decode(value) else {
+            return true;
         };
-        gone_since.saturating_add(self.gc_grace) < self.now
+        let horizon = self.now.saturating_sub(self.gc_grace);
+        !matches!(
+            bundle::purge(&cell, liveness, horizon),
+            Ok(bundle::Purge::Keep)
+        )
     }
 
     /// Makes `cell` the winner at `key` (loaded before), to be written.
@@ -104,48 +110,63 @@ impl Reconciler<'_> {
         Ok(wins)
     }
 
-    /// Keeps the row one bundle when the new INSERT replaces the stored one whole (or loses
-    /// whole); returns false when the row must be exploded instead.
-    pub(crate) fn merge_bundle(
+    /// Merges an INSERT's marker and its cells (sharing the marker's timestamp and TTL) into
+    /// the row item at the liveness key `key`, cell by cell (see [`bundle::RowItem`]).
+    pub(crate) fn merge_insert(
         &mut self,
         key: &[u8],
         marker: &StoredCell,
         cells: &[(u32, &[u8])],
-    ) -> Result<bool, StorageError> {
-        if let Some(old) = self.load(key)? {
-            let (old_marker, old_cells) = bundle::explode(old)?;
-            let new_cells: Vec<_> = cells
-                .iter()
-                .map(|(c, v)| (*c, bundle::with_value(marker, v.to_vec())))
-                .collect();
-            let find = |col: u32, list: &'_ [(u32, StoredCell)]| {
-                list.iter().find(|(c, _)| *c == col).map(|(_, x)| x.clone())
-            };
-            if marker.wins_over(&old_marker) {
-                // Replaces the stored bundle only if it overwrites every one of its cells.
-                let covers = old_cells
-                    .iter()
-                    .all(|(c, old)| find(*c, &new_cells).is_some_and(|new| new.wins_over(old)));
-                if !covers {
-                    return Ok(false);
-                }
-            } else {
-                // Every part of the INSERT loses: nothing to write; otherwise explode.
-                let loses = new_cells
-                    .iter()
-                    .all(|(c, new)| find(*c, &old_cells).is_some_and(|old| !new.wins_over(&old)));
-                return Ok(loses);
+    ) -> Result<(), StorageError> {
+        let Some(stored) = self.load_as(key, true)? else {
+            // A new row: its cells are the marker's plain entries.
+            let mut bytes =
+                Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
+            for (col, value) in cells {
+                bundle::push(&mut bytes, *col, value)?;
             }
-        }
-        let mut bytes = Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
+            if !bytes.is_empty() {
+                self.flags |= content::BUNDLES;
+            }
+            self.set(key, bundle::with_value(marker, bytes));
+            return Ok(());
+        };
+        let mut row = bundle::RowItem::decode(stored)?;
+        let mut changed = row.merge_marker(marker.clone());
         for (col, value) in cells {
-            bundle::push(&mut bytes, *col, value)?;
+            changed |= row.merge_cell(*col, bundle::with_value(marker, value.to_vec()));
         }
-        if !bytes.is_empty() {
-            self.flags |= content::BUNDLES;
+        self.store_row(key, &row, changed)
+    }
+
+    /// Merges one simple cell of column `col` into the row item at the liveness key `key`.
+    pub(crate) fn merge_cell(
+        &mut self,
+        key: &[u8],
+        col: u32,
+        cell: StoredCell,
+    ) -> Result<(), StorageError> {
+        let mut row = match self.load_as(key, true)? {
+            Some(stored) => bundle::RowItem::decode(stored)?,
+            None => bundle::RowItem::default(),
+        };
+        let changed = row.merge_cell(col, cell);
+        self.store_row(key, &row, changed)
+    }
+
+    fn store_row(
+        &mut self,
+        key: &[u8],
+        row: &bundle::RowItem,
+        changed: bool,
+    ) -> Result<(), StorageError> {
+        if changed {
+            if !row.cells.is_empty() {
+                self.flags |= content::BUNDLES;
+            }
+            self.set(key, row.encode()?);
         }
-        self.set(key, bundle::with_value(marker, bytes));
-        Ok(true)
+        Ok(())
     }
 
     /// Turns the bundle at the liveness key `key` (if any) into a plain marker and separate
@@ -154,7 +175,7 @@ impl Reconciler<'_> {
         if !self.may_bundle && !self.slots.contains_key(key) {
             return Ok(());
         }
-        let Some(current) = self.load(key)? else {
+        let Some(current) = self.load_as(key, true)? else {
             return Ok(());
         };
         if !bundle::has_cells(current) {

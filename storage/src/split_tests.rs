@@ -640,25 +640,51 @@ fn compaction_purges_expired_cells_and_tombstones_after_gc_grace() {
         ..Default::default()
     };
     db.apply(T, &partition_deletion).unwrap();
+    // partition 3: an INSERT with a TTL, then an UPDATE without one that outlives it.
+    let mut m = rows(3, 0..1, 10);
+    m.rows[0].liveness = Some(Liveness {
+        timestamp: 1,
+        ttl: Some(10),
+    });
+    if let ColumnOp::Set { ttl, .. } = &mut m.rows[0].columns[0].op {
+        *ttl = Some(10);
+    }
+    db.apply(T, &m).unwrap();
+    let mut m = rows(3, 0..1, 7);
+    m.rows[0].liveness = None;
+    if let ColumnOp::Set { timestamp, .. } = &mut m.rows[0].columns[0].op {
+        *timestamp = 2;
+    }
+    db.apply(T, &m).unwrap();
     let ks = db.table(T).unwrap().keyspace();
     let count = || ks.iter().count();
     let compact = || {
         ks.rotate_memtable_and_wait().unwrap();
         ks.major_compact().unwrap();
     };
-    // partition 1: marker, ttl cell, cell tombstone, size cell; partition 2: deletion, size
-    assert_eq!(count(), 6);
+    // Partition 1: row 0's item (a marker with the TTL cell), row 5's item (the cell
+    // tombstone), a size cell; partition 2: deletion, size cell; partition 3: the row's item
+    // (its expiring marker, the UPDATE's cell), a size cell.
+    assert_eq!(count(), 7);
     clock.fetch_add(50, Ordering::SeqCst);
     compact();
-    assert_eq!(count(), 6, "within gc-grace nothing is purged");
+    assert_eq!(count(), 7, "within gc-grace nothing is purged");
     clock.fetch_add(100, Ordering::SeqCst);
     compact();
-    // The expired cell and the cell tombstone are gone; the liveness marker (no TTL), the
-    // partition deletion (it shadows other keys) and the size cells stay.
-    assert_eq!(count(), 4);
+    // Row 5's tombstone is gone; row 0's item stays whole (its marker has no TTL), as do
+    // the partition deletion (it shadows other keys) and the size cells. Partition 3's row
+    // sheds its expired marker and keeps the UPDATE's cell.
+    assert_eq!(count(), 6);
     let p = db.read_partition(T, &[int(1)], &Slice::default()).unwrap();
     assert_eq!(p.rows.len(), 1);
     assert!(p.rows[0].cells.is_empty());
+    let p = db.read_partition(T, &[int(3)], &Slice::default()).unwrap();
+    assert_eq!(p.rows.len(), 1);
+    let cell = |p: &PartitionSlice| match p.rows[0].cells.get(&1) {
+        Some(ColumnValue::Simple(c)) => (c.value.clone(), c.timestamp, c.ttl),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(cell(&p), (value(3, 0, 7), 2, None));
 }
 
 /// Split time per MiB and client latency while a split runs (not a timed test):

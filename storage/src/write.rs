@@ -227,18 +227,24 @@ impl Storage {
             slots: HashMap::default(),
             flags: 0,
         };
-        // Rows stay bundles only in tables without separate row cells (see `crate::bundle`).
-        let mut separate = content.may_have(content::SEPARATE_CELLS)
-            || items
-                .iter()
-                .any(|i| i.row.is_some() && !matches!(i.pending, Pending::Row { .. }));
+        // Tables that never stored a separate row cell keep each row's simple cells in its
+        // liveness item, merged cell by cell; the others keep one item per cell (see
+        // `crate::bundle`).
+        let row_items = !content.may_have(content::SEPARATE_CELLS);
         for item in items {
             match &item.pending {
+                Pending::Row { marker, cells } if row_items => {
+                    state.merge_insert(&item.key, marker, cells)?;
+                }
+                Pending::Cell(cell) if row_items && item.row.is_some() => {
+                    let row_len = item.row.unwrap_or(item.key.len());
+                    let ItemPath::Cell(col) = ItemPath::decode(&item.key[row_len..])? else {
+                        return Err(StorageError::corrupt("row cell without a column path"));
+                    };
+                    let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
+                    state.merge_cell(&liveness, col, cell.clone())?;
+                }
                 Pending::Row { marker, cells } => {
-                    if !separate && state.merge_bundle(&item.key, marker, cells)? {
-                        continue;
-                    }
-                    separate = true;
                     state.explode(&item.key)?;
                     state.reconcile(&item.key, marker.clone())?;
                     let row_len = item.row.unwrap_or(item.key.len());
