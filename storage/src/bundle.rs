@@ -199,10 +199,18 @@ pub(crate) enum Purge {
 /// purge horizon `horizon`: a single cell goes once it has been gone longer than gc-grace; a
 /// row item sheds its explicit entries (and its marker with the plain entries) as each does,
 /// and goes once all of it has.
-pub(crate) fn purge(item: &StoredCell, liveness: bool, horizon: i64) -> Result<Purge, StorageError> {
+pub(crate) fn purge(
+    item: &StoredCell,
+    liveness: bool,
+    horizon: i64,
+) -> Result<Purge, StorageError> {
     let gone = |cell: &StoredCell| gone_at(cell).is_some_and(|at| at < horizon);
     if !liveness {
-        return Ok(if gone(item) { Purge::Remove } else { Purge::Keep });
+        return Ok(if gone(item) {
+            Purge::Remove
+        } else {
+            Purge::Keep
+        });
     }
     let row = RowItem::decode(item)?;
     let marker_gone = row.marker.as_ref().is_none_or(gone);

@@ -132,7 +132,11 @@ fn bundled_rows_reconcile_per_cell() {
     insert(&db, 4, 20, None, &[(1, "a")]);
     insert(&db, 4, 10, None, &[(1, "z"), (2, "w")]);
     assert_eq!(row(&db, 4), (true, s("a"), s("w")));
-    assert_eq!(flags(&db), (true, false), "rows merge cell by cell in their item");
+    assert_eq!(
+        flags(&db),
+        (true, false),
+        "rows merge cell by cell in their item"
+    );
 
     // UPDATE and null over a bundle, then an INSERT between the two timestamps.
     insert(&db, 5, 10, None, &[(1, "a"), (2, "b")]);
@@ -162,7 +166,12 @@ fn bundled_rows_reconcile_per_cell() {
     assert_eq!(row(&db, 7), (false, None, None));
 
     // Rows written by UPDATEs alone have no marker: they live while a cell does.
-    write(&db, 8, None, vec![set(1, "u", 10, None), set(2, "v", 10, Some(5))]);
+    write(
+        &db,
+        8,
+        None,
+        vec![set(1, "u", 10, None), set(2, "v", 10, Some(5))],
+    );
     assert_eq!(row(&db, 8), (true, s("u"), s("v")));
     write(
         &db,

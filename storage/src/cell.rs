@@ -251,7 +251,9 @@ impl<'a> CellView<'a> {
     /// Remaining TTL seconds of a live expiring cell.
     pub(crate) fn ttl_remaining(&self, now: i64) -> Option<u32> {
         match self.kind {
-            ViewKind::Expiring { expires_at, .. } => u32::try_from(expires_at.saturating_sub(now).max(0)).ok(),
+            ViewKind::Expiring { expires_at, .. } => {
+                u32::try_from(expires_at.saturating_sub(now).max(0)).ok()
+            }
             _ => None,
         }
     }

@@ -251,13 +251,25 @@ fn open(dir: &std::path::Path, clock: &Arc<AtomicI64>, order: Order, old_layout:
         db
     };
     let db = open();
-    if old_layout && !db.table(T).unwrap().ring.content.may_have(content::SEPARATE_CELLS) {
+    if old_layout
+        && !db
+            .table(T)
+            .unwrap()
+            .ring
+            .content
+            .may_have(content::SEPARATE_CELLS)
+    {
         let mut k = content::ContentFlags::meta_prefix(T);
         k.extend_from_slice(b"cells_tracked");
         db.inner.meta.remove(k).unwrap();
         drop(db);
         let db = open();
-        assert!(db.table(T).unwrap().ring.content.may_have(content::SEPARATE_CELLS));
+        assert!(db
+            .table(T)
+            .unwrap()
+            .ring
+            .content
+            .may_have(content::SEPARATE_CELLS));
         return db;
     }
     db
