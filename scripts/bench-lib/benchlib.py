@@ -288,7 +288,7 @@ def aggregate(runs):
 
 def rows_per_read(workload, settings):
     """Rows each read of `workload` returns (for CPU per row), or None."""
-    if workload == "partition":
+    if workload in ("partition", "update-partition"):
         return settings.get("small_partition_rows", 10)
     if workload == "slice":
         return settings.get("slice_rows", 10)
