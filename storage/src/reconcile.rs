@@ -118,8 +118,13 @@ impl Reconciler<'_> {
         marker: &StoredCell,
         cells: &[(u32, &[u8])],
     ) -> Result<(), StorageError> {
-        let Some(stored) = self.load_as(key, true)? else {
-            // A new row: its cells are the marker's plain entries.
+        // A new row, or one this INSERT replaces whole: its cells are the marker's plain
+        // entries.
+        let whole = match self.load_as(key, true)? {
+            None => true,
+            Some(stored) => replaces_whole(stored, marker, cells)?,
+        };
+        if whole {
             let mut bytes =
                 Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
             for (col, value) in cells {
@@ -129,6 +134,9 @@ impl Reconciler<'_> {
                 self.flags |= content::BUNDLES;
             }
             self.set(key, bundle::with_value(marker, bytes));
+            return Ok(());
+        }
+        let Some(stored) = self.load_as(key, true)? else {
             return Ok(());
         };
         let mut row = bundle::RowItem::decode(stored)?;
@@ -218,4 +226,26 @@ pub(crate) fn counter_sum(
         timestamp: timestamp.max(base_ts),
         value: base.wrapping_add(delta).to_be_bytes().to_vec(),
     })
+}
+
+/// True when an INSERT (`marker` and its `cells`, in column order) replaces the stored row
+/// item whole: the item holds plain entries only, of columns the INSERT sets, and the new
+/// marker wins over its marker, so every new cell wins over the old one of its column (a
+/// plain entry shares its marker's timestamp, TTL and expiry).
+fn replaces_whole(
+    stored: &StoredCell,
+    marker: &StoredCell,
+    cells: &[(u32, &[u8])],
+) -> Result<bool, StorageError> {
+    if bundle::is_unmarked(stored) || !marker.wins_over(&bundle::with_value(stored, Vec::new())) {
+        return Ok(false);
+    }
+    for entry in bundle::cells(bundle::bytes_of(stored)) {
+        match entry? {
+            (col, bundle::Entry::Plain(_))
+                if cells.binary_search_by_key(&col, |(c, _)| *c).is_ok() => {}
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
 }
