@@ -15,15 +15,19 @@
 //! the item with Cassandra's per-cell rules ([`RowItem`]), under the partition's stripe.
 //!
 //! Tables whose content flag [`crate::content::SEPARATE_CELLS`] is set (data directories from
-//! before row items, and counter tables) keep the older layout: plain bundles written by
-//! INSERTs, and one item per cell otherwise. There a write that cannot keep a row as one
-//! bundle first *explodes* it into a plain marker and separate cell items ([`explode`]), so a
-//! row never holds a bundled cell and a separate item of the same column. In either layout a
-//! row item that is gone whole shadows nothing but itself, and the compaction filter may purge
-//! it ([`gone_since`]).
+//! before row items, counter tables, and tables where a write found a row item past
+//! [`MERGE_MAX`]) keep the older layout, one item per cell: a write there first *explodes* the
+//! row's item into a plain marker and separate cell items ([`explode`]), so a row never holds
+//! a column both in its item and as a separate item. In either layout a part of a row item
+//! that is gone shadows nothing but itself, and the compaction filter may drop it ([`purge`]).
 
 use crate::cell::StoredCell;
 use crate::StorageError;
+
+/// The largest row item (bytes of its entries) a write merges into. A row past it is not
+/// rewritten whole for each small write: the write explodes it instead, and its table keeps
+/// one item per cell from then on.
+pub(crate) const MERGE_MAX: usize = 16 * 1024;
 
 /// The column bit of an explicit entry.
 const EXPLICIT: u32 = 0x8000_0000;

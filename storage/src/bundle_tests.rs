@@ -354,3 +354,47 @@ fn writes_with_and_without_the_partition_filter_agree() {
     assert_eq!((t.bytes, t.partitions), (u.bytes, u.partitions));
     assert!(t.bytes > 0 && t.partitions == 13);
 }
+
+/// A row item past `bundle::MERGE_MAX` is not rewritten for a small write: the write explodes
+/// it and the table keeps one item per cell from then on, reading alike before and after.
+#[test]
+fn a_row_too_large_to_merge_into_turns_its_table_to_one_item_per_cell() {
+    let (_dir, db, _clock) = open_clocked(SyncPolicy::default());
+    db.create_table(T, layout()).unwrap();
+    let separate = |db: &Storage| db.table(T).unwrap().ring.content.may_have(SEPARATE_CELLS);
+    let big = "x".repeat(crate::bundle::MERGE_MAX + 1);
+    insert(&db, 1, 10, None, &[(1, &big), (2, "b")]);
+    insert(&db, 2, 10, None, &[(1, "a"), (2, "b")]);
+    write(&db, 2, None, vec![set(2, "u", 11, None)]);
+    assert!(
+        !separate(&db),
+        "a new row is one item whatever its size; small rows merge"
+    );
+    write(&db, 1, None, vec![set(2, "c", 11, None)]);
+    assert!(separate(&db));
+    assert_eq!(row(&db, 1), (true, s(&big), s("c")));
+    assert_eq!(row(&db, 2), (true, s("a"), s("u")));
+    // Later writes of the table, large or small rows, store one item per cell.
+    write(&db, 2, None, vec![set(1, "v", 12, None)]);
+    insert(&db, 3, 10, None, &[(1, "a"), (2, "b")]);
+    write(
+        &db,
+        3,
+        None,
+        vec![set(1, "w", 9, None), set(2, "z", 11, None)],
+    );
+    assert_eq!(row(&db, 2), (true, s("v"), s("u")));
+    assert_eq!(row(&db, 3), (true, s("a"), s("z")));
+    let items = |ck: i32| {
+        let slice = Slice {
+            start: ClusteringBound::Inclusive(vec![int(ck)]),
+            end: ClusteringBound::Inclusive(vec![int(ck)]),
+            ..Default::default()
+        };
+        db.read_partition(T, &[int(1)], &slice).unwrap().items_read
+    };
+    assert_eq!(items(3), 3, "a marker and two cells");
+    db.persist().unwrap();
+    assert_eq!(row(&db, 1), (true, s(&big), s("c")));
+    assert_eq!(row(&db, 2), (true, s("v"), s("u")));
+}

@@ -147,6 +147,13 @@ impl Reconciler<'_> {
         self.store_row(key, &row, changed)
     }
 
+    /// Whether the row item at the liveness key `key` (if any) is small enough to take a
+    /// write in place ([`bundle::MERGE_MAX`]).
+    pub(crate) fn merges_in_place(&mut self, key: &[u8]) -> Result<bool, StorageError> {
+        let stored = self.load_as(key, true)?;
+        Ok(stored.is_none_or(|item| bundle::bytes_of(item).len() <= bundle::MERGE_MAX))
+    }
+
     /// Merges one simple cell of column `col` into the row item at the liveness key `key`.
     pub(crate) fn merge_cell(
         &mut self,

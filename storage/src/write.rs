@@ -230,8 +230,18 @@ impl Storage {
         // Tables that never stored a separate row cell keep each row's simple cells in its
         // liveness item, merged cell by cell; the others keep one item per cell (see
         // `crate::bundle`).
-        let row_items = !content.may_have(content::SEPARATE_CELLS);
+        let mut row_items = !content.may_have(content::SEPARATE_CELLS);
         for item in items {
+            // A write to a row whose item is too large to rewrite for it turns the table to
+            // one item per cell (see `bundle::MERGE_MAX`).
+            if row_items {
+                if let (Some(row_len), Pending::Row { .. } | Pending::Cell(_)) =
+                    (item.row, &item.pending)
+                {
+                    let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
+                    row_items = state.merges_in_place(&liveness)?;
+                }
+            }
             match &item.pending {
                 Pending::Row { marker, cells } if row_items => {
                     state.merge_insert(&item.key, marker, cells)?;
