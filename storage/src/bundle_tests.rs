@@ -363,6 +363,7 @@ fn a_row_too_large_to_merge_into_turns_its_table_to_one_item_per_cell() {
     db.create_table(T, layout()).unwrap();
     let separate = |db: &Storage| db.table(T).unwrap().ring.content.may_have(SEPARATE_CELLS);
     let big = "x".repeat(crate::bundle::MERGE_MAX + 1);
+    insert(&db, 1, 9, None, &[(1, &big), (2, "b")]);
     insert(&db, 1, 10, None, &[(1, &big), (2, "b")]);
     insert(&db, 2, 10, None, &[(1, "a"), (2, "b")]);
     write(&db, 2, None, vec![set(2, "u", 11, None)]);

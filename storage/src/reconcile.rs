@@ -9,6 +9,9 @@ use crate::item_cache::ItemCache;
 use crate::key::{path_key, ItemPath};
 use crate::{bundle, content, StorageError};
 
+/// An INSERT's marker and its cells (column, value) sharing the marker's timestamp and TTL.
+pub(crate) type Insert<'a> = (&'a StoredCell, &'a [(u32, &'a [u8])]);
+
 /// One key's state while a mutation is reconciled.
 pub(crate) struct Slot {
     /// The current winner (stored or written by this mutation).
@@ -147,11 +150,24 @@ impl Reconciler<'_> {
         self.store_row(key, &row, changed)
     }
 
-    /// Whether the row item at the liveness key `key` (if any) is small enough to take a
-    /// write in place ([`bundle::MERGE_MAX`]).
-    pub(crate) fn merges_in_place(&mut self, key: &[u8]) -> Result<bool, StorageError> {
-        let stored = self.load_as(key, true)?;
-        Ok(stored.is_none_or(|item| bundle::bytes_of(item).len() <= bundle::MERGE_MAX))
+    /// Whether the row item at the liveness key `key` (if any) can take a write in place: it
+    /// is small enough ([`bundle::MERGE_MAX`]), or the write is an INSERT (`insert`: its
+    /// marker and cells) that replaces it whole.
+    pub(crate) fn merges_in_place(
+        &mut self,
+        key: &[u8],
+        insert: Option<Insert<'_>>,
+    ) -> Result<bool, StorageError> {
+        let Some(item) = self.load_as(key, true)? else {
+            return Ok(true);
+        };
+        if bundle::bytes_of(item).len() <= bundle::MERGE_MAX {
+            return Ok(true);
+        }
+        match insert {
+            Some((marker, cells)) => replaces_whole(item, marker, cells),
+            None => Ok(false),
+        }
     }
 
     /// Merges one simple cell of column `col` into the row item at the liveness key `key`.

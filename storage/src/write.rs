@@ -234,13 +234,15 @@ impl Storage {
         for item in items {
             // A write to a row whose item is too large to rewrite for it turns the table to
             // one item per cell (see `bundle::MERGE_MAX`).
-            if row_items {
-                if let (Some(row_len), Pending::Row { .. } | Pending::Cell(_)) =
-                    (item.row, &item.pending)
-                {
-                    let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
-                    row_items = state.merges_in_place(&liveness)?;
-                }
+            if let (true, Some(row_len)) = (row_items, item.row) {
+                let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
+                row_items = match &item.pending {
+                    Pending::Row { marker, cells } => {
+                        state.merges_in_place(&liveness, Some((marker, cells)))?
+                    }
+                    Pending::Cell(_) => state.merges_in_place(&liveness, None)?,
+                    Pending::Counter { .. } => true,
+                };
             }
             match &item.pending {
                 Pending::Row { marker, cells } if row_items => {
