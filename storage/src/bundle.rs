@@ -216,18 +216,15 @@ pub(crate) fn purge(
             Purge::Keep
         });
     }
-    let row = RowItem::decode(item)?;
-    let marker_gone = row.marker.as_ref().is_none_or(gone);
-    let before = row.cells.len();
-    let cells: Vec<_> = row.cells.into_iter().filter(|(_, c)| !gone(c)).collect();
-    if marker_gone && cells.is_empty() {
+    let mut row = RowItem::decode(item)?;
+    let shed = row.shed(horizon);
+    if row.marker.is_none() && row.cells.is_empty() {
         return Ok(Purge::Remove);
     }
-    let marker = row.marker.filter(|_| !marker_gone);
-    if cells.len() == before && (marker.is_some() || is_unmarked(item)) {
+    if !shed {
         return Ok(Purge::Keep);
     }
-    Ok(Purge::Replace(RowItem { marker, cells }.encode()?))
+    Ok(Purge::Replace(row.encode()?))
 }
 
 /// A row item decoded: its marker (None for a row without one) and its simple cells.
@@ -246,6 +243,19 @@ impl RowItem {
         cells.sort_by_key(|(c, _)| *c);
         let marker = (!is_unmarked(stored)).then_some(marker);
         Ok(RowItem { marker, cells })
+    }
+
+    /// Drops the cells gone (expired or deleted) before `horizon`, and the marker if it is;
+    /// returns whether anything went.
+    pub(crate) fn shed(&mut self, horizon: i64) -> bool {
+        let gone = |cell: &StoredCell| gone_at(cell).is_some_and(|at| at < horizon);
+        let before = self.cells.len();
+        self.cells.retain(|(_, c)| !gone(c));
+        let marker_gone = self.marker.as_ref().is_some_and(gone);
+        if marker_gone {
+            self.marker = None;
+        }
+        marker_gone || self.cells.len() != before
     }
 
     /// Keeps `marker` when it wins over the current one; returns whether it did.

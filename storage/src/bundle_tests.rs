@@ -399,3 +399,42 @@ fn a_row_too_large_to_merge_into_turns_its_table_to_one_item_per_cell() {
     assert_eq!(row(&db, 1), (true, s(&big), s("c")));
     assert_eq!(row(&db, 2), (true, s("v"), s("u")));
 }
+
+/// A write into a row item leaves out what of it is past gc-grace (as compaction would):
+/// cells expired or deleted longer ago than that, even while the row's marker lives.
+#[test]
+fn writes_shed_what_is_past_gc_grace() {
+    let (_dir, db, clock) = open_clocked(SyncPolicy::default());
+    db.create_table(
+        T,
+        TableLayout {
+            gc_grace_seconds: 100,
+            ..layout()
+        },
+    )
+    .unwrap();
+    let stored_cells = |db: &Storage| {
+        let ks = db.table(T).unwrap().keyspace();
+        let items: Vec<_> = ks
+            .iter()
+            .map(|kv| kv.into_inner().unwrap().1)
+            .filter_map(|v| crate::cell::StoredCell::decode(&v).ok())
+            .filter(crate::bundle::has_cells)
+            .collect();
+        assert_eq!(items.len(), 1, "one row item");
+        crate::bundle::RowItem::decode(&items[0])
+            .unwrap()
+            .cells
+            .len()
+    };
+    insert(&db, 1, 10, None, &[(1, "a")]);
+    write(&db, 1, None, vec![set(2, "t", 11, Some(5))]);
+    assert_eq!(stored_cells(&db), 2);
+    clock.fetch_add(50, Ordering::SeqCst);
+    write(&db, 1, None, vec![set(1, "b", 12, None)]);
+    assert_eq!(stored_cells(&db), 2, "expired, but within gc-grace");
+    clock.fetch_add(100, Ordering::SeqCst);
+    write(&db, 1, None, vec![set(1, "c", 13, None)]);
+    assert_eq!(stored_cells(&db), 1, "past gc-grace: left out");
+    assert_eq!(row(&db, 1), (true, s("c"), None));
+}

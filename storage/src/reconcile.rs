@@ -147,7 +147,7 @@ impl Reconciler<'_> {
         for (col, value) in cells {
             changed |= row.merge_cell(*col, bundle::with_value(marker, value.to_vec()));
         }
-        self.store_row(key, &row, changed)
+        self.store_row(key, &mut row, changed)
     }
 
     /// Whether the row item at the liveness key `key` (if any) can take a write in place: it
@@ -182,16 +182,19 @@ impl Reconciler<'_> {
             None => bundle::RowItem::default(),
         };
         let changed = row.merge_cell(col, cell);
-        self.store_row(key, &row, changed)
+        self.store_row(key, &mut row, changed)
     }
 
+    /// Writes a changed row item, without what of it is past gc-grace (as compaction would
+    /// drop it, see [`bundle::purge`]).
     fn store_row(
         &mut self,
         key: &[u8],
-        row: &bundle::RowItem,
+        row: &mut bundle::RowItem,
         changed: bool,
     ) -> Result<(), StorageError> {
         if changed {
+            row.shed(self.now.saturating_sub(self.gc_grace));
             if !row.cells.is_empty() {
                 self.flags |= content::BUNDLES;
             }
