@@ -24,8 +24,9 @@ use crate::{StorageError, TableId};
 pub(crate) const HEAD: u8 = 1;
 /// Row deletions.
 pub(crate) const ROW_DELETIONS: u8 = 2;
-/// Separate cell items of regular columns in rows (see [`crate::bundle`]): written by
-/// UPDATE, by nulls, and wherever a row could not stay one bundle.
+/// Separate cell items of regular columns in rows: the older layout (see [`crate::bundle`]),
+/// kept by counter tables, tables from before row items and tables with a row item too large
+/// to merge into.
 pub(crate) const SEPARATE_CELLS: u8 = 4;
 /// Rows whose liveness item carries bundled cells.
 pub(crate) const BUNDLES: u8 = 8;

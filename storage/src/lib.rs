@@ -19,7 +19,7 @@
 //!   [`error`] ([`StorageError`]).
 //! - The write path: `stage` (a mutation as keyed items), `reconcile` (against what is
 //!   stored), `partition_address` (token and key prefix), `content` (the sticky flags of what a
-//!   table ever stored), `bundle` (a row's INSERTed cells in its liveness item), `stripes`
+//!   table ever stored), `bundle` (a row's cells in its liveness item), `stripes`
 //!   (write-lock stripes), `durability` (sync policy, group commit, deferred journal flushes),
 //!   `disk` (the free-space guard).
 //! - The read path: `read_ctx` (assembles live rows), `lookup` (snapshot, published or cached

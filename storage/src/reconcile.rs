@@ -1,6 +1,7 @@
 //! Reconciling a staged mutation with what its partition stores: each key it touches is
 //! loaded once (from the item cache or fjall, under the partition's stripe), and a new cell
-//! is kept only where it wins; rows stay one bundle while they can (see [`crate::bundle`]).
+//! is kept only where it wins; a row's simple cells merge into its one item (see
+//! [`crate::bundle`]).
 
 use std::collections::HashMap;
 

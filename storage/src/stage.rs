@@ -53,8 +53,8 @@ pub(crate) enum Pending<'m> {
         timestamp: i64,
     },
     /// An INSERT's liveness marker (a plain marker, empty value) and the simple cells it
-    /// sets with the marker's timestamp and TTL, in column order: stored as one bundle when
-    /// the row allows it (see [`crate::bundle`]).
+    /// sets with the marker's timestamp and TTL, in column order: merged into the row's item
+    /// as plain entries (see [`crate::bundle`]).
     Row {
         marker: StoredCell,
         cells: Vec<(u32, &'m [u8])>,
