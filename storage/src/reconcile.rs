@@ -10,9 +10,6 @@ use crate::item_cache::ItemCache;
 use crate::key::{path_key, ItemPath};
 use crate::{bundle, content, StorageError};
 
-/// An INSERT's marker and its cells (column, value) sharing the marker's timestamp and TTL.
-pub(crate) type Insert<'a> = (&'a StoredCell, &'a [(u32, &'a [u8])]);
-
 /// One key's state while a mutation is reconciled.
 pub(crate) struct Slot {
     /// The current winner (stored or written by this mutation).
@@ -116,18 +113,20 @@ impl Reconciler<'_> {
 
     /// Merges an INSERT's marker and its cells (sharing the marker's timestamp and TTL) into
     /// the row item at the liveness key `key`, cell by cell (see [`bundle::RowItem`]).
+    /// Returns false, changing nothing, when the stored item is too large to rewrite for it
+    /// ([`bundle::MERGE_MAX`]) and the INSERT does not replace it whole.
     pub(crate) fn merge_insert(
         &mut self,
         key: &[u8],
         marker: &StoredCell,
         cells: &[(u32, &[u8])],
-    ) -> Result<(), StorageError> {
+    ) -> Result<bool, StorageError> {
+        let (whole, fits) = match self.load_as(key, true)? {
+            None => (true, true),
+            Some(stored) => (replaces_whole(stored, marker, cells)?, fits(stored)),
+        };
         // A new row, or one this INSERT replaces whole: its cells are the marker's plain
         // entries.
-        let whole = match self.load_as(key, true)? {
-            None => true,
-            Some(stored) => replaces_whole(stored, marker, cells)?,
-        };
         if whole {
             let mut bytes =
                 Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
@@ -138,52 +137,40 @@ impl Reconciler<'_> {
                 self.flags |= content::BUNDLES;
             }
             self.set(key, bundle::with_value(marker, bytes));
-            return Ok(());
+            return Ok(true);
         }
-        let Some(stored) = self.load_as(key, true)? else {
-            return Ok(());
+        if !fits {
+            return Ok(false);
+        }
+        let mut row = match self.load_as(key, true)? {
+            Some(stored) => bundle::RowItem::decode(stored)?,
+            None => bundle::RowItem::default(),
         };
-        let mut row = bundle::RowItem::decode(stored)?;
         let mut changed = row.merge_marker(marker.clone());
         for (col, value) in cells {
             changed |= row.merge_cell(*col, bundle::with_value(marker, value.to_vec()));
         }
-        self.store_row(key, &mut row, changed)
-    }
-
-    /// Whether the row item at the liveness key `key` (if any) can take a write in place: it
-    /// is small enough ([`bundle::MERGE_MAX`]), or the write is an INSERT (`insert`: its
-    /// marker and cells) that replaces it whole.
-    pub(crate) fn merges_in_place(
-        &mut self,
-        key: &[u8],
-        insert: Option<Insert<'_>>,
-    ) -> Result<bool, StorageError> {
-        let Some(item) = self.load_as(key, true)? else {
-            return Ok(true);
-        };
-        if bundle::bytes_of(item).len() <= bundle::MERGE_MAX {
-            return Ok(true);
-        }
-        match insert {
-            Some((marker, cells)) => replaces_whole(item, marker, cells),
-            None => Ok(false),
-        }
+        self.store_row(key, &mut row, changed)?;
+        Ok(true)
     }
 
     /// Merges one simple cell of column `col` into the row item at the liveness key `key`.
+    /// Returns false, changing nothing, when the stored item is too large to rewrite for it
+    /// ([`bundle::MERGE_MAX`]).
     pub(crate) fn merge_cell(
         &mut self,
         key: &[u8],
         col: u32,
         cell: StoredCell,
-    ) -> Result<(), StorageError> {
+    ) -> Result<bool, StorageError> {
         let mut row = match self.load_as(key, true)? {
+            Some(stored) if !fits(stored) => return Ok(false),
             Some(stored) => bundle::RowItem::decode(stored)?,
             None => bundle::RowItem::default(),
         };
         let changed = row.merge_cell(col, cell);
-        self.store_row(key, &mut row, changed)
+        self.store_row(key, &mut row, changed)?;
+        Ok(true)
     }
 
     /// Writes a changed row item, without what of it is past gc-grace (as compaction would
@@ -253,6 +240,12 @@ pub(crate) fn counter_sum(
         timestamp: timestamp.max(base_ts),
         value: base.wrapping_add(delta).to_be_bytes().to_vec(),
     })
+}
+
+/// True when the stored row item is small enough to rewrite for a write
+/// ([`bundle::MERGE_MAX`]).
+fn fits(stored: &StoredCell) -> bool {
+    bundle::bytes_of(stored).len() <= bundle::MERGE_MAX
 }
 
 /// True when an INSERT (`marker` and its `cells`, in column order) replaces the stored row

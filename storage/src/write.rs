@@ -232,30 +232,29 @@ impl Storage {
         // `crate::bundle`).
         let mut row_items = !content.may_have(content::SEPARATE_CELLS);
         for item in items {
-            // A write to a row whose item is too large to rewrite for it turns the table to
-            // one item per cell (see `bundle::MERGE_MAX`).
-            if let (true, Some(row_len)) = (row_items, item.row) {
-                let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
-                row_items = match &item.pending {
-                    Pending::Row { marker, cells } => {
-                        state.merges_in_place(&liveness, Some((marker, cells)))?
+            if row_items {
+                let merged = match (&item.pending, item.row) {
+                    (Pending::Row { marker, cells }, _) => {
+                        Some(state.merge_insert(&item.key, marker, cells)?)
                     }
-                    Pending::Cell(_) => state.merges_in_place(&liveness, None)?,
-                    Pending::Counter { .. } => true,
+                    (Pending::Cell(cell), Some(row_len)) => {
+                        let ItemPath::Cell(col) = ItemPath::decode(&item.key[row_len..])? else {
+                            return Err(StorageError::corrupt("row cell without a column path"));
+                        };
+                        let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
+                        Some(state.merge_cell(&liveness, col, cell.clone())?)
+                    }
+                    _ => None,
                 };
+                match merged {
+                    Some(true) => continue,
+                    // A row whose item is too large to rewrite for this write: the table
+                    // turns to one item per cell (see `bundle::MERGE_MAX`).
+                    Some(false) => row_items = false,
+                    None => {}
+                }
             }
             match &item.pending {
-                Pending::Row { marker, cells } if row_items => {
-                    state.merge_insert(&item.key, marker, cells)?;
-                }
-                Pending::Cell(cell) if row_items && item.row.is_some() => {
-                    let row_len = item.row.unwrap_or(item.key.len());
-                    let ItemPath::Cell(col) = ItemPath::decode(&item.key[row_len..])? else {
-                        return Err(StorageError::corrupt("row cell without a column path"));
-                    };
-                    let liveness = path_key(&item.key[..row_len], &ItemPath::Liveness);
-                    state.merge_cell(&liveness, col, cell.clone())?;
-                }
                 Pending::Row { marker, cells } => {
                     state.explode(&item.key)?;
                     state.reconcile(&item.key, marker.clone())?;
