@@ -258,12 +258,19 @@ def fresh_name(prefix: str = "ks") -> str:
     return f"{prefix}_{next(_names)}_{uuid.uuid4().hex[:6]}"
 
 
+def new_keyspace(session, prefix: str = "ks") -> str:
+    """Creates a keyspace with a fresh name (SimpleStrategy, replication factor 1); returns
+    its name."""
+    name = fresh_name(prefix)
+    session.execute(f"CREATE KEYSPACE {name} WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    return name
+
+
 @pytest.fixture
 def ks(session):
     """A fresh SimpleStrategy keyspace (dropped afterwards, errors ignored)."""
-    name = fresh_name("ks")
-    session.execute(
-        f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+    name = new_keyspace(session)
     yield name
     try:
         session.execute(f"DROP KEYSPACE IF EXISTS {name}")

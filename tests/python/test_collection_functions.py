@@ -18,10 +18,8 @@ from cassandra import InvalidRequest
 
 @pytest.fixture(scope="module")
 def t(session):
-    from conftest import fresh_name
-    ks = fresh_name("colfn")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    from conftest import new_keyspace
+    ks = new_keyspace(session, "colfn")
     session.execute(f"""CREATE TABLE {ks}.t (k int PRIMARY KEY, m map<text, int>, l list<int>,
         s set<text>, fl frozen<list<double>>, fs frozen<set<decimal>>, v uuid)""")
     session.execute(f"INSERT INTO {ks}.t (k, m, l, s, fl, fs) VALUES (1, {{'b': 2, 'a': 1}}, "

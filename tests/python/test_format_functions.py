@@ -12,14 +12,12 @@ from __future__ import annotations
 import pytest
 from cassandra import InvalidRequest
 
-from conftest import fresh_name, one
+from conftest import new_keyspace, one
 
 
 @pytest.fixture(scope="module")
 def t(session):
-    ks = fresh_name("fmtfn")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "fmtfn")
     session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, b bigint, s text, n int, u uuid)")
     session.execute(f"INSERT INTO {ks}.t (k, b, s) VALUES (1, 3145728, '90061000')")
     session.execute(f"INSERT INTO {ks}.t (k, b, s, n) VALUES (2, 1024, 'abc', -5)")

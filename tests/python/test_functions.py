@@ -28,7 +28,7 @@ import pytest
 from cassandra import FunctionFailure, InvalidRequest
 
 import cqlwire
-from conftest import RingServer, fresh_name, make_cluster, run_cqlsh, stop_and_check
+from conftest import RingServer, make_cluster, new_keyspace, run_cqlsh, stop_and_check
 
 # CS/CA (5.0 UDFunction.assertUdfsEnabled): the refusal while UDFs are off names the 5.0
 # setting.
@@ -50,9 +50,7 @@ def start_with(request, tmp_path, settings: str, data=None) -> RingServer:
 
 @pytest.fixture(scope="module")
 def off_ks(session):
-    name = fresh_name("udfoff")
-    session.execute(f"CREATE KEYSPACE {name} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    name = new_keyspace(session, "udfoff")
     yield name
     session.execute(f"DROP KEYSPACE {name}")
 
@@ -116,9 +114,7 @@ def s(udf_cluster):
 @pytest.fixture
 def k(s):
     """A fresh keyspace with t(pk, ck, v, x) holding pk 1: v = 0, 10, 20, 30 and a null v."""
-    name = fresh_name("udf")
-    s.execute(f"CREATE KEYSPACE {name} WITH replication = "
-              "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    name = new_keyspace(s, "udf")
     s.execute(f"CREATE TABLE {name}.t (pk int, ck int, v int, x text, PRIMARY KEY (pk, ck))")
     for i in range(4):
         s.execute(f"INSERT INTO {name}.t (pk, ck, v, x) VALUES (1, {i}, {i * 10}, 'r{i}')")

@@ -25,7 +25,7 @@ from cassandra.cluster import Cluster
 from cassandra.query import SimpleStatement
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import RingServer, free_port, fresh_name, stop_and_check
+from conftest import RingServer, free_port, new_keyspace, stop_and_check
 
 
 def metric(base: str, name: str) -> float:
@@ -71,9 +71,7 @@ def served(request, tmp_path_factory):
 
 
 def keyspace(session) -> str:
-    ks = fresh_name("idx")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "idx")
     return ks
 
 

@@ -19,14 +19,12 @@ import pytest
 from cassandra import InvalidRequest
 from cassandra.util import Date, Duration, Time
 
-from conftest import fresh_name, one
+from conftest import new_keyspace, one
 
 
 @pytest.fixture(scope="module")
 def t(session):
-    ks = fresh_name("maskfn")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "maskfn")
     session.execute(f"CREATE TYPE {ks}.addr (street text, no int)")
     session.execute(
         f"CREATE TABLE {ks}.t (k int PRIMARY KEY, s text, a ascii, n int, b bigint, f float, "

@@ -20,7 +20,7 @@ from cassandra.protocol import OverloadedErrorMessage, SyntaxException
 from cassandra.query import SimpleStatement
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import RingServer, free_port, fresh_name, make_cluster, ringdb_bin, stop_and_check
+from conftest import RingServer, free_port, make_cluster, new_keyspace, ringdb_bin, stop_and_check
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:
@@ -60,9 +60,7 @@ def session(served):
 
 def test_a_known_workload_shows_in_the_series(served, session):
     _, url = served
-    ks = fresh_name("metrics")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "metrics")
     session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
     insert = session.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
     select = session.prepare(f"SELECT v FROM {ks}.t WHERE k = ?")
@@ -125,9 +123,7 @@ def test_a_known_workload_shows_in_the_series(served, session):
 
 def test_throttled_requests_are_counted_per_table(served, session):
     _, url = served
-    ks = fresh_name("throttle")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "throttle")
     session.execute(f"CREATE TABLE {ks}.hot (k int PRIMARY KEY, v text) "
                     "WITH cosmosdb_provisioned_throughput = 400")
     insert = session.prepare(f"INSERT INTO {ks}.hot (k, v) VALUES (?, 'v')")
@@ -159,9 +155,7 @@ def test_an_invalid_metrics_address_is_refused_at_startup(tmp_path):
 def test_ringdb_flush_and_compact_through_the_metrics_address(served, session):
     srv, url = served
     metrics_addr = url.split("/")[2]
-    ks = fresh_name("ops")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "ops")
     session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
     insert = session.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
     for k in range(300):

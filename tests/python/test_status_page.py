@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, fresh_name, make_cluster
+from conftest import REPO, make_cluster, new_keyspace
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -34,9 +34,7 @@ def known_table(served):
     cluster = make_cluster(srv)
     try:
         s = cluster.connect()
-        ks = fresh_name("status")
-        s.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        ks = new_keyspace(s, "status")
         s.execute(f"CREATE TABLE {ks}.orders (k int PRIMARY KEY, v text)")
         insert = s.prepare(f"INSERT INTO {ks}.orders (k, v) VALUES (?, ?)")
         for k in range(200):

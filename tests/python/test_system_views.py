@@ -11,16 +11,14 @@ import pytest
 import re
 import subprocess
 
-from conftest import fresh_name, ringdb_bin, run_cqlsh
+from conftest import fresh_name, new_keyspace, ringdb_bin, run_cqlsh
 
 pytestmark = pytest.mark.dml
 
 
 @pytest.fixture(scope="module")
 def table(session):
-    ks = fresh_name("views")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "views")
     session.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
     yield ks, "t"
     session.execute(f"DROP KEYSPACE {ks}")
@@ -115,9 +113,7 @@ def test_caches_thread_pools_disk_and_tasks(session, table):
 
 
 def test_max_partition_size_follows_the_largest_logical_partition(session):
-    ks = fresh_name("widest")
-    session.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    ks = new_keyspace(session, "widest")
     session.execute(f"CREATE TABLE {ks}.t (p int, c int, v blob, PRIMARY KEY (p, c))")
     insert = session.prepare(f"INSERT INTO {ks}.t (p, c, v) VALUES (?, ?, ?)")
     query = ("SELECT * FROM system_views.max_partition_size "

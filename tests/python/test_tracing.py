@@ -10,16 +10,14 @@ import time
 
 import pytest
 
-from conftest import RingServer, fresh_name, make_cluster, run_cqlsh, stop_and_check
+from conftest import RingServer, make_cluster, new_keyspace, run_cqlsh, stop_and_check
 
 pytestmark = pytest.mark.dml
 
 
 @pytest.fixture(scope="module")
 def ks(session):
-    name = fresh_name("traced")
-    session.execute(f"CREATE KEYSPACE {name} WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    name = new_keyspace(session, "traced")
     session.execute(f"CREATE TABLE {name}.t (k int PRIMARY KEY, v text)")
     yield name
     session.execute(f"DROP KEYSPACE {name}")
@@ -110,9 +108,7 @@ def test_slow_queries_are_kept_in_the_sessions_table(request, tmp_path):
     cluster = make_cluster(srv)
     try:
         s = cluster.connect()
-        ks = fresh_name("slow")
-        s.execute(f"CREATE KEYSPACE {ks} WITH replication = "
-                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        ks = new_keyspace(s, "slow")
         s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text)")
         insert = s.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
         for k in range(500):
