@@ -28,6 +28,8 @@ PERCENTILES = {"p50": 50.0, "p99": 99.0, "p999": 99.9}
 RATIO_TARGETS = {"write": 0.6, "read": 0.7, "mixed": 0.6, "slice": 0.5, "partition": 0.5}
 # partition: server CPU per returned row (issue #48)
 CPU_PER_ROW_TARGET_US = 1.0
+# write-half-rate: ringdb's p99 over the ceiling's at the same rate (issue #48)
+HALF_RATE_P99_TARGET_X = 1.2
 SCAN_TARGET_ROWS_PER_S = 500_000
 BULK_RSS_TARGET_MB = 1024
 DISK_TARGET_X_RAW = 1.5
@@ -443,6 +445,11 @@ def summarize(a):
             target = f"p99 <= 1 ms at half of ringdb's peak: " + ("met" if g["p99_ms"] is not None and g["p99_ms"] <= 1.0 else "not met")
             if c and c.get("p99_ms") is not None:
                 target += f" (the ceiling's p99 at that rate: {fmt(c['p99_ms'])} ms)"
+                if w == "write-half-rate":
+                    x = ratio(g["p99_ms"], c["p99_ms"])
+                    ok = x is not None and x <= HALF_RATE_P99_TARGET_X
+                    target += (f"; p99 <= {HALF_RATE_P99_TARGET_X:g}x the ceiling's: "
+                               f"{'met' if ok else 'not met'} ({fmt(x)}x)")
         elif w in ("bulk-read", "bulk-read-fixed-rate") and g:
             fixed = w.endswith("-fixed-rate")
             small = next((gg for (ww, _, _, gg) in overview if ww == w.replace("bulk-", "", 1) and gg), None)

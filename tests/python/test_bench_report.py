@@ -66,6 +66,19 @@ def test_ratios_against_the_ceiling_with_the_issue_targets(tmp_path):
     assert (bench_ratio(out, "nullserver"), bench_ratio(out, "ringdb")) == ("1", "0.367")
 
 
+def half_rate(server: str, p99_ms: float) -> dict:
+    return {**run(server, 1, 50_000, "write-half-rate"), "p99_ms": p99_ms}
+
+
+def test_half_rate_writes_are_held_to_the_ceilings_p99_at_that_rate(tmp_path):
+    # #48: ringdb's p99 within 1.2x the ceiling's at the same rate
+    for ringdb_p99, verdict in ((1.1, "met (1.100x)"), (1.3, "not met (1.300x)")):
+        runs = [half_rate("nullserver", 1.0), half_rate("ringdb", ringdb_p99)]
+        target = line_with(summarize(tmp_path, runs, {}), "write-half-rate ").split("   ")[-1]
+        assert target.endswith(f"p99 <= 1.2x the ceiling's: {verdict}"), target
+        assert target.startswith("p99 <= 1 ms at half of ringdb's peak: not met"), target
+
+
 def test_ab_of_two_builds_reports_ratios_to_the_baseline_and_their_median(tmp_path):
     rounds = [(100_000, 110_000), (100_000, 90_000), (200_000, 320_000)]
     settings = {"a_side": "baseline", "baseline_bin": "/tmp/ringdb-old"}
