@@ -121,13 +121,15 @@ impl Reconciler<'_> {
         marker: &StoredCell,
         cells: &[(u32, &[u8])],
     ) -> Result<bool, StorageError> {
-        let (whole, fits) = match self.load_as(key, true)? {
-            None => (true, true),
-            Some(stored) => (replaces_whole(stored, marker, cells)?, fits(stored)),
+        // The stored row to merge into, decoded once; None for a new row or one this INSERT
+        // replaces whole, whose cells are then the marker's plain entries.
+        let stored = match self.load_as(key, true)? {
+            None => None,
+            Some(stored) if replaces_whole(stored, marker, cells)? => None,
+            Some(stored) if !fits(stored) => return Ok(false),
+            Some(stored) => Some(bundle::RowItem::decode(stored)?),
         };
-        // A new row, or one this INSERT replaces whole: its cells are the marker's plain
-        // entries.
-        if whole {
+        let Some(mut row) = stored else {
             let mut bytes =
                 Vec::with_capacity(cells.iter().map(|(_, v)| v.len() + 8).sum::<usize>());
             for (col, value) in cells {
@@ -138,13 +140,6 @@ impl Reconciler<'_> {
             }
             self.set(key, bundle::with_value(marker, bytes));
             return Ok(true);
-        }
-        if !fits {
-            return Ok(false);
-        }
-        let mut row = match self.load_as(key, true)? {
-            Some(stored) => bundle::RowItem::decode(stored)?,
-            None => bundle::RowItem::default(),
         };
         let mut changed = row.merge_marker(marker.clone());
         for (col, value) in cells {
